@@ -1,0 +1,79 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
+let nioPosix = Target.Dependency.product(name: "NIOPosix", package: "swift-nio")
+let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
+let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
+let httpClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
+
+let package = Package(
+    name: "syncgate",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "syncgate", targets: ["syncgate"]),
+        .executable(name: "syncgate-headunit-sim", targets: ["syncgate-headunit-sim"]),
+        .library(name: "SyncgateCore", targets: ["SyncgateCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // The core: config, routing, delivery layer, state ledger, engine, reporting.
+        .target(
+            name: "SyncgateCore",
+            dependencies: [
+                .product(name: "Yams", package: "Yams"),
+                logging,
+                .product(name: "Metrics", package: "swift-metrics"),
+                crypto,
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+
+        // Destination plugins: one folder each, registered in Sources/syncgate/BuiltinPlugins.swift.
+        .target(name: "SyncgateLocal", dependencies: ["SyncgateCore"]),
+        .target(name: "SyncgateS3", dependencies: ["SyncgateCore", httpClient, crypto, nioCore, logging]),
+        .target(name: "SyncgateSDL", dependencies: [nioCore]),  // SDL wire format: frames, BSON, RPC messages
+        .target(name: "SyncgateHeadUnit", dependencies: ["SyncgateCore", "SyncgateSDL", nioCore, nioPosix, logging]),
+        .target(
+            name: "SyncgateSheets",
+            dependencies: [
+                "SyncgateCore", httpClient, crypto, nioCore, logging,
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+
+        // The executables: a thin CLI, and the head-unit simulator used by tests and examples.
+        .executableTarget(
+            name: "syncgate",
+            dependencies: [
+                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                logging,
+            ]
+        ),
+        .executableTarget(
+            name: "syncgate-headunit-sim",
+            dependencies: ["SyncgateSDL", nioCore, nioPosix, logging, .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+
+        // Tests. Integration tests run the built executables against servers on loopback.
+        .target(name: "SyncgateTestSupport", path: "Tests/SyncgateTestSupport"),
+        .testTarget(name: "SyncgateCoreTests", dependencies: ["SyncgateCore", "SyncgateLocal", "SyncgateTestSupport"]),
+        .testTarget(name: "SyncgateEndToEndTests", dependencies: ["SyncgateCore", "SyncgateTestSupport", "syncgate"]),
+        .testTarget(name: "SyncgateS3Tests", dependencies: ["SyncgateS3", "SyncgateCore", "SyncgateTestSupport", "syncgate"]),
+        .testTarget(
+            name: "SyncgateHeadUnitTests",
+            dependencies: ["SyncgateHeadUnit", "SyncgateSDL", "SyncgateCore", "SyncgateTestSupport", "syncgate", "syncgate-headunit-sim"]
+        ),
+        .testTarget(name: "SyncgateSheetsTests", dependencies: ["SyncgateSheets", "SyncgateCore", "SyncgateTestSupport", "syncgate"]),
+    ]
+)

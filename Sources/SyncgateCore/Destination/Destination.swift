@@ -1,0 +1,53 @@
+import Foundation
+
+/// What a destination plugin implements: move one file, delete by remote name, list remote names,
+/// and say which of its own errors are worth retrying.
+///
+/// A plugin never retries, sleeps, keeps status or aggregates progress: the ``DeliveryLayer`` that
+/// wraps every destination does that, the same way for all of them.
+public protocol Destination: Sendable {
+    /// Uploads one file, streamed from ``UploadItem/absolutePath``. `progress` is called with the number of
+    /// bytes of this file delivered so far (cumulative, restarting from 0 on a new attempt).
+    func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt
+
+    /// Deletes one remote object by its remote name.
+    func delete(remoteName: String) async throws
+
+    /// Lists what the destination holds.
+    func list() async throws -> RemoteListing
+
+    /// Classifies an error thrown by this destination. The default understands ``DestinationError``,
+    /// timeouts and connection errors (see ``FailureClass/classify(_:)``).
+    func classify(_ error: any Error) -> FailureClass
+
+    // MARK: Optional abilities (defaults below)
+
+    /// Maps a relative path to the name the destination stores it under. Throw ``DestinationError`` with
+    /// class `.permanent` for a path this destination cannot hold. Must be deterministic.
+    func remoteName(forRelativePath path: String) throws -> String
+
+    /// `true` when ``list()`` is cheap and is the truth about what is there (a head unit forgets files):
+    /// the engine lists at the start of every run and sends again files the ledger marks synced but the
+    /// destination no longer has.
+    var listingIsAuthoritative: Bool { get }
+
+    /// Called once before a batch with every item the run will upload. Returns the items that must fail
+    /// alone without being sent (keyed by ``UploadItem/remoteName``), e.g. files that cannot fit.
+    func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError]
+
+    /// Asks the destination whether it already holds exactly these bytes (e.g. S3 HEAD + ETag).
+    /// Returns the receipt when it does; the file is then recorded synced without an upload.
+    func existingCopy(of item: UploadItem) async throws -> Receipt?
+
+    /// Called once after the batch, whatever happened (close connections, unregister).
+    func finish() async
+}
+
+extension Destination {
+    public func classify(_ error: any Error) -> FailureClass { FailureClass.classify(error) }
+    public func remoteName(forRelativePath path: String) throws -> String { path }
+    public var listingIsAuthoritative: Bool { false }
+    public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] { [:] }
+    public func existingCopy(of item: UploadItem) async throws -> Receipt? { nil }
+    public func finish() async {}
+}

@@ -1,0 +1,22 @@
+/// What ``Destination/list()`` returns.
+public struct RemoteListing: Sendable, Hashable {
+    public struct Entry: Sendable, Hashable {
+        public var name: String
+        public var size: Int64?
+        public init(name: String, size: Int64? = nil) {
+            self.name = name
+            self.size = size
+        }
+    }
+
+    public var entries: [Entry]
+    /// Free space the destination reports, when it has such a notion (a head unit's quota).
+    public var spaceAvailable: Int64?
+
+    public init(entries: [Entry], spaceAvailable: Int64? = nil) {
+        self.entries = entries
+        self.spaceAvailable = spaceAvailable
+    }
+
+    public var names: Set<String> { Set(entries.map(\.name)) }
+}

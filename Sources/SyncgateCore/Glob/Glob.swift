@@ -1,0 +1,113 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One gitignore-style pattern over `/`-separated relative paths.
+///
+/// - `*`, `?` and `[...]` (with `[!...]`) match within one path segment; `**` as a whole segment spans any
+///   number of folders (including none).
+/// - A pattern without `/` (other than a trailing one) matches a name at any depth, as in `.gitignore`.
+/// - A leading `/` anchors the pattern to the source's root; a trailing `/` matches everything under a folder.
+/// - A pattern that matches a folder matches every file below it (`**/.*` excludes `.git/config`).
+/// - A leading `!` negates (meaningful in a ``GlobSet``).
+public struct Glob: Sendable, Hashable, CustomStringConvertible {
+    public let pattern: String
+    public let isNegated: Bool
+    private let segments: [String]
+
+    public struct SyntaxError: Error, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
+    }
+
+    public init(_ raw: String) throws {
+        pattern = raw
+        var text = raw
+        if text.hasPrefix("!") {
+            isNegated = true
+            text.removeFirst()
+        } else {
+            isNegated = false
+        }
+        if text.hasPrefix("\\!") || text.hasPrefix("\\#") { text.removeFirst() }
+        guard !text.isEmpty, text != "/" else { throw SyntaxError(message: "empty glob pattern '\(raw)'") }
+        if text.hasSuffix("/") { text += "**" }
+        let anchored = text.hasPrefix("/")
+        if anchored { text.removeFirst() }
+        var parts = text.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        if !anchored && parts.count == 1 { parts.insert("**", at: 0) }
+        for part in parts {
+            try Glob.checkSegment(part, raw: raw)
+        }
+        // Collapse runs of ** (they mean the same as one).
+        var collapsed: [String] = []
+        for part in parts where !(part == "**" && collapsed.last == "**") { collapsed.append(part) }
+        segments = collapsed
+    }
+
+    private static func checkSegment(_ segment: String, raw: String) throws {
+        if segment.contains("**") && segment != "**" {
+            throw SyntaxError(message: "'**' must be a whole path segment in '\(raw)' (write '**/x' or '*x')")
+        }
+        var inBracket = false
+        var escaped = false
+        var bracketStart = segment.startIndex
+        for index in segment.indices {
+            let ch = segment[index]
+            if escaped { escaped = false; continue }
+            if ch == "\\" { escaped = true; continue }
+            if !inBracket && ch == "[" { inBracket = true; bracketStart = index; continue }
+            if inBracket && ch == "]" {
+                let inner = segment.distance(from: bracketStart, to: index)
+                // "[]" and "[!]" are not closed yet: ']' first in a class is literal.
+                if inner == 1 || (inner == 2 && segment[segment.index(after: bracketStart)] == "!") { continue }
+                inBracket = false
+            }
+        }
+        if inBracket { throw SyntaxError(message: "unclosed '[' in glob '\(raw)'") }
+        if escaped { throw SyntaxError(message: "glob '\(raw)' ends with a lone '\\'") }
+    }
+
+    public var description: String { pattern }
+
+    /// Whether the pattern matches the path or one of its parent folders.
+    public func matches(_ path: String) -> Bool {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        // A match of a folder prefix counts (the pattern then names a folder).
+        for end in stride(from: parts.count, through: 1, by: -1) where Glob.match(segments[...], parts[..<end]) {
+            return true
+        }
+        return false
+    }
+
+    private static func match(_ pattern: ArraySlice<String>, _ path: ArraySlice<String>) -> Bool {
+        guard let first = pattern.first else { return path.isEmpty }
+        if first == "**" {
+            let rest = pattern.dropFirst()
+            if rest.isEmpty { return true }
+            var index = path.startIndex
+            while index <= path.endIndex {
+                if match(rest, path[index...]) { return true }
+                index += 1
+            }
+            return false
+        }
+        guard let segment = path.first, fnmatch(first, segment, 0) == 0 else { return false }
+        return match(pattern.dropFirst(), path.dropFirst())
+    }
+}
+
+extension Glob: Decodable {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        do {
+            try self.init(text)
+        } catch let error as SyntaxError {
+            throw ConfigValueError(error.message)
+        }
+    }
+}

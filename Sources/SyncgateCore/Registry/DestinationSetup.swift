@@ -1,0 +1,48 @@
+import Foundation
+import Logging
+import Yams
+
+/// What a plugin's factory gets: the destination's name, where the config file lives, the environment, a
+/// logger, and its own keys to decode. The core keys (`name`, `type`, `concurrency`, `retry`, `recent`,
+/// `attempt_timeout`) are the core's; every other key of the destination's mapping is the plugin's, and a key
+/// the plugin does not read is reported as unknown.
+public struct DestinationSetup: @unchecked Sendable {
+    public let name: String
+    public let type: String
+    /// Folder of the config file: resolve relative paths against it (``resolvePath(_:)``).
+    public let baseDirectory: URL
+    public let environment: [String: String]
+    public let logger: Logger
+    let node: Node
+    let path: [ConfigKey]
+    let decoder: ConfigDecoder
+
+    init(name: String, type: String, baseDirectory: URL, environment: [String: String], logger: Logger, node: Node, path: [ConfigKey], decoder: ConfigDecoder) {
+        self.name = name
+        self.type = type
+        self.baseDirectory = baseDirectory
+        self.environment = environment
+        self.logger = logger
+        self.node = node
+        self.path = path
+        self.decoder = decoder
+    }
+
+    /// Decodes the plugin's keys from the destination's mapping. Errors are located (file:line:column: key path).
+    /// Throw ``ConfigValueError`` from the type's `init(from:)` to reject a value.
+    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try decoder.decode(type, from: node, at: path, preRead: GatewayConfig.coreDestinationKeys)
+    }
+
+    /// A located config error about one of the plugin's keys (`key` may be dotted: `multipart.part_size`).
+    public func invalid(_ key: String, _ message: String) -> ConfigError {
+        let steps = key.split(separator: ".").map { ConfigKey.key(String($0)) }
+        return decoder.error(at: node.descend(steps) ?? node, keyPath: ConfigKey.text(path + steps), message)
+    }
+
+    /// Resolves a path from the config against the config file's folder (absolute paths stay as they are;
+    /// `~/` is the home folder).
+    public func resolvePath(_ path: String) -> String {
+        GatewayConfig.resolve(path, against: baseDirectory)
+    }
+}

@@ -1,0 +1,1 @@
+// The HeadUnit module: see the issue that builds it.

@@ -1,0 +1,1 @@
+// The S3 module: see the issue that builds it.

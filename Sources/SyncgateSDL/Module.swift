@@ -1,0 +1,1 @@
+// The SDL module: see the issue that builds it.

@@ -1,0 +1,1 @@
+// The Sheets module: see the issue that builds it.

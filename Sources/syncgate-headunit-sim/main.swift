@@ -1,0 +1,1 @@
+print("syncgate-headunit-sim: not built yet")
