@@ -52,11 +52,16 @@ final class S3Client: @unchecked Sendable {
     }
 
     func shutdown() async {
-        lock.lock()
-        let current = client
-        client = nil
-        lock.unlock()
+        let current = takeClient()
         try? await current?.shutdown()
+    }
+
+    private func takeClient() -> HTTPClient? {
+        lock.withLock {
+            let current = client
+            client = nil
+            return current
+        }
     }
 
     /// Sends one signed request. Returns the response of a 2xx answer (its body collected up to

@@ -23,9 +23,6 @@ public final class S3Destination: Destination, @unchecked Sendable {
     public let settings: S3Settings
     let client: S3Client
     let logger: Logger
-    private let lock = NSLock()
-    /// What the bucket held under the prefix when ``prepare(_:)`` listed it (nil: unknown, ask with HEAD).
-    private var known: [String: RemoteListing.Entry]?
 
     public init(settings: S3Settings, logger: Logger = Logger(label: "syncgate.s3")) {
         self.settings = settings
@@ -92,38 +89,11 @@ public final class S3Destination: Destination, @unchecked Sendable {
 
     // MARK: Skip what is already there
 
-    public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] {
-        guard items.count > 1 else { return [:] }
-        // One listing (a request per 1000 keys) spares a HEAD for every key that is not there yet.
-        var found: [String: RemoteListing.Entry] = [:]
-        do {
-            let listing = try await listObjects(maxKeys: 50_000)
-            for entry in listing.entries { found[entry.name] = entry }
-            store(known: listing.complete ? found : nil)
-        } catch {
-            logger.debug("listing before the batch failed; asking with HEAD instead", metadata: ["error": "\(error)"])
-            store(known: nil)
-        }
-        return [:]
-    }
-
-    private func store(known value: [String: RemoteListing.Entry]?) {
-        lock.lock()
-        known = value
-        lock.unlock()
-    }
-
-    private func knownEntries() -> [String: RemoteListing.Entry]? {
-        lock.lock()
-        defer { lock.unlock() }
-        return known
-    }
+    /// HEAD the key: the same size and the `x-amz-meta-sha256` this plugin stores (or, for an object another
+    /// tool wrote in one PUT, an ETag equal to the file's MD5) mean the bytes are already there.
 
     public func existingCopy(of item: UploadItem) async throws -> Receipt? {
         let key = item.remoteName
-        if let known = knownEntries() {
-            guard let entry = known[key], entry.size == nil || entry.size == item.size else { return nil }
-        }
         let display = settings.display(key: key)
         let response: S3Client.Response
         do {
@@ -227,7 +197,6 @@ public final class S3Destination: Destination, @unchecked Sendable {
     }
 
     public func finish() async {
-        store(known: nil)
         await client.shutdown()
     }
 

@@ -21,7 +21,7 @@ struct S3FileBody: AsyncSequence, Sendable {
         mutating func next() async throws -> ByteBuffer? {
             guard sent < body.length else { return nil }
             try Task.checkCancellation()
-            let want = Int(min(Int64(body.chunkSize), body.length - sent))
+            let want = Int(Swift.min(Int64(body.chunkSize), body.length - sent))
             var buffer = allocator.buffer(capacity: want)
             let reader = body.reader
             let position = body.offset + sent

@@ -37,7 +37,6 @@ struct S3DestinationMotoTests {
         for path in paths {
             items.append(try S3TestFiles.item(files, path, remoteName: try destination.remoteName(forRelativePath: path)))
         }
-        #expect(try await destination.prepare(items).isEmpty)
         for item in items {
             #expect(try await destination.existingCopy(of: item) == nil, "nothing there yet: \(item.remoteName)")
             let seen = S3ProgressLog()
@@ -65,7 +64,6 @@ struct S3DestinationMotoTests {
 
         // Skip: the same bytes are there (metadata); changed bytes are not.
         let fresh = ["a.txt", "empty.txt"].compactMap { path in items.first { $0.relativePath == path } }
-        _ = try await destination.prepare(items)
         for item in fresh {
             let copy = try await destination.existingCopy(of: item)
             #expect(copy?.remoteName == item.remoteName)
