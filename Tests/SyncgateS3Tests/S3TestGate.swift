@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateTestSupport
+import Testing
 
 /// Whether the tests that need a moto server run: when moto is installed, and always under
 /// `SYNCGATE_REQUIRE_SERVERS=1` (a missing moto is then a failure, not a skip).
