@@ -140,7 +140,8 @@ public struct DeliveryLayer: Sendable {
                         let (done, total) = tally.set(item.key, bytes)
                         progress(TransferProgress(
                             file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
-                            bytesDone: done, bytesTotal: total, error: nil, cancellation: cancellation
+                            bytesDone: done, bytesTotal: total, fileBytesDone: bytes, fileBytesTotal: item.size, error: nil,
+                            cancellation: cancellation
                         ))
                     }
                     switch result {
@@ -148,14 +149,16 @@ public struct DeliveryLayer: Sendable {
                         let (done, total) = tally.set(item.key, item.size)
                         progress(TransferProgress(
                             file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
-                            bytesDone: done, bytesTotal: total, error: nil, cancellation: cancellation
+                            bytesDone: done, bytesTotal: total, fileBytesDone: item.size, fileBytesTotal: item.size, error: nil,
+                            cancellation: cancellation
                         ))
                         return (item.key, nil)
                     case .failure(let failure):
                         let (done, total) = tally.set(item.key, 0)
                         progress(TransferProgress(
                             file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
-                            bytesDone: done, bytesTotal: total, error: failure, cancellation: cancellation
+                            bytesDone: done, bytesTotal: total, fileBytesDone: 0, fileBytesTotal: item.size, error: failure,
+                            cancellation: cancellation
                         ))
                         return (item.key, failure)
                     }

@@ -6,6 +6,9 @@ public struct TransferProgress: Sendable {
     public var fractionCompleted: Double
     public var bytesDone: Int64
     public var bytesTotal: Int64
+    /// Bytes of this file delivered in its current attempt, and its size.
+    public var fileBytesDone: Int64
+    public var fileBytesTotal: Int64
     /// The file's final error, when this update reports its failure.
     public var error: DeliveryFailure?
     /// Cancels the rest of the transfer.

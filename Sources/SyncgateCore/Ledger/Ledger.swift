@@ -380,3 +380,18 @@ public final class Ledger: Sendable {
         )
     }
 }
+
+extension Ledger {
+    /// Drops the rows of files stored under these remote names at a destination (after `syncgate rm`), so that a
+    /// file still in a source is sent again.
+    public func forgetRemote(destination: String, remoteNames: [String]) throws {
+        let names = Set(remoteNames)
+        let rows = try entries(destination: destination).filter { names.contains($0.receipt?.remoteName ?? $0.file.path) }
+        try write { db in
+            for row in rows {
+                try db.execute(sql: "DELETE FROM files WHERE source = ? AND path = ? AND destination = ?",
+                               arguments: [row.file.source, row.file.path, destination])
+            }
+        }
+    }
+}
