@@ -45,7 +45,7 @@ public struct LocalDestination: Destination {
         let folder = (target as NSString).deletingLastPathComponent
         try LocalDestination.makeFolders(folder)
         let name = (target as NSString).lastPathComponent
-        let temporary = folder + "/" + LocalDestination.temporaryPrefix + UUID().uuidString.prefix(8) + "-" + name.prefix(100)
+        let temporary = folder + "/" + LocalDestination.temporaryPrefix + "\(getpid())-" + UUID().uuidString.prefix(8) + "-" + name.prefix(100)
         let out = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard out >= 0 else { throw LocalDestination.posixError("cannot create \(temporary)") }
         var closed = false
@@ -83,6 +83,21 @@ public struct LocalDestination: Destination {
             unlink(temporary)
             throw error
         }
+    }
+
+    /// Removes temporary files that a killed run left in the folders this batch writes to (those whose process is
+    /// gone), so that a crash leaves no debris.
+    public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] {
+        let folders = Set(items.map { ((root + "/" + $0.remoteName) as NSString).deletingLastPathComponent })
+        for folder in folders {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }
+            for name in names where name.hasPrefix(LocalDestination.temporaryPrefix) {
+                let rest = name.dropFirst(LocalDestination.temporaryPrefix.count)
+                guard let pid = rest.split(separator: "-").first.flatMap({ Int32($0) }) else { continue }
+                if pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { unlink(folder + "/" + name) }
+            }
+        }
+        return [:]
     }
 
     public func delete(remoteName: String) async throws {

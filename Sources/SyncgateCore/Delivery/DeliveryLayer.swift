@@ -66,6 +66,11 @@ public struct DeliveryLayer: Sendable {
                     code: (error as? DestinationError)?.code, attempts: attempt
                 )
                 let interrupted = cancellation.isCancelled || Task.isCancelled
+                if error is FileChangedError {
+                    // Sending the same planned version again cannot help: the next run plans the new content.
+                    await emit(item, .failed(failure))
+                    return .failure(failure)
+                }
                 switch failureClass {
                 case .permanent:
                     await emit(item, .failed(failure))
