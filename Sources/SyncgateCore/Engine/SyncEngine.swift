@@ -9,6 +9,8 @@ public final class SyncEngine: Sendable {
     public let clock: any SyncClock
     let logger: Logger
     let random: @Sendable (ClosedRange<Double>) -> Double
+    /// Ongoing, recently completed and recently failed operations of this engine; subscribe with `changes()`.
+    public let operations: OperationList
 
     public init(
         config: GatewayConfig, ledger: Ledger, clock: any SyncClock = SystemClock(), logger: Logger = Logger(label: "syncgate"),
@@ -19,6 +21,10 @@ public final class SyncEngine: Sendable {
         self.clock = clock
         self.logger = logger
         self.random = random
+        let recent = Dictionary(config.destinations.map { ($0.name, ($0.settings.recentCompleted, $0.settings.recentFailed)) }) { a, _ in a }
+        self.operations = OperationList(
+            clock: clock, keepCompleted: { recent[$0]?.0 ?? .seconds(10) }, keepFailed: { recent[$0]?.1 ?? .seconds(60) }
+        )
     }
 
     /// Runs one pass. `observe` gets every event (and may be called from several tasks; it is awaited).
@@ -245,7 +251,9 @@ public final class SyncEngine: Sendable {
         tally.update { $0.planned += items.count }
 
         if !items.isEmpty {
-            let recorder = LedgerRecorder(ledger: ledger, destination: destination.name, retry: retry, clock: clock, tally: tally, observe: observe, logger: logger)
+            let operations = self.operations
+            let recorder = LedgerRecorder(ledger: ledger, destination: destination.name, retry: retry, clock: clock, tally: tally,
+                                          observe: { event in operations.apply(event); observe(event) }, logger: logger)
             let layer = DeliveryLayer(
                 destinationName: destination.name, destination: plugin, settings: destination.settings, clock: clock,
                 random: random, onEvent: { event in await recorder.record(event) }
