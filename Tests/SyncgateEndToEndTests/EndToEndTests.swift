@@ -250,6 +250,46 @@ struct EndToEndTests {
         #expect(text.contains("syncgate_files{destination=\"archive\",type=\"local\",status=\"synced\"} 2"))
     }
 
+    @Test func permanentFailureThenRetryAndForget() throws {
+        defer { dir.remove() }
+        try writeConfig()
+        try dir.write("outbox/ok.txt", "fine")
+        try dir.write("outbox/sub/x.txt", "blocked")
+        try dir.write("outbox/other/y.txt", "blocked too")
+        // A plain file where the destination needs folders: writing under it fails permanently (not a directory).
+        try dir.write("synced/sub", "in the way")
+        try dir.write("synced/other", "in the way")
+        var result = try cli.run(["sync", "--json"])
+        #expect(result.status == 1, "\(result.stderr)")
+        let failed = SyncgateCLI.events(result.stdout).filter { $0["event"] as? String == "failed" }
+        #expect(Set(failed.compactMap { $0["path"] as? String }) == ["sub/x.txt", "other/y.txt"])
+        #expect(failed.allSatisfy { $0["class"] as? String == "permanent" })
+        #expect(failed.allSatisfy { $0["attempts"] as? Int == 1 })
+
+        // Not retried automatically.
+        result = try cli.run(["sync", "--json"])
+        #expect(result.status == 1)
+        #expect(!SyncgateCLI.events(result.stdout).contains { $0["event"] as? String == "started" })
+
+        // Fixed: `retry` re-attempts now, only the named file.
+        try FileManager.default.removeItem(at: dir.file("synced/sub"))
+        result = try cli.run(["retry", "--json", "sub/x.txt"])
+        #expect(result.status == 1, "other/y.txt still fails")
+        #expect(try dir.read("synced/sub/x.txt") == Data("blocked".utf8))
+        let started = SyncgateCLI.events(result.stdout).filter { $0["event"] as? String == "started" }.compactMap { $0["path"] as? String }
+        #expect(started == ["sub/x.txt"])
+
+        // forget drops the failed entry: the file is new to the next run.
+        result = try cli.run(["forget", "other/y.txt"])
+        #expect(result.stdout.contains("forgot 1 failed entry"))
+        let status = try #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
+        #expect((status["files"] as? [Any])?.isEmpty == true)
+        try FileManager.default.removeItem(at: dir.file("synced/other"))
+        result = try cli.run(["sync", "--json"])
+        #expect(result.status == 0)
+        #expect(try dir.read("synced/other/y.txt") == Data("blocked too".utf8))
+    }
+
     @Test func validatePrintsThePlan() throws {
         defer { dir.remove() }
         try writeConfig()
