@@ -253,7 +253,7 @@ public final class SyncEngine: Sendable {
         if !items.isEmpty {
             let operations = self.operations
             let recorder = LedgerRecorder(ledger: ledger, destination: destination.name, retry: retry, clock: clock, tally: tally,
-                                          observe: { event in operations.apply(event); observe(event) }, logger: logger)
+                                          items: items, observe: { event in operations.apply(event); observe(event) }, logger: logger)
             let layer = DeliveryLayer(
                 destinationName: destination.name, destination: plugin, settings: destination.settings, clock: clock,
                 random: random, onEvent: { event in await recorder.record(event) }
@@ -283,13 +283,17 @@ final class LedgerRecorder: @unchecked Sendable {
     let tally: SummaryTally
     let observe: @Sendable (DeliveryEvent) -> Void
     let logger: Logger
+    let planned: [FileKey: UploadItem]
+    let metrics: DeliveryMetrics
     private let lock = NSLock()
     private var lastProgressWrite: [FileKey: Date] = [:]
     private var lastProgressEvent: [FileKey: Date] = [:]
     private var error: (any Error)?
 
     init(ledger: Ledger, destination: String, retry: RetrySettings, clock: any SyncClock, tally: SummaryTally,
-         observe: @escaping @Sendable (DeliveryEvent) -> Void, logger: Logger) {
+         items: [UploadItem], observe: @escaping @Sendable (DeliveryEvent) -> Void, logger: Logger) {
+        self.planned = Dictionary(items.map { ($0.key, $0) }) { a, _ in a }
+        self.metrics = DeliveryMetrics(destination: destination)
         self.ledger = ledger
         self.destination = destination
         self.retry = retry
@@ -309,9 +313,9 @@ final class LedgerRecorder: @unchecked Sendable {
             case .retrying(_, let failure, _):
                 try ledger.noteRetry(event.file, destination: destination, error: failure.message, at: event.time)
             case .synced(let receipt, _, let uploaded):
-                let entry = try ledger.entry(event.file, destination: destination)
+                let modificationTime = try planned[event.file]?.modificationTime ?? ledger.entry(event.file, destination: destination)?.modificationTime
                 try ledger.markSynced(event.file, destination: destination, receipt: receipt, size: event.size,
-                                      modificationTime: entry?.modificationTime ?? event.time, sha256: receipt.sha256, at: event.time)
+                                      modificationTime: modificationTime ?? event.time, sha256: receipt.sha256, at: event.time)
                 tally.update { summary in
                     if uploaded {
                         summary.uploaded += 1
@@ -337,6 +341,7 @@ final class LedgerRecorder: @unchecked Sendable {
             logger.error("cannot write the state ledger: \(error)")
             lock.withLock { if self.error == nil { self.error = error } }
         }
+        metrics.record(event)
         observe(event)
     }
 
