@@ -46,6 +46,8 @@ final class S3Client: @unchecked Sendable {
             connectionPool: .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 32),
             decompression: .disabled)
         configuration.httpVersion = .automatic
+        // A refused connection fails the attempt at once: retrying is the delivery layer's job, not the client's.
+        configuration.connectionPool.retryConnectionEstablishment = false
         let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         client = made
         return made
@@ -136,7 +138,16 @@ final class S3Client: @unchecked Sendable {
         if lower.contains("connection refused") || lower.contains("connectionrefused") || lower.contains("connect") {
             failure = .retryable()
         }
-        let detail = text.count > 300 ? String(text.prefix(300)) + "..." : text
+        let detail: String
+        if lower.contains("connection refused") {
+            detail = "connection refused"
+        } else if lower.contains("connecttimeout") {
+            detail = "connect timed out"
+        } else if lower.contains("remoteconnectionclosed") || lower.contains("connection reset") {
+            detail = "the server closed the connection"
+        } else {
+            detail = text.count > 300 ? String(text.prefix(300)) + "..." : text
+        }
         return DestinationError(
             failure, code: "connection",
             Redactor.shared.redact("\(context): cannot reach \(settings.origin): \(detail)"))
