@@ -120,12 +120,23 @@ final class S3Client: @unchecked Sendable {
         }
         let status = Int(response.status.code)
         guard (200..<300).contains(status) else {
-            let retryAfter = response.headers.first(name: "Retry-After").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-                .map { Duration.seconds($0) }
+            let retryAfter = response.headers.first(name: "Retry-After").flatMap { S3Client.retryAfter($0, now: now()) }
             let failure = S3ErrorResponse(status: status, body: data, retryAfter: retryAfter)
             throw failure.destinationError(context)
         }
         return Response(status: status, headers: response.headers, body: data)
+    }
+
+    /// `Retry-After`: delay-seconds or an HTTP date (RFC 9110); nil when unreadable.
+    static func retryAfter(_ value: String, now: Date) -> Duration? {
+        let text = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(text) { return seconds >= 0 ? .seconds(seconds) : nil }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: text) else { return nil }
+        return .milliseconds(max(0, Int64((date.timeIntervalSince(now) * 1000).rounded())))
     }
 
     /// A failure before an HTTP answer: connection refused or reset, timeouts, TLS. Classified by the core's

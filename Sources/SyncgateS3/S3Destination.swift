@@ -177,15 +177,10 @@ public final class S3Destination: Destination, @unchecked Sendable {
                 .POST, key: nil, query: [("delete", "")],
                 headers: [("Content-Type", "application/xml"), ("Content-MD5", md5)], body: .bytes(body),
                 context: "DeleteObjects s3://\(settings.bucket) (\(batch.count) keys)")
-            guard let root = S3XMLElement.parse(response.body), root.name == "DeleteResult" else {
+            guard let result = S3DeleteResult(response.body, display: settings.display(key:)) else {
                 throw DestinationError.retryable("DeleteObjects: the answer is not a DeleteResult", code: "MalformedXML")
             }
-            for error in root.all("Error") {
-                guard let key = error.value("Key") else { continue }
-                let code = error.value("Code")
-                failures[key] = S3ErrorResponse(status: code == "InternalError" ? 500 : 400, code: code, message: error.value("Message"))
-                    .destinationError("DeleteObjects \(settings.display(key: key))")
-            }
+            failures.merge(result.failures) { _, new in new }
         }
         return failures
     }
