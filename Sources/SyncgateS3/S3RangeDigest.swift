@@ -3,7 +3,7 @@ import Foundation
 import SyncgateCore
 
 /// MD5 (for `Content-MD5` and ETag checks) and optionally SHA-256 (for `x-amz-content-sha256`) of a byte range
-/// of a file, read in 1 MiB chunks: the file is never held in memory.
+/// of a file, read in 256 KiB chunks: the file is never held in memory.
 struct S3RangeDigest: Sendable {
     var md5: [UInt8]
     var sha256Hex: String?
@@ -11,7 +11,7 @@ struct S3RangeDigest: Sendable {
     var md5Base64: String { Data(md5).base64EncodedString() }
     var md5Hex: String { SigV4Signer.hex(md5) }
 
-    static let chunkSize = 1 << 20
+    static let chunkSize = 256 << 10
 
     static func compute(_ reader: FileReader, offset: Int64, length: Int64, sha256: Bool) throws -> S3RangeDigest {
         var md5 = Insecure.MD5()
