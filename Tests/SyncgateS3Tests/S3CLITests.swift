@@ -172,4 +172,32 @@ struct S3CLITests {
         defer { readBack.remove() }
         #expect(try server.objects(bucket: "restart", into: readBack.url)["outbox-later.txt"]?.data == Data("delivered after the restart".utf8))
     }
+
+    /// `examples/s3.yaml` as shipped, pointed at this test's moto port and folders, credentials from AWS_* variables.
+    @Test func shippedExampleSyncsToTheLocalServer() throws {
+        let server = try S3TestServer(buckets: ["syncgate-demo"])
+        defer { server.stop() }
+        let dir = try TemporaryDirectory("s3-example")
+        defer { dir.remove() }
+        let example = try String(contentsOf: TestPaths.packageRoot.appendingPathComponent("examples/s3.yaml"), encoding: .utf8)
+        #expect(example.contains("endpoint: http://127.0.0.1:5000"))
+        let text = example
+            .replacingOccurrences(of: "http://127.0.0.1:5000", with: server.endpoint)
+            .replacingOccurrences(of: "path: outbox ", with: "path: \(dir.file("outbox").path) ")
+            .replacingOccurrences(of: "state: .syncgate/s3-example.sqlite", with: "state: \(dir.file("state.sqlite").path)")
+        try dir.write("s3.yaml", text)
+        try dir.write("outbox/hello.txt", "hello from the example\n")
+        let environment = [
+            "AWS_ACCESS_KEY_ID": server.accessKeyID, "AWS_SECRET_ACCESS_KEY": server.secretAccessKey,
+            "AWS_SESSION_TOKEN": "", "AWS_REGION": "", "AWS_DEFAULT_REGION": "us-east-1",
+        ]
+        let sync = try ProcessRunner.run(Self.binary, ["sync", "--config", dir.file("s3.yaml").path], environment: environment, timeout: 60)
+        #expect(sync.status == 0, "\(sync.output)")
+        let ls = try ProcessRunner.run(
+            Self.binary, ["ls", "--config", dir.file("s3.yaml").path, "--destination", "bucket"], environment: environment, timeout: 60)
+        #expect(ls.stdout.contains("outbox-hello.txt"), "\(ls.output)")
+        let readBack = try TemporaryDirectory("s3-example-readback")
+        defer { readBack.remove() }
+        #expect(try server.objects(bucket: "syncgate-demo", into: readBack.url)["outbox-hello.txt"]?.data == Data("hello from the example\n".utf8))
+    }
 }
