@@ -71,7 +71,7 @@ public final class SyncEngine: Sendable {
     }
 
     /// Plans one destination's files without changing anything (hashes only files whose size or time changed).
-    public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<String>?) throws -> [PlannedDelivery] {
+    public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<ExactString>?) throws -> [PlannedDelivery] {
         let entries = try ledger.entriesByFile(destination: destination.name)
         let now = clock.now()
         var plans: [PlannedDelivery] = []
@@ -108,7 +108,7 @@ public final class SyncEngine: Sendable {
             switch entry.status {
             case .synced:
                 if options.onlyFailed { continue }
-                if let remoteNames, let name = plan.remoteName, !remoteNames.contains(name) {
+                if let remoteNames, let name = plan.remoteName, !remoteNames.contains(ExactString(name)) {
                     if hashed() != nil { plan.action = .upload(reason: "missing at destination") }
                 } else if sameStat {
                     plan.sha256 = entry.sha256
@@ -140,15 +140,15 @@ public final class SyncEngine: Sendable {
             plans.append(plan)
         }
         // Two files that the destination would store under the same name: both fail, nothing is overwritten.
-        var byName: [String: [Int]] = [:]
+        var byName: [ExactString: [Int]] = [:]
         for (index, plan) in plans.enumerated() {
-            if let name = plan.remoteName { byName[name, default: []].append(index) }
+            if let name = plan.remoteName { byName[ExactString(name), default: []].append(index) }
         }
         for (name, indices) in byName where indices.count > 1 {
             let paths = indices.map { plans[$0].file.relativePath }
             for index in indices where plans[index].isUpload || { if case .skip = plans[index].action { return false } else { return true } }() {
                 plans[index].action = .fail(DeliveryFailure(
-                    message: "remote name clash: \(paths.map { "'\($0)'" }.joined(separator: " and ")) would all be stored as '\(name)'; rename one of them",
+                    message: "remote name clash: \(paths.map { "'\($0)'" }.joined(separator: " and ")) would all be stored as '\(name.value)'; rename one of them",
                     failureClass: .permanent, code: "name-clash", attempts: 0
                 ))
             }
@@ -161,10 +161,10 @@ public final class SyncEngine: Sendable {
         tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void
     ) async throws {
         let plugin = destination.destination
-        var remoteNames: Set<String>? = nil
+        var remoteNames: Set<ExactString>? = nil
         if plugin.listingIsAuthoritative, !files.isEmpty, !options.dryRun {
             do {
-                remoteNames = try await plugin.list().names
+                remoteNames = try await plugin.list().exactNames
             } catch {
                 logger.warning("\(destination.name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
             }
