@@ -1,1 +1,1 @@
-print("syncgate-headunit-sim: not built yet")
+HeadUnitSimulator.main()
