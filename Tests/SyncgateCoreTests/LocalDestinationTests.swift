@@ -1,0 +1,71 @@
+import Foundation
+import SyncgateCore
+import SyncgateLocal
+import SyncgateTestSupport
+import Testing
+
+@Suite("local destination")
+struct LocalDestinationTests {
+    @Test func writesThroughATemporaryFileListsAndDeletes() async throws {
+        let dir = try TemporaryDirectory("sg-local")
+        defer { dir.remove() }
+        let source = try dir.write("src/a/b.bin", Data((0..<3_000_000).map { UInt8($0 % 253) }))
+        let stat = try #require(FileStat.of(source.path))
+        let destination = LocalDestination(root: dir.file("dst").path)
+        let item = UploadItem(source: "s", relativePath: "a/b.bin", absolutePath: source.path,
+                              remoteName: try destination.remoteName(forRelativePath: "a/b.bin"), size: stat.size,
+                              modificationTime: stat.modificationTime, sha256: try FileHasher.sha256(path: source.path), isArtwork: false)
+        let progress = FractionLog()
+        _ = progress
+        let receipt = try await destination.upload(item) { _ in }
+        #expect(receipt.remoteName == "a/b.bin")
+        #expect(try dir.read("dst/a/b.bin") == (try Data(contentsOf: source)))
+        let listing = try await destination.list()
+        #expect(listing.names == ["a/b.bin"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("dst/a").path) == ["b.bin"])
+        try await destination.delete(remoteName: "a/b.bin")
+        #expect(!dir.exists("dst/a/b.bin"))
+        await #expect(throws: DestinationError.self) { try await destination.delete(remoteName: "a/b.bin") }
+    }
+
+    @Test func refusesNamesThatEscapeTheFolder() throws {
+        let destination = LocalDestination(root: "/tmp/x")
+        #expect(throws: DestinationError.self) { try destination.remoteName(forRelativePath: "../etc/passwd") }
+        #expect(throws: DestinationError.self) { try destination.remoteName(forRelativePath: "a//b") }
+        #expect(try destination.remoteName(forRelativePath: "a b/ü.txt") == "a b/ü.txt")
+    }
+
+    @Test func hashIsStreamedSHA256() throws {
+        let dir = try TemporaryDirectory("sg-hash")
+        defer { dir.remove() }
+        let f = try dir.write("x", "abc")
+        #expect(try FileHasher.sha256(path: f.path) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+}
+
+@Suite("source scanning")
+struct SourceScannerTests {
+    @Test func skipsLinksSpecialFilesAndHiddenAndReportsThem() throws {
+        let dir = try TemporaryDirectory("sg-scan")
+        defer { dir.remove() }
+        try dir.write("src/a.txt", "a")
+        try dir.write("src/.hidden/x.txt", "x")
+        try dir.write("src/sub/b.txt", "b")
+        try dir.write("outside.txt", "o")
+        try FileManager.default.createSymbolicLink(atPath: dir.file("src/link.txt").path, withDestinationPath: dir.file("outside.txt").path)
+        try FileManager.default.createSymbolicLink(atPath: dir.file("src/sub/loop").path, withDestinationPath: dir.file("src").path)
+        #expect(mkfifo(dir.file("src/pipe").path, 0o644) == 0)
+        let source = SourceConfig(name: "s", path: dir.file("src").path, include: try GlobSet(patterns: ["**/*"]), exclude: try GlobSet(patterns: ["**/.*"]))
+        let (files, warnings) = SourceScanner().scan(source)
+        #expect(files.map(\.relativePath) == ["a.txt", "sub/b.txt"])
+        let warned = Set(warnings.map(\.relativePath))
+        #expect(warned == ["link.txt", "sub/loop", "pipe"])
+        #expect(warnings.first { $0.relativePath == "pipe" }?.message.contains("FIFO") == true)
+
+        var following = source
+        following.followSymlinks = true
+        let (followed, loopWarnings) = SourceScanner().scan(following)
+        #expect(followed.map(\.relativePath) == ["a.txt", "link.txt", "sub/b.txt"])
+        #expect(loopWarnings.contains { $0.relativePath == "sub/loop" && $0.message.contains("loop") })
+    }
+}
