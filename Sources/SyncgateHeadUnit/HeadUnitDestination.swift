@@ -54,7 +54,9 @@ public final class HeadUnitDestination: Destination {
         guard await connection.noneRejected else { return }
         let deadline = ContinuousClock.now + config.responseTimeout.duration
         while ContinuousClock.now < deadline {
-            if await connection.hmiLevel != "NONE" || !(await connection.isOpen) { return }
+            let level = await connection.hmiLevel
+            let open = await connection.isOpen
+            if level != "NONE" || !open { return }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw DestinationError(

@@ -197,7 +197,7 @@ actor SDLConnection {
         if let closedReason { throw closedReason }
         let promise = channel.eventLoop.makePromise(of: SDLMessage.self)
         let scheduled = channel.eventLoop.scheduleTask(in: nanos(timeout)) {
-            Task { await self.expireControl(timeoutError) }
+            _ = Task { await self.expireControl(timeoutError) }
         }
         controlWaiter = (infos, promise, scheduled)
         send()
@@ -226,7 +226,7 @@ actor SDLConnection {
         let timeoutError = DestinationError.retryable(
             "the head unit did not answer \(name) within \(timeoutText)", code: "timeout")
         let scheduled = channel.eventLoop.scheduleTask(in: nanos(responseTimeout)) {
-            Task { await self.expire(correlationID, timeoutError) }
+            _ = Task { await self.expire(correlationID, timeoutError) }
         }
         pending[correlationID] = Pending(promise: promise, timeout: scheduled, name: name)
         let frames = MessageFragmenter.frames(

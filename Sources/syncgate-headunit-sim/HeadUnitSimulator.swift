@@ -57,9 +57,7 @@ struct HeadUnitSimulator: ParsableCommand {
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    if let budget = settings.takeCutBudget() {
-                        try channel.pipeline.syncOperations.addHandler(ByteCutter(budget: budget))
-                    }
+                    try channel.pipeline.syncOperations.addHandler(ByteCutter(settings: settings))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SDLFrameDecoder(maxPayload: maxPayload)))
                     try channel.pipeline.syncOperations.addHandler(
                         SimulatorSession(settings: settings, store: store, registry: registry))
@@ -79,8 +77,9 @@ struct HeadUnitSimulator: ParsableCommand {
                 }
                 .bind(host: host, port: controlPort).wait()
         }
-        print("syncgate-headunit-sim listening on \(host):\(actualPort)" + (control.map { " control \($0.localAddress?.port ?? 0)" } ?? "") + " storage \(storage)")
-        fflush(stdout)
+        let banner = "syncgate-headunit-sim listening on \(host):\(actualPort)"
+            + (control.map { " control \($0.localAddress?.port ?? 0)" } ?? "") + " storage \(storage)\n"
+        FileHandle.standardOutput.write(Data(banner.utf8))
         try server.closeFuture.wait()
     }
 }

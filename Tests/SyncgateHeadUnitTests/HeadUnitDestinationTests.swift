@@ -105,7 +105,8 @@ struct HeadUnitDestinationTests {
             #expect(progress.all.first == 0 && progress.all.last == 1_048_576)
             #expect(try sim.storage.read("music_album.bin") == HeadUnitFixtures.bytes(1_048_576, seed: 11))
             #expect(await destination.sessionCount == 2)
-            #expect(sim.log.components(separatedBy: "CONNECT ").count - 1 == 2)
+            #expect(sim.log.components(separatedBy: "START-SERVICE").count - 1 == 2)
+            #expect(sim.log.contains("FAULT cut the connection"))
             // The second session started over at offset 0.
             let puts = sim.rpcLines("PutFile").filter { $0.contains("offset=0 ") }
             #expect(puts.count == 2)

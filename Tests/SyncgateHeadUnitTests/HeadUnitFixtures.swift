@@ -14,16 +14,14 @@ struct HeadUnitFixtures {
     /// Deterministic pseudo-random bytes.
     static func bytes(_ count: Int, seed: UInt64) -> Data {
         var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-        var out = Data(count: count)
-        out.withUnsafeMutableBytes { raw in
-            for i in 0..<count {
-                state ^= state << 13
-                state ^= state >> 7
-                state ^= state << 17
-                raw[i] = UInt8(truncatingIfNeeded: state)
-            }
+        var out = [UInt8](repeating: 0, count: count)
+        for i in 0..<count {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            out[i] = UInt8(truncatingIfNeeded: state)
         }
-        return out
+        return Data(out)
     }
 
     /// Writes a file and returns the upload item for it.

@@ -15,6 +15,7 @@ enum HeadUnitTestEnvironment {
         let simulator = try HeadUnitSimulatorProcess(arguments, prepare: prepare)
         do {
             let result = try await body(simulator)
+            if ProcessInfo.processInfo.environment["HEADUNIT_SIM_LOG"] != nil { print(simulator.log) }
             simulator.cleanUp()
             return result
         } catch {

@@ -36,7 +36,8 @@ struct SessionRecording {
             guard parts.count == 3, let time = Double(parts[0]), parts[1] == ">>" || parts[1] == "<<" else {
                 throw RecordingError("unreadable line: \(trimmed.prefix(80))")
             }
-            let rest = String(parts[2])
+            var rest = String(parts[2])
+            if rest.hasSuffix(" |") { rest += " " }
             guard rest.hasPrefix("hdr="), let space = rest.firstIndex(of: " "),
                 let bar = rest.range(of: " | ")
             else { throw RecordingError("no header in: \(trimmed.prefix(80))") }

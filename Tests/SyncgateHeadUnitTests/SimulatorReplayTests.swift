@@ -89,8 +89,8 @@ struct SimulatorReplayTests {
                     let level = try RPCMessage(decoding: frame.payload).parameters()["hmiLevel"]
                     _ = try readUntil(client, "OnHMIStatus \(level ?? .null)") { _, message in
                         let rpc = try RPCMessage(decoding: message.payload)
-                        return rpc.type == .notification && rpc.functionID == FunctionID.onHMIStatus
-                            && (try rpc.parameters()["hmiLevel"]) == level
+                        let seen = try rpc.parameters()["hmiLevel"]
+                        return rpc.type == .notification && rpc.functionID == FunctionID.onHMIStatus && seen == level
                     }
                     compared += 1
                     continue

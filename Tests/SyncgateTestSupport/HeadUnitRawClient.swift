@@ -11,7 +11,7 @@ public final class HeadUnitRawClient: @unchecked Sendable {
 
     public init(port: Int, timeout: TimeInterval = 5) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: Int32((timeout - floor(timeout)) * 1_000_000))
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: __suseconds_t((timeout - floor(timeout)) * 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)

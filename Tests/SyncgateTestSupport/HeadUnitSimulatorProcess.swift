@@ -77,7 +77,7 @@ public final class HeadUnitSimulatorProcess: @unchecked Sendable {
     public func stop() {
         if process.isRunning {
             process.terminate()
-            let deadline = Date().addingTimeInterval(5)
+            let deadline = Date().addingTimeInterval(2)
             while process.isRunning && Date() < deadline { usleep(10_000) }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
