@@ -72,7 +72,8 @@ actor SDLConnection {
         } catch {
             continuation.finish()
             throw DestinationError.retryable(
-                "cannot connect to the head unit at \(host):\(port): \(error)", code: "connect-failed")
+                "cannot connect to the head unit at \(host):\(port): \(SDLConnection.describeConnectError(error, timeout: connectTimeout))",
+                code: "connect-failed")
         }
         let connection = SDLConnection(channel: channel, endpoint: "\(host):\(port)", responseTimeout: responseTimeout, logger: logger)
         Task {
@@ -80,6 +81,17 @@ actor SDLConnection {
             await connection.markClosed(.retryable("the head unit at \(host):\(port) closed the connection", code: "connection-lost"))
         }
         return connection
+    }
+
+    /// A short reason for a failed connect ("connection refused", "timed out after 5s").
+    static func describeConnectError(_ error: any Error, timeout: Duration) -> String {
+        if let error = error as? NIOConnectionError {
+            if let first = error.connectionErrors.first { return describeConnectError(first.error, timeout: timeout) }
+            if let dns = error.dnsAError ?? error.dnsAAAAError { return "cannot resolve the host: \(dns)" }
+        }
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)).lowercased() }
+        if let error = error as? ChannelError, case .connectTimeout = error { return "timed out after \(timeout.syncgateText)" }
+        return "\(error)"
     }
 
     // MARK: Inbound
