@@ -190,6 +190,9 @@ class State:
                 continue
             if fault.get("match") and fault["match"] not in path:
                 continue
+            if fault.get("skip", 0) > 0:
+                fault["skip"] -= 1
+                return None
             fault["count"] = fault.get("count", 1) - 1
             self.counters["injected"] += 1
             return fault
