@@ -32,6 +32,12 @@ actor HTTPTransport {
         self.connectTimeout = .milliseconds(Int64(connectTimeout.seconds * 1000))
     }
 
+    deinit {
+        // finish() was not called (e.g. the destination was dropped after `validate`): shut the client down
+        // without waiting, rather than leak it.
+        client?.shutdown { _ in }
+    }
+
     private func current() -> HTTPClient {
         if let client { return client }
         var configuration = HTTPClient.Configuration()

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import socket
 import sys
 import threading
@@ -520,9 +521,10 @@ class Handler(BaseHTTPRequestHandler):
             output = (200, "text/html; charset=utf-8",
                       b'<!DOCTYPE html><html><head><title>Error</title></head><body><div style="text-align:center;font-family:monospace;margin:50px auto 0;max-width:600px">TypeError: Cannot read properties of undefined (reading \'getRange\') (line 12, file &quot;Code&quot;)</div></body></html>')
         else:
-            result = self.run_script(deployment, body)
             if not_ok:
                 result = {"ok": False, "error": not_ok.get("message", "the script refused the rows")}
+            else:
+                result = self.run_script(deployment, body)
             output = (200, "application/json; charset=utf-8", json.dumps(result).encode("utf-8"))
         key = secrets.token_urlsafe(16)
         with STATE.lock:
@@ -612,6 +614,9 @@ def main():
     parser.add_argument("--apps-script-secret", default="", help="the secret the Apps Script expects")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
+    # Stop at once on SIGTERM/SIGINT, even when started with those signals blocked (as some launchers do).
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGINT])
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     if not args.spreadsheet:
         args.spreadsheet = ["test-spreadsheet"]
 
