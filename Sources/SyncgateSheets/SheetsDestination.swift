@@ -157,6 +157,19 @@ public struct SheetsDestination: Destination {
         return index
     }
 
+    /// Runs one write inside the rate limit.
+    func limited<T: Sendable>(_ write: () async throws -> T) async throws -> T {
+        try await limiter.acquire()
+        do {
+            let result = try await write()
+            await limiter.release()
+            return result
+        } catch {
+            await limiter.release()
+            throw error
+        }
+    }
+
     /// Sends rows not already in the sheet, as one append (the caller batches).
     func send(_ rows: [SheetRow], columns: [String], delivery: inout Delivery) async throws {
         var fresh: [SheetRow] = []
@@ -182,15 +195,19 @@ public struct SheetsDestination: Destination {
             fresh.append(row)
         }
         guard !fresh.isEmpty else { return }
-        try await limiter.acquire()
         let file = delivery.item.remoteName
+        let cells = fresh.map(\.cells)
         do {
             if let sheets {
-                let result = try await sheets.append(range: config.range, rows: fresh.map(\.cells), valueInput: config.valueInput)
+                let result = try await limited {
+                    try await sheets.append(range: config.range, rows: cells, valueInput: config.valueInput)
+                }
                 delivery.ranges.append(result.updatedRange)
             } else if let appsScript {
-                let outcome = try await appsScript.post(
-                    file: file, columns: builder.header(recordColumns: columns), keyIndex: config.keyColumnIndex, rows: fresh.map(\.cells))
+                let header = builder.header(recordColumns: columns)
+                let outcome = try await limited {
+                    try await appsScript.post(file: file, columns: header, keyIndex: config.keyColumnIndex, rows: cells)
+                }
                 delivery.ranges.append(outcome.range ?? "\(outcome.appended ?? fresh.count) rows via Apps Script")
                 if let skipped = outcome.skipped { delivery.skipped += skipped }
             }

@@ -1,10 +1,16 @@
 /// Keeps writes under a quota of `limit` requests in any sliding `window` (Google: 60 writes per minute per
-/// user). ``acquire()`` waits until a write may go: a wait before sending, not a retry. Cancellation ends the wait.
+/// user). ``acquire()`` waits until a write may go (a wait before sending, not a retry); ``release()`` is called
+/// when its answer (or failure) came back.
+///
+/// A write counts against the window from the moment it is sent until `window` after its answer: the server
+/// saw it somewhere in between, so however long the request took on the way, no `window` of the server's
+/// clock can see more than `limit` of them.
 actor WriteRateLimiter {
     let limit: Int
     let window: Duration
     private let clock = ContinuousClock()
-    private var sent: [ContinuousClock.Instant] = []
+    private var inFlight = 0
+    private var finished: [ContinuousClock.Instant] = []
     /// How many acquisitions had to wait (for tests and logs).
     private(set) var waits = 0
 
@@ -17,16 +23,22 @@ actor WriteRateLimiter {
         var waited = false
         while true {
             let now = clock.now
-            sent.removeAll { $0 <= now - window }
-            if sent.count < limit {
-                sent.append(now)
+            finished.removeAll { $0 <= now - window }
+            if inFlight + finished.count < limit {
+                inFlight += 1
                 if waited { waits += 1 }
                 return
             }
             waited = true
-            // Wake when the oldest write leaves the window; other waiters may take the slot first, so re-check.
-            let until = sent[0] + window
-            try await Task.sleep(until: until, clock: clock)
+            // Wake when the oldest finished write leaves the window, or soon when only writes in flight fill it.
+            // Other waiters may take the slot first; the loop checks again.
+            let until = finished.first.map { $0 + window } ?? now + .milliseconds(20)
+            try await Task.sleep(until: min(until, now + .milliseconds(250)), clock: clock)
         }
+    }
+
+    func release() {
+        inFlight = max(0, inFlight - 1)
+        finished.append(clock.now)
     }
 }
