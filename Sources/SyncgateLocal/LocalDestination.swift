@@ -1,1 +1,164 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
 import SyncgateCore
+
+/// `type: local`: writes each file under a folder, keeping its relative path, through a temporary file, fsync and
+/// rename, so that a reader never sees half a file.
+public struct LocalDestination: Destination {
+    public static let registration = PluginRegistration(
+        type: "local", summary: "a folder on this machine (no server needed)"
+    ) { setup in
+        let config = try setup.decode(LocalConfig.self)
+        return LocalDestination(root: setup.resolvePath(config.path), fsync: config.fsync)
+    }
+
+    /// Absolute path of the destination folder.
+    public let root: String
+    public let fsync: Bool
+    /// Bytes copied per read/write.
+    static let chunkSize = 1 << 20
+
+    public init(root: String, fsync: Bool = true) {
+        self.root = root
+        self.fsync = fsync
+    }
+
+    public func remoteName(forRelativePath path: String) throws -> String {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard !path.isEmpty, !path.hasPrefix("/"), !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
+            throw DestinationError.permanent("'\(path)' cannot be stored under a folder (empty, '.' or '..' component)", code: "invalid-name")
+        }
+        guard !parts.contains(where: { $0.hasPrefix(LocalDestination.temporaryPrefix) }) else {
+            throw DestinationError.permanent("'\(path)': names starting with \(LocalDestination.temporaryPrefix) are reserved", code: "invalid-name")
+        }
+        return path
+    }
+
+    static let temporaryPrefix = ".syncgate-tmp-"
+
+    public func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
+        let target = root + "/" + item.remoteName
+        let folder = (target as NSString).deletingLastPathComponent
+        try LocalDestination.makeFolders(folder)
+        let name = (target as NSString).lastPathComponent
+        let temporary = folder + "/" + LocalDestination.temporaryPrefix + "\(getpid())-" + UUID().uuidString.prefix(8) + "-" + name.prefix(100)
+        let out = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard out >= 0 else { throw LocalDestination.posixError("cannot create \(temporary)") }
+        var closed = false
+        defer {
+            if !closed { close(out) }
+        }
+        do {
+            let reader = try FileReader(path: item.absolutePath)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LocalDestination.chunkSize, alignment: 16)
+            defer { buffer.deallocate() }
+            var offset: Int64 = 0
+            while true {
+                try Task.checkCancellation()
+                let n = try reader.read(at: offset, into: buffer)
+                if n == 0 { break }
+                var written = 0
+                while written < n {
+                    let w = write(out, buffer.baseAddress! + written, n - written)
+                    if w < 0 {
+                        if errno == EINTR { continue }
+                        throw LocalDestination.posixError("cannot write \(target)")
+                    }
+                    written += w
+                }
+                offset += Int64(n)
+                progress(offset)
+            }
+            // A file that changed while it was copied must not replace the old copy with a mix of two versions.
+            try item.verifyUnchanged()
+            if offset != item.size { throw FileChangedError(path: item.relativePath, detail: "read \(offset) of \(item.size) bytes") }
+            if fsync, Glibc.fsync(out) != 0 { throw LocalDestination.posixError("fsync \(target)") }
+            close(out)
+            closed = true
+            guard rename(temporary, target) == 0 else { throw LocalDestination.posixError("cannot rename into \(target)") }
+            if fsync { LocalDestination.syncFolder(folder) }
+            return Receipt(remoteName: item.remoteName, detail: "\(offset) bytes")
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Removes temporary files that a killed run left in the folders this batch writes to (those whose process is
+    /// gone), so that a crash leaves no debris.
+    public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] {
+        let folders = Set(items.map { ((root + "/" + $0.remoteName) as NSString).deletingLastPathComponent })
+        for folder in folders {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }
+            for name in names where name.hasPrefix(LocalDestination.temporaryPrefix) {
+                let rest = name.dropFirst(LocalDestination.temporaryPrefix.count)
+                guard let pid = rest.split(separator: "-").first.flatMap({ Int32($0) }) else { continue }
+                if pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { unlink(folder + "/" + name) }
+            }
+        }
+        return [:]
+    }
+
+    public func delete(remoteName: String) async throws {
+        let target = root + "/" + (try self.remoteName(forRelativePath: remoteName))
+        guard unlink(target) == 0 else {
+            if errno == ENOENT { throw DestinationError.permanent("no such file: \(remoteName)", code: "not-found") }
+            throw LocalDestination.posixError("cannot delete \(remoteName)")
+        }
+    }
+
+    public func list() async throws -> RemoteListing {
+        var entries: [RemoteListing.Entry] = []
+        guard let enumerator = FileManager.default.enumerator(
+            at: URL(fileURLWithPath: root), includingPropertiesForKeys: [.isRegularFileKey, .fileSizeKey]
+        ) else { return RemoteListing(entries: []) }
+        let prefix = URL(fileURLWithPath: root).standardizedFileURL.path + "/"
+        while let url = enumerator.nextObject() as? URL {
+            let values = try? url.resourceValues(forKeys: [.isRegularFileKey, .fileSizeKey])
+            guard values?.isRegularFile == true else { continue }
+            let path = url.standardizedFileURL.path
+            guard path.hasPrefix(prefix) else { continue }
+            let relative = String(path.dropFirst(prefix.count))
+            if relative.split(separator: "/").last?.hasPrefix(LocalDestination.temporaryPrefix) == true { continue }
+            entries.append(RemoteListing.Entry(name: relative, size: values?.fileSize.map(Int64.init)))
+        }
+        entries.sort { $0.name < $1.name }
+        return RemoteListing(entries: entries, spaceAvailable: LocalDestination.freeSpace(root))
+    }
+
+    static func makeFolders(_ folder: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw DestinationError.permanent("cannot create folder \(folder): \((error as NSError).localizedDescription)", code: "mkdir")
+        }
+    }
+
+    static func syncFolder(_ folder: String) {
+        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            _ = Glibc.fsync(fd)
+            close(fd)
+        }
+    }
+
+    static func freeSpace(_ path: String) -> Int64? {
+        var st = statvfs()
+        guard statvfs(path, &st) == 0 else { return nil }
+        return Int64(st.f_bavail) * Int64(st.f_frsize)
+    }
+
+    /// ENOSPC, EIO and the like may pass; permission and name problems will not.
+    static func posixError(_ what: String) -> DestinationError {
+        let code = errno
+        let message = "\(what): \(String(cString: strerror(code)))"
+        switch code {
+        case ENOSPC, EIO, EAGAIN, EINTR, EDQUOT, EBUSY, ETXTBSY: return .retryable(message, code: "errno-\(code)")
+        default: return .permanent(message, code: "errno-\(code)")
+        }
+    }
+}

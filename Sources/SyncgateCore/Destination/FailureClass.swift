@@ -29,6 +29,7 @@ public enum FailureClass: Sendable, Hashable {
         if let error = error as? DestinationError { return error.failureClass }
         if error is CancellationError { return .retryable() }
         if error is AttemptTimeoutError { return .retryable() }
+        if error is FileChangedError { return .retryable() }
         if let posix = error as? POSIXError {
             switch posix.code {
             case .ECONNREFUSED, .ECONNRESET, .ECONNABORTED, .ETIMEDOUT, .EPIPE, .ENETUNREACH, .EHOSTUNREACH,

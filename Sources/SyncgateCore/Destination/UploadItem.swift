@@ -20,10 +20,14 @@ public struct UploadItem: Sendable, Hashable {
     public var isArtwork: Bool
     /// The receipt of the last successful upload of this path to this destination, if any.
     public var previousReceipt: Receipt?
+    /// `true` when an earlier attempt (in this run or a run that crashed) may have reached the destination without
+    /// its outcome being recorded: a destination whose writes are not idempotent (appending rows) must check what
+    /// it already holds before sending again; one with cheap checks may skip the upload.
+    public var outcomeUnknown: Bool
 
     public init(
         source: String, relativePath: String, absolutePath: String, remoteName: String, size: Int64,
-        modificationTime: Date, sha256: String, isArtwork: Bool, previousReceipt: Receipt? = nil
+        modificationTime: Date, sha256: String, isArtwork: Bool, previousReceipt: Receipt? = nil, outcomeUnknown: Bool = false
     ) {
         self.source = source
         self.relativePath = relativePath
@@ -34,7 +38,11 @@ public struct UploadItem: Sendable, Hashable {
         self.sha256 = sha256
         self.isArtwork = isArtwork
         self.previousReceipt = previousReceipt
+        self.outcomeUnknown = outcomeUnknown
     }
+
+    /// Identifies the file across destinations: its source and relative path.
+    public var key: FileKey { FileKey(source: source, path: relativePath) }
 
     /// The file's extension, lower-cased, without the dot ("" when none).
     public var fileExtension: String {

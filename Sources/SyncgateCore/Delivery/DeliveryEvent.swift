@@ -1,0 +1,47 @@
+import Foundation
+
+/// Everything that happens to a file at a destination, in order, as the delivery layer and engine see it.
+public struct DeliveryEvent: Sendable {
+    public enum Kind: Sendable {
+        /// Planned for delivery (recorded `pending`).
+        case queued(reason: String)
+        /// An attempt starts (attempt numbers count this run's attempts from 1).
+        case started(attempt: Int)
+        /// Bytes of this file delivered so far in the current attempt.
+        case progress(bytes: Int64)
+        /// The attempt failed and another follows after `delay`.
+        case retrying(attempt: Int, error: DeliveryFailure, delay: Duration)
+        /// Delivered (or found already there: `uploaded == false`).
+        case synced(receipt: Receipt, attempts: Int, uploaded: Bool)
+        /// Not delivered in this run.
+        case failed(DeliveryFailure)
+        /// Nothing to do (up to date, scheduled later, given up...).
+        case skipped(reason: String)
+    }
+
+    public var file: FileKey
+    public var destination: String
+    public var size: Int64
+    public var kind: Kind
+    public var time: Date
+
+    public init(file: FileKey, destination: String, size: Int64, kind: Kind, time: Date) {
+        self.file = file
+        self.destination = destination
+        self.size = size
+        self.kind = kind
+        self.time = time
+    }
+
+    public var name: String {
+        switch kind {
+        case .queued: "queued"
+        case .started: "started"
+        case .progress: "progress"
+        case .retrying: "retrying"
+        case .synced: "synced"
+        case .failed: "failed"
+        case .skipped: "skipped"
+        }
+    }
+}

@@ -1,0 +1,249 @@
+import Foundation
+
+/// Wraps a destination with everything a plugin never does itself: retries with exponential backoff and jitter
+/// (artwork and other files with their own counts), Retry-After, permanent errors not retried, a per-attempt
+/// timeout, bounded concurrency, byte progress, cancellation, and a per-file error map. It reports every step as a
+/// ``DeliveryEvent``; the engine turns those into ledger rows and output.
+public struct DeliveryLayer: Sendable {
+    public let destinationName: String
+    public let destination: any Destination
+    public let settings: DeliverySettings
+    public let clock: any SyncClock
+    public let backoff: Backoff
+    let onEvent: @Sendable (DeliveryEvent) async -> Void
+
+    public init(
+        destinationName: String, destination: any Destination, settings: DeliverySettings,
+        clock: any SyncClock = SystemClock(),
+        random: @escaping @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) },
+        onEvent: @escaping @Sendable (DeliveryEvent) async -> Void = { _ in }
+    ) {
+        self.destinationName = destinationName
+        self.destination = destination
+        self.settings = settings
+        self.clock = clock
+        self.backoff = Backoff(settings: settings.retry, random: random)
+        self.onEvent = onEvent
+    }
+
+    // MARK: - One file
+
+    /// Delivers one file, retrying as configured. Returns the receipt or the final failure.
+    public func deliver(
+        _ item: UploadItem, cancellation: CancellationHandle = CancellationHandle(),
+        progress: @escaping @Sendable (Int64) -> Void = { _ in }
+    ) async -> Result<Receipt, DeliveryFailure> {
+        let retries = settings.retry.retries(isArtwork: item.isArtwork)
+        var attempt = 0
+        var retriesUsed = 0
+        var deferredWait = Duration.zero
+
+        if item.outcomeUnknown, let existing = try? await destination.existingCopy(of: item) {
+            var receipt = existing
+            receipt.sha256 = item.sha256
+            await emit(item, .synced(receipt: receipt, attempts: 0, uploaded: false))
+            return .success(receipt)
+        }
+
+        while true {
+            if cancellation.isCancelled || Task.isCancelled {
+                let failure = DeliveryFailure.cancelled(attempts: attempt)
+                await emit(item, .failed(failure))
+                return .failure(failure)
+            }
+            attempt += 1
+            await emit(item, .started(attempt: attempt))
+            do {
+                var receipt = try await attemptUpload(item, progress: progress)
+                try FileChangeCheck.verifyUnchanged(item)
+                receipt.sha256 = item.sha256
+                await emit(item, .synced(receipt: receipt, attempts: attempt, uploaded: true))
+                return .success(receipt)
+            } catch {
+                let failureClass = classify(error)
+                let failure = DeliveryFailure(
+                    message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: failureClass,
+                    code: (error as? DestinationError)?.code, attempts: attempt
+                )
+                let interrupted = cancellation.isCancelled || Task.isCancelled
+                if error is FileChangedError {
+                    // Sending the same planned version again cannot help: the next run plans the new content.
+                    await emit(item, .failed(failure))
+                    return .failure(failure)
+                }
+                switch failureClass {
+                case .permanent:
+                    await emit(item, .failed(failure))
+                    return .failure(failure)
+                case .deferred(let after) where !interrupted && deferredWait < settings.attemptTimeout:
+                    // The destination asks to wait: not a burnt retry, bounded by the attempt timeout in total.
+                    let delay = after ?? settings.retry.baseDelay
+                    deferredWait += delay
+                    await emit(item, .retrying(attempt: attempt, error: failure, delay: delay))
+                    if (try? await clock.sleep(for: delay)) == nil { continue }
+                case .retryable(let after) where !interrupted && retriesUsed < retries,
+                    .deferred(let after) where !interrupted && retriesUsed < retries:
+                    retriesUsed += 1
+                    let delay = backoff.delay(forRetry: retriesUsed, retryAfter: after)
+                    await emit(item, .retrying(attempt: attempt, error: failure, delay: delay))
+                    if (try? await clock.sleep(for: delay)) == nil { continue }
+                default:
+                    await emit(item, .failed(interrupted ? .cancelled(attempts: attempt) : failure))
+                    return .failure(interrupted ? .cancelled(attempts: attempt) : failure)
+                }
+            }
+        }
+    }
+
+    /// The destination's own classification, with the core's for errors it leaves alone.
+    func classify(_ error: any Error) -> FailureClass {
+        if error is AttemptTimeoutError || error is FileChangedError { return FailureClass.classify(error) }
+        return destination.classify(error)
+    }
+
+    private func attemptUpload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
+        let destination = self.destination
+        let timeout = settings.attemptTimeout
+        return try await withThrowingTaskGroup(of: Receipt?.self) { group in
+            group.addTask { try await destination.upload(item, progress: progress) }
+            group.addTask {
+                // The attempt timeout is a safety net in real time, whatever clock backoff uses.
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw AttemptTimeoutError(timeout: timeout) }
+            guard let receipt = first else { throw AttemptTimeoutError(timeout: timeout) }
+            return receipt
+        }
+    }
+
+    private func emit(_ item: UploadItem, _ kind: DeliveryEvent.Kind) async {
+        await onEvent(DeliveryEvent(file: item.key, destination: destinationName, size: item.size, kind: kind, time: clock.now()))
+    }
+
+    // MARK: - Many files
+
+    /// Uploads many files, at most `concurrency` at once, reporting byte progress over the whole batch. Ends with
+    /// the per-file error map (empty when everything was delivered). Cancelling through the progress value's
+    /// handle stops new files and retries from starting; they end with a `cancelled` failure.
+    public func uploadMany(
+        _ items: [UploadItem], cancellation: CancellationHandle = CancellationHandle(),
+        progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }
+    ) async -> [FileKey: DeliveryFailure] {
+        let tally = ProgressTally(total: items.reduce(0) { $0 + $1.size })
+        let concurrency = max(1, settings.concurrency)
+        return await withTaskGroup(of: (FileKey, DeliveryFailure?).self) { group in
+            var failures: [FileKey: DeliveryFailure] = [:]
+            var next = 0
+            func startNext() {
+                guard next < items.count else { return }
+                let item = items[next]
+                next += 1
+                group.addTask {
+                    let result = await deliver(item, cancellation: cancellation) { bytes in
+                        let (done, total) = tally.set(item.key, bytes)
+                        progress(TransferProgress(
+                            file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
+                            bytesDone: done, bytesTotal: total, fileBytesDone: bytes, fileBytesTotal: item.size, error: nil,
+                            cancellation: cancellation
+                        ))
+                    }
+                    switch result {
+                    case .success:
+                        let (done, total) = tally.set(item.key, item.size)
+                        progress(TransferProgress(
+                            file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
+                            bytesDone: done, bytesTotal: total, fileBytesDone: item.size, fileBytesTotal: item.size, error: nil,
+                            cancellation: cancellation
+                        ))
+                        return (item.key, nil)
+                    case .failure(let failure):
+                        let (done, total) = tally.set(item.key, 0)
+                        progress(TransferProgress(
+                            file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
+                            bytesDone: done, bytesTotal: total, fileBytesDone: 0, fileBytesTotal: item.size, error: failure,
+                            cancellation: cancellation
+                        ))
+                        return (item.key, failure)
+                    }
+                }
+            }
+            for _ in 0..<min(concurrency, items.count) { startNext() }
+            while let (key, failure) = await group.next() {
+                if let failure { failures[key] = failure }
+                startNext()
+            }
+            return failures
+        }
+    }
+
+    /// Deletes many remote names, at most `concurrency` at once, each with the retry policy for files.
+    /// Returns the per-name error map (empty when all were deleted).
+    public func deleteMany(_ names: [String], cancellation: CancellationHandle = CancellationHandle()) async -> [String: DeliveryFailure] {
+        let concurrency = max(1, settings.concurrency)
+        return await withTaskGroup(of: (String, DeliveryFailure?).self) { group in
+            var failures: [String: DeliveryFailure] = [:]
+            var next = 0
+            func startNext() {
+                guard next < names.count else { return }
+                let name = names[next]
+                next += 1
+                group.addTask { (name, await deleteOne(name, cancellation: cancellation)) }
+            }
+            for _ in 0..<min(concurrency, names.count) { startNext() }
+            while let (name, failure) = await group.next() {
+                if let failure { failures[name] = failure }
+                startNext()
+            }
+            return failures
+        }
+    }
+
+    private func deleteOne(_ name: String, cancellation: CancellationHandle) async -> DeliveryFailure? {
+        var attempt = 0
+        while true {
+            if cancellation.isCancelled { return .cancelled(attempts: attempt) }
+            attempt += 1
+            do {
+                try await destination.delete(remoteName: name)
+                return nil
+            } catch {
+                let failureClass = classify(error)
+                let failure = DeliveryFailure(
+                    message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: failureClass,
+                    code: (error as? DestinationError)?.code, attempts: attempt
+                )
+                guard failureClass.isRetryable, attempt <= settings.retry.file else { return failure }
+                let after: Duration? = if case .retryable(let a) = failureClass { a } else { nil }
+                if (try? await clock.sleep(for: backoff.delay(forRetry: attempt, retryAfter: after))) == nil { continue }
+                return failure
+            }
+        }
+    }
+
+    /// An error's text for the ledger: a plugin's message, or the error's own description.
+    public static func describe(_ error: any Error) -> String {
+        if let error = error as? DestinationError { return error.description }
+        if let error = error as? POSIXError { return "\(error.code): \(String(cString: strerror(error.code.rawValue)))" }
+        return String(describing: error)
+    }
+}
+
+/// Bytes done per file across a batch.
+final class ProgressTally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var perFile: [FileKey: Int64] = [:]
+    private var done: Int64 = 0
+    let total: Int64
+
+    init(total: Int64) { self.total = total }
+
+    func set(_ key: FileKey, _ bytes: Int64) -> (Int64, Int64) {
+        lock.lock()
+        defer { lock.unlock() }
+        done += bytes - (perFile[key] ?? 0)
+        perFile[key] = bytes
+        return (done, total)
+    }
+}

@@ -1,0 +1,373 @@
+import Foundation
+import Logging
+
+/// One pass of the gateway: scan the sources, route each file, decide per destination what to send (from the
+/// ledger), record it `pending`, deliver through the ``DeliveryLayer`` and record every outcome.
+public final class SyncEngine: Sendable {
+    public let config: GatewayConfig
+    public let ledger: Ledger
+    public let clock: any SyncClock
+    let logger: Logger
+    let random: @Sendable (ClosedRange<Double>) -> Double
+    /// Ongoing, recently completed and recently failed operations of this engine; subscribe with `changes()`.
+    public let operations: OperationList
+
+    public init(
+        config: GatewayConfig, ledger: Ledger, clock: any SyncClock = SystemClock(), logger: Logger = Logger(label: "syncgate"),
+        random: @escaping @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
+    ) {
+        self.config = config
+        self.ledger = ledger
+        self.clock = clock
+        self.logger = logger
+        self.random = random
+        let recent = Dictionary(config.destinations.map { ($0.name, ($0.settings.recentCompleted, $0.settings.recentFailed)) }) { a, _ in a }
+        self.operations = OperationList(
+            clock: clock, keepCompleted: { recent[$0]?.0 ?? .seconds(10) }, keepFailed: { recent[$0]?.1 ?? .seconds(60) }
+        )
+    }
+
+    /// Runs one pass. `observe` gets every event (and may be called from several tasks; it is awaited).
+    /// Cancelling `cancellation` stops new uploads; in-flight ones get `interruptGrace` to end and are otherwise
+    /// left `pending`.
+    public func run(
+        _ options: SyncOptions = SyncOptions(), cancellation: CancellationHandle = CancellationHandle(),
+        observe: @escaping @Sendable (DeliveryEvent) -> Void = { _ in },
+        warn: @escaping @Sendable (ScanWarning) -> Void = { _ in }
+    ) async throws -> SyncSummary {
+        let started = Date()
+        let tally = SummaryTally()
+        let destinations = config.destinations.filter { options.destinations.isEmpty || options.destinations.contains($0.name) }
+
+        if !options.dryRun { try ledger.resetInterrupted(at: clock.now()) }
+
+        // 1. Scan.
+        var scanned: [ScannedFile] = []
+        for source in config.sources {
+            let (files, warnings) = SourceScanner().scan(source)
+            scanned += files
+            for warning in warnings {
+                warn(warning)
+                tally.update { $0.warnings += 1 }
+            }
+        }
+        tally.update { $0.files = scanned.count }
+
+        // 2. Plan and deliver per destination, destinations in parallel.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for destination in destinations {
+                let files = scanned.filter { config.destinations(forSource: $0.source, relativePath: $0.relativePath).contains(destination.name) }
+                group.addTask {
+                    try await self.runDestination(destination, files: files, options: options, cancellation: cancellation, tally: tally, observe: observe)
+                }
+            }
+            try await group.waitForAll()
+        }
+
+        var summary = tally.value
+        summary.interrupted = cancellation.isCancelled
+        summary.seconds = Date().timeIntervalSince(started)
+        return summary
+    }
+
+    /// Plans one destination's files without changing anything (hashes only files whose size or time changed).
+    public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<ExactString>?) throws -> [PlannedDelivery] {
+        let entries = try ledger.entriesByFile(destination: destination.name)
+        let now = clock.now()
+        var plans: [PlannedDelivery] = []
+        plans.reserveCapacity(files.count)
+        for file in files {
+            let entry = entries[file.key]
+            var plan = PlannedDelivery(
+                file: file, destination: destination.name, action: .upload(reason: "new"), sha256: nil,
+                isArtwork: config.isArtwork(file.relativePath), entry: entry, remoteName: nil
+            )
+            do {
+                plan.remoteName = try destination.destination.remoteName(forRelativePath: file.relativePath)
+            } catch {
+                plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .permanent, code: (error as? DestinationError)?.code, attempts: 0))
+                plans.append(plan)
+                continue
+            }
+            let sameStat = entry.map { $0.size == file.size && abs($0.modificationTime.timeIntervalSince(file.modificationTime)) < 0.000_001 } ?? false
+            func hashed() -> String? {
+                do {
+                    plan.sha256 = try FileHasher.sha256(path: file.absolutePath)
+                    return plan.sha256
+                } catch {
+                    plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .retryable(), code: "unreadable", attempts: 0))
+                    return nil
+                }
+            }
+            guard let entry else {
+                if options.onlyFailed { continue }
+                if hashed() != nil { plan.action = .upload(reason: "new") }
+                plans.append(plan)
+                continue
+            }
+            switch entry.status {
+            case .synced:
+                if options.onlyFailed { continue }
+                if let remoteNames, let name = plan.remoteName, !remoteNames.contains(ExactString(name)) {
+                    if hashed() != nil { plan.action = .upload(reason: "missing at destination") }
+                } else if sameStat {
+                    plan.sha256 = entry.sha256
+                    plan.action = .skip(reason: "up to date", stillFailed: nil)
+                } else if let sha = hashed() {
+                    plan.action = sha == entry.sha256 ? .skip(reason: "up to date (touched)", stillFailed: nil) : .upload(reason: "changed")
+                }
+            case .pending, .uploading:
+                if options.onlyFailed && entry.attempts == 0 && entry.lastError == nil { continue }
+                if hashed() != nil { plan.action = .upload(reason: entry.lastError == nil && entry.attempts == 0 ? "new" : "retry requested") }
+            case .failed:
+                let changed = !sameStat && hashed().map { $0 != entry.sha256 } == true
+                if case .fail = plan.action { break }
+                if changed {
+                    plan.action = .upload(reason: "changed")
+                } else if entry.errorClass == "permanent" {
+                    plan.action = .skip(reason: "failed permanently: \(entry.lastError ?? "") (fix it, then run syncgate retry)", stillFailed: .permanent)
+                } else if let next = entry.nextRetryAt {
+                    if next <= now {
+                        if plan.sha256 == nil, hashed() == nil { break }
+                        plan.action = .upload(reason: "retry due")
+                    } else {
+                        plan.action = .skip(reason: "retry scheduled at \(ISO8601DateFormatter().string(from: next))", stillFailed: .retryable())
+                    }
+                } else {
+                    plan.action = .skip(reason: "gave up after failing since \(entry.firstFailedAt.map { ISO8601DateFormatter().string(from: $0) } ?? "?") (run syncgate retry)", stillFailed: .permanent)
+                }
+            }
+            plans.append(plan)
+        }
+        // Two files that the destination would store under the same name: both fail, nothing is overwritten.
+        var byName: [ExactString: [Int]] = [:]
+        for (index, plan) in plans.enumerated() {
+            if let name = plan.remoteName { byName[ExactString(name), default: []].append(index) }
+        }
+        for (name, indices) in byName where indices.count > 1 {
+            let paths = indices.map { plans[$0].file.relativePath }
+            for index in indices where plans[index].isUpload || { if case .skip = plans[index].action { return false } else { return true } }() {
+                plans[index].action = .fail(DeliveryFailure(
+                    message: "remote name clash: \(paths.map { "'\($0)'" }.joined(separator: " and ")) would all be stored as '\(name.value)'; rename one of them",
+                    failureClass: .permanent, code: "name-clash", attempts: 0
+                ))
+            }
+        }
+        return plans
+    }
+
+    private func runDestination(
+        _ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, cancellation: CancellationHandle,
+        tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void
+    ) async throws {
+        let plugin = destination.destination
+        var remoteNames: Set<ExactString>? = nil
+        if plugin.listingIsAuthoritative, !files.isEmpty, !options.dryRun {
+            do {
+                remoteNames = try await plugin.list().exactNames
+            } catch {
+                logger.warning("\(destination.name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
+            }
+        }
+        var plans = try plan(destination, files: files, options: options, remoteNames: remoteNames)
+        let now = clock.now()
+
+        func event(_ plan: PlannedDelivery, _ kind: DeliveryEvent.Kind) -> DeliveryEvent {
+            DeliveryEvent(file: plan.file.key, destination: destination.name, size: plan.file.size, kind: kind, time: clock.now())
+        }
+
+        if options.dryRun {
+            for plan in plans {
+                switch plan.action {
+                case .upload(let reason): observe(event(plan, .queued(reason: reason)))
+                case .skip(let reason, _): observe(event(plan, .skipped(reason: reason)))
+                case .fail(let failure): observe(event(plan, .failed(failure)))
+                }
+            }
+            tally.update { $0.planned += plans.filter(\.isUpload).count }
+            await plugin.finish()
+            return
+        }
+
+        // Touched files with the same bytes: refresh the stat so the next run does not hash them again.
+        for plan in plans {
+            if case .skip(let reason, _) = plan.action, reason == "up to date (touched)" {
+                try ledger.refreshMetadata(plan.file.key, destination: destination.name, size: plan.file.size, modificationTime: plan.file.modificationTime, at: now)
+            }
+        }
+
+        // Record everything that will be attempted as pending, in one transaction, before any upload.
+        let toRecord = plans.filter { if case .skip = $0.action { return false } else { return true } }
+        try ledger.recordPending(toRecord.map { plan in
+            Ledger.Pending(
+                file: plan.file.key, destination: destination.name, size: plan.file.size, modificationTime: plan.file.modificationTime,
+                sha256: plan.sha256, contentChanged: plan.entry?.sha256 != nil && plan.sha256 != nil && plan.entry?.sha256 != plan.sha256
+            )
+        }, at: now)
+
+        var items: [UploadItem] = []
+        for plan in plans where plan.isUpload {
+            let entry = plan.entry
+            items.append(UploadItem(
+                source: plan.file.source, relativePath: plan.file.relativePath, absolutePath: plan.file.absolutePath,
+                remoteName: plan.remoteName ?? plan.file.relativePath, size: plan.file.size, modificationTime: plan.file.modificationTime,
+                sha256: plan.sha256 ?? "", isArtwork: plan.isArtwork, previousReceipt: entry?.receipt,
+                outcomeUnknown: entry.map { $0.status != .synced && $0.attempts > 0 } ?? false
+            ))
+        }
+
+        // Files the destination rejects before the batch (no space): they fail alone.
+        if !items.isEmpty, let rejected = try? await plugin.prepare(items), !rejected.isEmpty {
+            for index in plans.indices {
+                guard plans[index].isUpload, let name = plans[index].remoteName, let error = rejected[name] else { continue }
+                plans[index].action = .fail(DeliveryFailure(message: Redactor.shared.redact(error.description), failureClass: error.failureClass, code: error.code, attempts: 0))
+            }
+            items.removeAll { rejected[$0.remoteName] != nil }
+        }
+
+        let retry = destination.settings.retry
+        for plan in plans {
+            switch plan.action {
+            case .upload(let reason):
+                observe(event(plan, .queued(reason: reason)))
+            case .skip(let reason, let stillFailed):
+                tally.update { summary in
+                    switch stillFailed {
+                    case .none: summary.upToDate += 1
+                    case .permanent?: summary.failedPermanently += 1
+                    default: summary.failedRetryable += 1
+                    }
+                }
+                observe(event(plan, .skipped(reason: reason)))
+            case .fail(let failure):
+                try ledger.markFailed(plan.file.key, destination: destination.name, failure: failure, retry: retry, at: clock.now())
+                tally.update { summary in
+                    summary.failed += 1
+                    if failure.failureClass.isRetryable { summary.failedRetryable += 1 } else { summary.failedPermanently += 1 }
+                }
+                observe(event(plan, .failed(failure)))
+            }
+        }
+        tally.update { $0.planned += items.count }
+
+        if !items.isEmpty {
+            let operations = self.operations
+            let recorder = LedgerRecorder(ledger: ledger, destination: destination.name, retry: retry, clock: clock, tally: tally,
+                                          items: items, observe: { event in operations.apply(event); observe(event) }, logger: logger)
+            let layer = DeliveryLayer(
+                destinationName: destination.name, destination: plugin, settings: destination.settings, clock: clock,
+                random: random, onEvent: { event in await recorder.record(event) }
+            )
+            let grace = options.interruptGrace
+            // Uploads run in a child task so that an interruption can cut them off after the grace period.
+            let transfer = Task { await layer.uploadMany(items, cancellation: cancellation) { progress in recorder.progress(progress) } }
+            let watchdog = Task {
+                while !cancellation.isCancelled { try await Task.sleep(for: .milliseconds(50)) }
+                try await Task.sleep(for: grace)
+                transfer.cancel()
+            }
+            _ = await transfer.value
+            watchdog.cancel()
+            if let error = recorder.firstError { throw error }
+        }
+        await plugin.finish()
+    }
+}
+
+/// Turns delivery events into ledger rows, counts and observer calls.
+final class LedgerRecorder: @unchecked Sendable {
+    let ledger: Ledger
+    let destination: String
+    let retry: RetrySettings
+    let clock: any SyncClock
+    let tally: SummaryTally
+    let observe: @Sendable (DeliveryEvent) -> Void
+    let logger: Logger
+    let planned: [FileKey: UploadItem]
+    let metrics: DeliveryMetrics
+    private let lock = NSLock()
+    private var lastProgressWrite: [FileKey: Date] = [:]
+    private var lastProgressEvent: [FileKey: Date] = [:]
+    private var error: (any Error)?
+
+    init(ledger: Ledger, destination: String, retry: RetrySettings, clock: any SyncClock, tally: SummaryTally,
+         items: [UploadItem], observe: @escaping @Sendable (DeliveryEvent) -> Void, logger: Logger) {
+        self.planned = Dictionary(items.map { ($0.key, $0) }) { a, _ in a }
+        self.metrics = DeliveryMetrics(destination: destination)
+        self.ledger = ledger
+        self.destination = destination
+        self.retry = retry
+        self.clock = clock
+        self.tally = tally
+        self.observe = observe
+        self.logger = logger
+    }
+
+    var firstError: (any Error)? { lock.withLock { error } }
+
+    func record(_ event: DeliveryEvent) async {
+        do {
+            switch event.kind {
+            case .started:
+                try ledger.markUploading(event.file, destination: destination, at: event.time)
+            case .retrying(_, let failure, _):
+                try ledger.noteRetry(event.file, destination: destination, error: failure.message, at: event.time)
+            case .synced(let receipt, _, let uploaded):
+                let modificationTime = try planned[event.file]?.modificationTime ?? ledger.entry(event.file, destination: destination)?.modificationTime
+                try ledger.markSynced(event.file, destination: destination, receipt: receipt, size: event.size,
+                                      modificationTime: modificationTime ?? event.time, sha256: receipt.sha256, at: event.time)
+                tally.update { summary in
+                    if uploaded {
+                        summary.uploaded += 1
+                        summary.bytesUploaded += event.size
+                    } else {
+                        summary.alreadyPresent += 1
+                    }
+                }
+            case .failed(let failure):
+                if failure.isCancellation {
+                    try ledger.markInterrupted(event.file, destination: destination, at: event.time)
+                } else {
+                    try ledger.markFailed(event.file, destination: destination, failure: failure, retry: retry, at: event.time)
+                    tally.update { summary in
+                        summary.failed += 1
+                        if failure.failureClass.isRetryable { summary.failedRetryable += 1 } else { summary.failedPermanently += 1 }
+                    }
+                }
+            case .queued, .progress, .skipped:
+                break
+            }
+        } catch {
+            logger.error("cannot write the state ledger: \(error)")
+            lock.withLock { if self.error == nil { self.error = error } }
+        }
+        metrics.record(event)
+        observe(event)
+    }
+
+    /// Byte progress: written to the ledger about once a second per file, to observers about 4 times a second.
+    func progress(_ progress: TransferProgress) {
+        guard progress.error == nil, progress.fileBytesDone < progress.fileBytesTotal else { return }
+        let now = Date()
+        let key = progress.file
+        let (writeLedger, emit) = lock.withLock { () -> (Bool, Bool) in
+            let w = now.timeIntervalSince(lastProgressWrite[key] ?? .distantPast) >= 1
+            let e = now.timeIntervalSince(lastProgressEvent[key] ?? .distantPast) >= 0.25
+            if w { lastProgressWrite[key] = now }
+            if e { lastProgressEvent[key] = now }
+            return (w, e)
+        }
+        if writeLedger { try? ledger.markProgress(key, destination: destination, bytes: progress.fileBytesDone) }
+        if emit {
+            observe(DeliveryEvent(file: key, destination: destination, size: progress.fileBytesTotal, kind: .progress(bytes: progress.fileBytesDone), time: clock.now()))
+        }
+    }
+}
+
+/// The run's counts, updated from many tasks.
+final class SummaryTally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var summary = SyncSummary()
+    func update(_ body: (inout SyncSummary) -> Void) { lock.withLock { body(&summary) } }
+    var value: SyncSummary { lock.withLock { summary } }
+}

@@ -1,0 +1,39 @@
+import Foundation
+
+/// The outcome of one `sync` pass, and its exit code.
+public struct SyncSummary: Sendable, Codable {
+    public var files: Int = 0
+    public var planned: Int = 0
+    public var uploaded: Int = 0
+    /// Found already at the destination (no upload needed).
+    public var alreadyPresent: Int = 0
+    public var upToDate: Int = 0
+    public var failed: Int = 0
+    /// Failures (this run's or earlier runs' still standing) that will not be retried automatically.
+    public var failedPermanently: Int = 0
+    /// Failures scheduled for a later run.
+    public var failedRetryable: Int = 0
+    public var interrupted: Bool = false
+    public var bytesUploaded: Int64 = 0
+    public var warnings: Int = 0
+    public var seconds: Double = 0
+
+    /// 0 everything routed is synced; 1 some file failed; 75 only retryable failures remain, scheduled;
+    /// 130 interrupted.
+    public var exitCode: Int32 {
+        if interrupted { return ExitStatus.interrupted }
+        if failedPermanently > 0 { return ExitStatus.failed }
+        if failedRetryable > 0 { return ExitStatus.retryScheduled }
+        return ExitStatus.success
+    }
+}
+
+/// The exit codes of `syncgate`.
+public enum ExitStatus {
+    public static let success: Int32 = 0
+    public static let failed: Int32 = 1
+    public static let usage: Int32 = 64
+    public static let retryScheduled: Int32 = 75
+    public static let config: Int32 = 78
+    public static let interrupted: Int32 = 130
+}

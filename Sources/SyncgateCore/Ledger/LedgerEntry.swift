@@ -1,0 +1,36 @@
+import Foundation
+
+/// One row of the ledger: one source file at one destination.
+public struct LedgerEntry: Sendable, Hashable {
+    public var file: FileKey
+    public var destination: String
+    public var status: FileStatus
+    /// Attempts over all runs.
+    public var attempts: Int
+    public var lastAttemptAt: Date?
+    /// The last error's text (secrets redacted).
+    public var lastError: String?
+    /// `retryable` or `permanent` for a failed row.
+    public var errorClass: String?
+    public var errorCode: String?
+    /// When a later run may try a failed file again (nil: not automatically).
+    public var nextRetryAt: Date?
+    /// Runs in a row that ended with this file failed.
+    public var failedRuns: Int
+    public var firstFailedAt: Date?
+    public var size: Int64
+    public var modificationTime: Date
+    /// SHA-256 of the content (planned, or delivered once synced).
+    public var sha256: String?
+    public var receipt: Receipt?
+    /// Bytes of the current attempt delivered (updated about once a second while uploading).
+    public var bytesDone: Int64
+    public var queuedAt: Date?
+    public var syncedAt: Date?
+    public var updatedAt: Date
+
+    /// Progress of an upload in flight, 0...1.
+    public var progress: Double {
+        status == .synced ? 1 : (size > 0 ? min(1, Double(bytesDone) / Double(size)) : 0)
+    }
+}

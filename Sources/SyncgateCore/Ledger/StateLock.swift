@@ -1,0 +1,59 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// An exclusive lock beside the state file (`state.sqlite.lock`), held for the whole of a sync, so that a second
+/// `syncgate sync` on the same state says so instead of racing the first. Released by the kernel when the process
+/// dies, so a killed run never leaves it stuck.
+public final class StateLock: @unchecked Sendable {
+    public let path: String
+    private var fd: Int32 = -1
+
+    public struct Busy: Error, CustomStringConvertible {
+        public var path: String
+        public var holder: String
+        public var description: String { "another syncgate (\(holder)) is using \(path); try again when it has finished" }
+    }
+
+    public init(statePath: String) { self.path = statePath + ".lock" }
+
+    /// Takes the lock or throws ``Busy`` at once.
+    public func acquire() throws {
+        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw LedgerError(path: path, message: "cannot open lock file: \(String(cString: strerror(errno)))") }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let n = pread(fd, &buffer, 64, 0)
+            close(fd)
+            let holder = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "unknown pid"
+            throw Busy(path: path, holder: holder)
+        }
+        let text = "pid \(getpid())\n"
+        _ = ftruncate(fd, 0)
+        _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
+        self.fd = fd
+    }
+
+    public func release() {
+        guard fd >= 0 else { return }
+        flock(fd, LOCK_UN)
+        close(fd)
+        fd = -1
+    }
+
+    /// Whether some process holds the lock now (without taking it).
+    public static func isHeld(statePath: String) -> Bool {
+        let fd = open(statePath + ".lock", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 { return true }
+        flock(fd, LOCK_UN)
+        return false
+    }
+
+    deinit { release() }
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+/// The `--json` form of events: one object per line.
+public enum EventJSON {
+    public static func object(_ event: DeliveryEvent) -> [String: Any] {
+        var object: [String: Any] = [
+            "event": event.name, "path": event.file.path, "source": event.file.source,
+            "destination": event.destination, "size": event.size, "time": JSONText.time(event.time),
+        ]
+        switch event.kind {
+        case .queued(let reason):
+            object["reason"] = reason
+        case .started(let attempt):
+            object["attempt"] = attempt
+        case .progress(let bytes):
+            object["bytes"] = bytes
+            object["fraction"] = event.size > 0 ? Double(bytes) / Double(event.size) : 1
+        case .retrying(let attempt, let error, let delay):
+            object["attempt"] = attempt
+            object["error"] = Redactor.shared.redact(error.message)
+            object["class"] = error.failureClass.name
+            object["delay_ms"] = Int((delay.seconds * 1000).rounded())
+            if let code = error.code { object["code"] = code }
+        case .synced(let receipt, let attempts, let uploaded):
+            object["attempts"] = attempts
+            object["uploaded"] = uploaded
+            object["remote_name"] = receipt.remoteName
+            if let etag = receipt.etag { object["etag"] = etag }
+            if let detail = receipt.detail { object["detail"] = Redactor.shared.redact(detail) }
+        case .failed(let failure):
+            object["error"] = Redactor.shared.redact(failure.message)
+            object["class"] = failure.failureClass.name
+            object["attempts"] = failure.attempts
+            if let code = failure.code { object["code"] = code }
+        case .skipped(let reason):
+            object["reason"] = Redactor.shared.redact(reason)
+        }
+        return object
+    }
+
+    public static func line(_ event: DeliveryEvent) -> String { JSONText.encode(object(event)) }
+
+    public static func summaryLine(_ summary: SyncSummary) -> String {
+        JSONText.encode([
+            "event": "summary", "files": summary.files, "planned": summary.planned, "uploaded": summary.uploaded,
+            "already_present": summary.alreadyPresent, "up_to_date": summary.upToDate, "failed": summary.failed,
+            "failed_permanently": summary.failedPermanently, "failed_retryable": summary.failedRetryable,
+            "interrupted": summary.interrupted, "bytes_uploaded": summary.bytesUploaded, "warnings": summary.warnings,
+            "seconds": (summary.seconds * 1000).rounded() / 1000, "exit_code": Int(summary.exitCode),
+        ] as [String: Any])
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// Writes a node_exporter textfile-collector file atomically (temporary file + rename).
+public enum PrometheusWriter {
+    public static func render(_ report: StatusReport) -> String {
+        var out = "# HELP syncgate_files Files per destination and status.\n# TYPE syncgate_files gauge\n"
+        for d in report.destinations {
+            for (status, n) in [("synced", d.synced), ("pending", d.pending), ("uploading", d.uploading), ("failed", d.failed)] {
+                out += "syncgate_files{destination=\"\(escape(d.name))\",type=\"\(escape(d.type))\",status=\"\(status)\"} \(n)\n"
+            }
+        }
+        out += "# HELP syncgate_last_success_timestamp_seconds Time of the last file synced to the destination.\n"
+        out += "# TYPE syncgate_last_success_timestamp_seconds gauge\n"
+        for d in report.destinations {
+            out += "syncgate_last_success_timestamp_seconds{destination=\"\(escape(d.name))\"} \(d.lastSuccess.map { String(format: "%.3f", $0.timeIntervalSince1970) } ?? "0")\n"
+        }
+        out += "# HELP syncgate_sync_running Whether a sync holds the state lock.\n# TYPE syncgate_sync_running gauge\n"
+        out += "syncgate_sync_running \(report.syncRunning ? 1 : 0)\n"
+        return out
+    }
+
+    public static func write(_ report: StatusReport, to path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
+        try Data(render(report).utf8).write(to: temporary)
+        if FileManager.default.fileExists(atPath: url.path) {
+            _ = try FileManager.default.replaceItemAt(url, withItemAt: temporary)
+        } else {
+            try FileManager.default.moveItem(at: temporary, to: url)
+        }
+    }
+
+    static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+    }
+}

@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SyncgateCore
+
+/// Options every command takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: "The config file.")
+    var config: String = "plugins.yaml"
+
+    @Flag(name: [.short, .long], help: "Log more (repeat for debug).")
+    var verbose: Int
+
+    @Flag(name: [.short, .long], help: "Log only errors.")
+    var quiet = false
+
+    var logLevel: Logger.Level {
+        if quiet { return .error }
+        if let env = ProcessInfo.processInfo.environment["SYNCGATE_LOG_LEVEL"], let level = Logger.Level(rawValue: env) { return level }
+        switch verbose {
+        case 0: return .warning
+        case 1: return .info
+        default: return .debug
+        }
+    }
+
+    /// Sets up logging (secrets scrubbed) once per process.
+    func makeLogger() -> Logger {
+        let level = logLevel
+        LoggingBootstrapOnce.run(level)
+        return Logger(label: "syncgate")
+    }
+
+    /// Loads the config; a config error prints `file:line:col: key: message` and exits 78.
+    func loadConfig(logger: Logger) throws -> GatewayConfig {
+        do {
+            return try GatewayConfig.load(path: config, registry: BuiltinPlugins.registry, logger: logger)
+        } catch let error as ConfigError {
+            Console.error(error.description)
+            throw ExitCode(ExitStatus.config)
+        }
+    }
+
+    /// Opens the ledger; a damaged or foreign state file is reported (exit 78), never replaced.
+    func openLedger(_ config: GatewayConfig) throws -> Ledger {
+        do {
+            return try Ledger(path: config.statePath)
+        } catch let error as LedgerError {
+            Console.error(error.description)
+            throw ExitCode(ExitStatus.config)
+        }
+    }
+}
+
+enum LoggingBootstrapOnce {
+    nonisolated(unsafe) private static var done = false
+    static func run(_ level: Logger.Level) {
+        guard !done else { return }
+        done = true
+        LoggingSystem.bootstrap { label in RedactingLogHandler(label: label, level: level) }
+    }
+}
+
+/// Plain output helpers (secrets scrubbed).
+enum Console {
+    static func out(_ line: String) {
+        FileHandle.standardOutput.write(Data((Redactor.shared.redact(line) + "\n").utf8))
+    }
+
+    static func error(_ line: String) {
+        FileHandle.standardError.write(Data(("syncgate: " + Redactor.shared.redact(line) + "\n").utf8))
+    }
+
+    static var stderrIsTerminal: Bool { isatty(2) == 1 }
+}

@@ -1,0 +1,50 @@
+import ArgumentParser
+import Foundation
+import SyncgateCore
+
+struct ListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "ls", abstract: "List what a destination holds.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(name: .long, help: "The destination.")
+    var destination: String
+
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    func run() async throws {
+        let logger = global.makeLogger()
+        let config = try global.loadConfig(logger: logger)
+        guard let target = config.destination(named: destination) else {
+            throw ValidationError("no destination named '\(destination)' (known: \(config.destinations.map(\.name).joined(separator: ", ")))")
+        }
+        let listing: RemoteListing
+        do {
+            listing = try await target.destination.list()
+        } catch {
+            await target.destination.finish()
+            Console.error("\(destination): cannot list: \(DeliveryLayer.describe(error))")
+            throw ExitCode(ExitStatus.failed)
+        }
+        await target.destination.finish()
+        if json {
+            Console.out(JSONText.encode([
+                "destination": destination,
+                "files": listing.entries.map { ["name": $0.name, "size": $0.size.map { $0 as Any } ?? NSNull()] as [String: Any] },
+                "space_available": listing.spaceAvailable.map { $0 as Any } ?? NSNull(),
+            ] as [String: Any], pretty: true))
+            return
+        }
+        for entry in listing.entries {
+            Console.out(entry.size.map { String($0).leftPadded(12) + "  " } .map { $0 + entry.name } ?? entry.name)
+        }
+        var footer = "\(listing.entries.count) file(s)"
+        if let space = listing.spaceAvailable { footer += ", \(ByteSize.format(space)) available" }
+        Console.out(footer)
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+}

@@ -1,0 +1,32 @@
+import ArgumentParser
+import Foundation
+import SyncgateCore
+
+struct RetryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retry",
+        abstract: "Re-attempt failed files now (also permanent failures and given-up files)."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(name: .long, help: "Only this destination.")
+    var destination: String?
+
+    @Flag(name: .long, help: "One JSON object per event on standard output.")
+    var json = false
+
+    @Argument(help: "Relative paths to retry (default: every failed file).")
+    var paths: [String] = []
+
+    func run() async throws {
+        let summary = try await SyncRunner(global: global, json: json, dryRun: false).run(
+            SyncOptions(onlyFailed: true, destinations: destination.map { [$0] } ?? []),
+            before: { ledger in
+                let n = try ledger.requestRetry(destination: destination, paths: paths, at: Date())
+                if !json { FileHandle.standardError.write(Data("syncgate: retrying \(n) failed file(s)\n".utf8)) }
+            }
+        )
+        if summary.exitCode != 0 { throw ExitCode(summary.exitCode) }
+    }
+}

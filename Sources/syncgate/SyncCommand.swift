@@ -1,0 +1,137 @@
+import ArgumentParser
+import Foundation
+import SyncgateCore
+
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync", abstract: "One pass: deliver every new, changed or due file to its destinations."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(name: .long, help: "Print the plan per file and destination with the reason, change nothing.")
+    var dryRun = false
+
+    @Flag(name: .long, help: "Only re-attempt files that failed before.")
+    var onlyFailed = false
+
+    @Option(name: .long, help: "Only this destination (repeatable).")
+    var destination: [String] = []
+
+    @Flag(name: .long, help: "One JSON object per event on standard output.")
+    var json = false
+
+    func run() async throws {
+        let summary = try await SyncRunner(global: global, json: json, dryRun: dryRun).run(
+            SyncOptions(dryRun: dryRun, onlyFailed: onlyFailed, destinations: destination)
+        )
+        if summary.exitCode != 0 { throw ExitCode(summary.exitCode) }
+    }
+}
+
+/// Runs a sync pass for `sync` and `retry`: config, lock, signals, output.
+struct SyncRunner {
+    let global: GlobalOptions
+    let json: Bool
+    let dryRun: Bool
+
+    func run(_ options: SyncOptions, before: ((Ledger) throws -> Void)? = nil) async throws -> SyncSummary {
+        let logger = global.makeLogger()
+        let config = try global.loadConfig(logger: logger)
+        for name in options.destinations where config.destination(named: name) == nil {
+            throw ValidationError("no destination named '\(name)' in \(global.config) (known: \(config.destinations.map(\.name).joined(separator: ", ")))")
+        }
+
+        var temporaryState: String? = nil
+        var statePath = config.statePath
+        if dryRun && !FileManager.default.fileExists(atPath: statePath) {
+            // A dry run changes nothing: plan against an empty ledger instead of creating the state file.
+            temporaryState = NSTemporaryDirectory() + "syncgate-dry-run-\(getpid()).sqlite"
+            statePath = temporaryState!
+        }
+        defer {
+            if let temporaryState {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporaryState + suffix) }
+            }
+        }
+        var effective = config
+        effective.statePath = statePath
+
+        let lock = StateLock(statePath: config.statePath)
+        if !dryRun {
+            do {
+                try lock.acquire()
+            } catch let busy as StateLock.Busy {
+                Console.error(busy.description)
+                throw ExitCode(ExitStatus.retryScheduled)
+            }
+        }
+        defer { lock.release() }
+        let ledger = try global.openLedger(effective)
+        try before?(ledger)
+
+        let json = self.json
+        let dryRun = self.dryRun
+        let progressLine = (!json && !dryRun && Console.stderrIsTerminal && !global.quiet) ? ProgressLine() : nil
+        let interrupts = InterruptHandler {
+            if !json { FileHandle.standardError.write(Data("\nsyncgate: interrupted; finishing uploads in flight (Ctrl-C again to stop now)\n".utf8)) }
+        }
+        let engine = SyncEngine(config: effective, ledger: ledger, logger: logger)
+        let verbose = global.verbose > 0
+        let summary: SyncSummary
+        do {
+            summary = try await engine.run(options, cancellation: interrupts.cancellation, observe: { event in
+                if json {
+                    Console.out(EventJSON.line(event))
+                    return
+                }
+                if dryRun {
+                    switch event.kind {
+                    case .queued(let reason): Console.out("upload  \(event.destination)  \(event.file.path)  (\(reason))")
+                    case .skipped(let reason): if verbose { Console.out("skip    \(event.destination)  \(event.file.path)  (\(reason))") }
+                    case .failed(let failure): Console.out("fail    \(event.destination)  \(event.file.path)  (\(failure.message))")
+                    default: break
+                    }
+                    return
+                }
+                progressLine?.handle(event)
+                switch event.kind {
+                case .failed(let failure) where !failure.isCancellation:
+                    if progressLine != nil { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+                    Console.error("\(event.destination): \(event.file.path): failed (\(failure.failureClass.name)): \(failure.message)")
+                case .retrying(let attempt, let failure, let delay) where verbose:
+                    Console.error("\(event.destination): \(event.file.path): attempt \(attempt) failed (\(failure.message)); retrying in \(delay.syncgateText)")
+                case .synced(_, _, let uploaded) where verbose:
+                    Console.error("\(event.destination): \(event.file.path): \(uploaded ? "synced" : "already there")")
+                default: break
+                }
+            }, warn: { warning in
+                if json {
+                    Console.out(JSONText.encode(["event": "warning", "source": warning.source, "path": warning.relativePath, "message": warning.message]))
+                } else if !global.quiet {
+                    Console.error("warning: \(warning)")
+                }
+            })
+        } catch let error as LedgerError {
+            Console.error(error.description)
+            throw ExitCode(ExitStatus.failed)
+        }
+        progressLine?.finish()
+        if json {
+            Console.out(EventJSON.summaryLine(summary))
+        } else if dryRun {
+            Console.out("dry run: \(summary.planned) to upload, \(summary.files) files scanned; nothing was changed")
+        } else if !global.quiet {
+            var line = "\(summary.uploaded) uploaded (\(ByteSize.format(summary.bytesUploaded))), \(summary.upToDate) up to date"
+            if summary.alreadyPresent > 0 { line += ", \(summary.alreadyPresent) already there" }
+            if summary.failedPermanently + summary.failedRetryable > 0 {
+                line += ", \(summary.failedPermanently + summary.failedRetryable) failed (\(summary.failedRetryable) will be retried)"
+            }
+            if summary.warnings > 0 { line += ", \(summary.warnings) skipped with a warning" }
+            line += String(format: " in %.1fs", summary.seconds)
+            if summary.interrupted { line += "; interrupted, the rest stays pending" }
+            FileHandle.standardError.write(Data("syncgate: \(line)\n".utf8))
+        }
+        return summary
+    }
+}

@@ -1,0 +1,20 @@
+import ArgumentParser
+import SyncgateCore
+
+@main
+struct Syncgate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "syncgate",
+        abstract: "Deliver files from local folders to head units, object storage, spreadsheets and folders, reliably.",
+        discussion: """
+            Exit codes: 0 everything routed is synced; 1 some file failed; 75 only retryable failures remain \
+            (scheduled); 64 usage; 78 config error; 130 interrupted.
+            """,
+        version: "0.1.0",
+        subcommands: [
+            SyncCommand.self, StatusCommand.self, ValidateCommand.self, RetryCommand.self, ForgetCommand.self,
+            ListCommand.self, RemoveCommand.self,
+        ],
+        defaultSubcommand: nil
+    )
+}

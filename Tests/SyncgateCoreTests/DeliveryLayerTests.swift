@@ -1,0 +1,203 @@
+import Foundation
+import SyncgateCore
+import SyncgateTestSupport
+import Testing
+
+/// Collects delivery events (from many tasks).
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [DeliveryEvent] = []
+    func append(_ e: DeliveryEvent) { lock.withLock { list.append(e) } }
+    var events: [DeliveryEvent] { lock.withLock { list } }
+    func names(for path: String) -> [String] { events.filter { $0.file.path == path }.map(\.name) }
+}
+
+@Suite("delivery layer: retries, backoff, classification, concurrency, transfers")
+struct DeliveryLayerTests {
+    let dir: TemporaryDirectory
+
+    init() throws {
+        dir = try TemporaryDirectory("sg-delivery")
+    }
+
+    func item(_ path: String, artwork: Bool = false, bytes: Int = 3000) throws -> UploadItem {
+        let url = try dir.write(path, Data((0..<bytes).map { UInt8($0 % 251) }))
+        let stat = try #require(FileStat.of(url.path))
+        return UploadItem(source: "s", relativePath: path, absolutePath: url.path, remoteName: path, size: stat.size,
+                          modificationTime: stat.modificationTime, sha256: "x", isArtwork: artwork)
+    }
+
+    func settings(file: Int, artwork: Int, concurrency: Int = 4, timeout: Duration = .seconds(30)) -> DeliverySettings {
+        DeliverySettings(
+            concurrency: concurrency,
+            retry: RetrySettings(file: file, artwork: artwork, baseDelay: .seconds(1), maxDelay: .seconds(8), jitter: .none,
+                                 maxRetryInterval: .seconds(3600), giveUpAfter: .seconds(86400)),
+            recentCompleted: .seconds(10), recentFailed: .seconds(60), attemptTimeout: timeout
+        )
+    }
+
+    @Test func transientFailuresAreRetriedWithExponentialBackoff() async throws {
+        defer { dir.remove() }
+        let destination = FlakyDestination(transientFailures: 3)
+        let clock = VirtualClock()
+        let log = EventLog()
+        let layer = DeliveryLayer(destinationName: "d", destination: destination, settings: settings(file: 3, artwork: 0), clock: clock, onEvent: { log.append($0) })
+        let result = await layer.deliver(try item("a.txt"))
+        let receipt = try result.get()
+        #expect(receipt.remoteName == "a.txt")
+        #expect(destination.attemptCount("a.txt") == 4)
+        #expect(clock.sleeps == [.seconds(1), .seconds(2), .seconds(4)])
+        #expect(log.names(for: "a.txt") == ["started", "retrying", "started", "retrying", "started", "retrying", "started", "synced"])
+        #expect(destination.contents("a.txt")?.count == 3000)
+    }
+
+    @Test func artworkAndFilesUseTheirOwnRetryCountsAndZeroDisables() async throws {
+        defer { dir.remove() }
+        let destination = FlakyDestination(transientFailures: 2)
+        let layer = DeliveryLayer(destinationName: "d", destination: destination, settings: settings(file: 0, artwork: 2), clock: VirtualClock())
+        let art = await layer.deliver(try item("cover.png", artwork: true))
+        let doc = await layer.deliver(try item("notes.txt"))
+        #expect((try? art.get()) != nil)
+        #expect(destination.attemptCount("cover.png") == 3)
+        guard case .failure(let failure) = doc else {
+            Issue.record("a file with 0 retries must fail after one attempt")
+            return
+        }
+        #expect(destination.attemptCount("notes.txt") == 1)
+        #expect(failure.attempts == 1)
+        #expect(failure.failureClass == .retryable())
+        #expect(failure.message.contains("Busy"))
+    }
+
+    @Test func permanentErrorsAreNotRetried() async throws {
+        defer { dir.remove() }
+        let destination = FlakyDestination(permanentMarker: "bad")
+        let clock = VirtualClock()
+        let layer = DeliveryLayer(destinationName: "d", destination: destination, settings: settings(file: 5, artwork: 5), clock: clock)
+        let result = await layer.deliver(try item("bad.txt"))
+        guard case .failure(let failure) = result else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(failure.failureClass == .permanent)
+        #expect(failure.code == "Refused")
+        #expect(destination.attemptCount("bad.txt") == 1)
+        #expect(clock.sleeps.isEmpty)
+    }
+
+    @Test func retryAfterIsHonoured() async throws {
+        defer { dir.remove() }
+        let destination = FlakyDestination(transientFailures: 1, retryAfter: .seconds(30))
+        let clock = VirtualClock()
+        let layer = DeliveryLayer(destinationName: "d", destination: destination, settings: settings(file: 1, artwork: 1), clock: clock)
+        _ = try await layer.deliver(try item("a.txt")).get()
+        #expect(clock.sleeps == [.seconds(30)])
+    }
+
+    @Test func deferredAttemptsDoNotBurnRetries() async throws {
+        defer { dir.remove() }
+        let destination = FlakyDestination(deferFirst: 4)
+        let clock = VirtualClock()
+        let layer = DeliveryLayer(destinationName: "d", destination: destination, settings: settings(file: 0, artwork: 0), clock: clock)
+        _ = try await layer.deliver(try item("a.txt")).get()
+        #expect(destination.attemptCount("a.txt") == 5)
+        #expect(clock.sleeps == Array(repeating: .milliseconds(500), count: 4))
+    }
+
+    @Test func attemptTimeoutIsRetryable() async throws {
+        defer { dir.remove() }
+        let destination = FlakyDestination(uploadDelay: .seconds(30))
+        let layer = DeliveryLayer(destinationName: "d", destination: destination,
+                                  settings: settings(file: 1, artwork: 1, timeout: .milliseconds(200)), clock: VirtualClock())
+        let result = await layer.deliver(try item("slow.txt"))
+        guard case .failure(let failure) = result else {
+            Issue.record("expected a timeout")
+            return
+        }
+        #expect(failure.message.contains("timed out"))
+        #expect(failure.failureClass == .retryable())
+        #expect(destination.attemptCount("slow.txt") == 2)
+    }
+
+    @Test func uploadManyRespectsConcurrencyReportsBytesAndReturnsAnErrorMap() async throws {
+        defer { dir.remove() }
+        let destination = FlakyDestination(permanentMarker: "bad", uploadDelay: .milliseconds(20))
+        let layer = DeliveryLayer(destinationName: "d", destination: destination, settings: settings(file: 1, artwork: 1, concurrency: 3), clock: VirtualClock())
+        var items: [UploadItem] = []
+        for i in 0..<12 { items.append(try item("f\(i).bin", bytes: 1000)) }
+        items.append(try item("bad-1.bin", bytes: 1000))
+        let fractions = FractionLog()
+        let failures = await layer.uploadMany(items) { fractions.append($0) }
+        #expect(Set(failures.keys.map(\.path)) == ["bad-1.bin"])
+        #expect(failures.values.first?.failureClass == .permanent)
+        #expect(destination.maxInFlight <= 3)
+        #expect(destination.maxInFlight >= 2)
+        #expect(destination.storedNames.count == 12)
+        let values = fractions.values
+        #expect(values.max().map { abs($0 - 12.0 / 13.0) < 0.0001 } == true)
+        #expect(values.allSatisfy { $0 >= 0 && $0 <= 1 })
+        #expect(fractions.errors == ["bad-1.bin"])
+    }
+
+    @Test func cancellingStopsTheRest() async throws {
+        defer { dir.remove() }
+        let destination = FlakyDestination(uploadDelay: .milliseconds(20))
+        let layer = DeliveryLayer(destinationName: "d", destination: destination, settings: settings(file: 1, artwork: 1, concurrency: 1), clock: VirtualClock())
+        var items: [UploadItem] = []
+        for i in 0..<10 { items.append(try item("f\(i).bin", bytes: 100)) }
+        let failures = await layer.uploadMany(items) { progress in
+            if progress.file.path == "f1.bin", progress.fileBytesDone == progress.fileBytesTotal { progress.cancelRest() }
+        }
+        #expect(destination.storedNames.count == 2)
+        #expect(failures.count == 8)
+        #expect(failures.values.allSatisfy { $0.isCancellation })
+    }
+
+    @Test func deleteManyReportsEachName() async throws {
+        defer { dir.remove() }
+        let destination = FlakyDestination()
+        let layer = DeliveryLayer(destinationName: "d", destination: destination, settings: settings(file: 2, artwork: 2), clock: VirtualClock())
+        _ = try await layer.deliver(try item("keep.txt")).get()
+        _ = try await layer.deliver(try item("gone.txt")).get()
+        let failures = await layer.deleteMany(["gone.txt", "missing.txt"])
+        #expect(Set(failures.keys) == ["missing.txt"])
+        #expect(failures["missing.txt"]?.failureClass == .permanent)
+        #expect(destination.storedNames == ["keep.txt"])
+    }
+
+    @Test func aFileChangedDuringUploadIsNotCountedDelivered() async throws {
+        defer { dir.remove() }
+        var planned = try item("moving.txt")
+        planned.size += 1  // the file on disk no longer matches what was planned
+        let layer = DeliveryLayer(destinationName: "d", destination: FlakyDestination(), settings: settings(file: 0, artwork: 0), clock: VirtualClock())
+        let result = await layer.deliver(planned)
+        guard case .failure(let failure) = result else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(failure.message.contains("changed while it was being sent"))
+        #expect(failure.failureClass.isRetryable)
+    }
+
+    @Test func classificationOfCommonErrors() {
+        #expect(FailureClass.classify(POSIXError(.ECONNREFUSED)) == .retryable())
+        #expect(FailureClass.classify(POSIXError(.EACCES)) == .permanent)
+        #expect(FailureClass.classify(AttemptTimeoutError(timeout: .seconds(1))) == .retryable())
+        #expect(FailureClass.classify(DestinationError.permanent("auth")) == .permanent)
+        #expect(FailureClass.classify(DestinationError.retryable("503", after: .seconds(2))) == .retryable(after: .seconds(2)))
+    }
+}
+
+final class FractionLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var fractions: [Double] = []
+    private var failed: [String] = []
+    func append(_ p: TransferProgress) {
+        lock.withLock {
+            fractions.append(p.fractionCompleted)
+            if p.error != nil { failed.append(p.file.path) }
+        }
+    }
+    var values: [Double] { lock.withLock { fractions } }
+    var errors: [String] { lock.withLock { failed } }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import SyncgateCore
+import SyncgateLocal
+import SyncgateTestSupport
+import Testing
+
+/// The real engine (scan, plan, ledger, delivery layer) with a destination that fails on command.
+@Suite("sync engine with a destination that fails on command")
+struct EngineTests {
+    let dir: TemporaryDirectory
+
+    init() throws { dir = try TemporaryDirectory("sg-engine") }
+
+    func engine(_ flaky: FlakyDestination, retry: String = "{ file: 2, artwork: 1, base_delay: 1s, max_delay: 4s, jitter: none }",
+                clock: VirtualClock = VirtualClock(start: Date())) throws -> SyncEngine {
+        let registry = PluginRegistry([PluginRegistration(type: "flaky", summary: "test") { setup in
+            _ = try setup.decode(Empty.self)
+            return flaky
+        }])
+        let config = try GatewayConfig.parse(text: """
+            version: 1
+            state: state/ledger.sqlite
+            sources: [{name: outbox, path: outbox}]
+            destinations:
+              - name: car
+                type: flaky
+                concurrency: 2
+                retry: \(retry)
+            routes: [{match: ["**/*"], to: [car]}]
+            """, file: "plugins.yaml", baseDirectory: dir.url, registry: registry)
+        return SyncEngine(config: config, ledger: try Ledger(path: config.statePath), clock: clock)
+    }
+
+    struct Empty: Decodable {}
+
+    func writeOutbox(_ files: [String: String]) throws {
+        for (path, text) in files { try dir.write("outbox/" + path, text) }
+    }
+
+    @Test func firstSyncDeliversAllSecondNothingChangedFileAgain() async throws {
+        defer { dir.remove() }
+        try writeOutbox(["a.txt": "alpha", "art/cover.png": "png-bytes", "deep/er/c.json": "{}"])
+        let flaky = FlakyDestination()
+        let engine = try engine(flaky)
+        var summary = try await engine.run()
+        #expect(summary.uploaded == 3)
+        #expect(summary.exitCode == 0)
+        #expect(flaky.storedNames == ["a.txt", "art/cover.png", "deep/er/c.json"])
+        #expect(flaky.contents("art/cover.png") == Data("png-bytes".utf8))
+
+        summary = try await engine.run()
+        #expect(summary.uploaded == 0)
+        #expect(summary.upToDate == 3)
+        #expect(flaky.attemptCount("a.txt") == 1)
+
+        // Same bytes, new time: not sent again. New bytes: sent again.
+        try dir.write("outbox/a.txt", "alpha")
+        try dir.write("outbox/deep/er/c.json", "{\"v\": 2}")
+        summary = try await engine.run()
+        #expect(summary.uploaded == 1)
+        #expect(flaky.attemptCount("a.txt") == 1)
+        #expect(flaky.contents("deep/er/c.json") == Data("{\"v\": 2}".utf8))
+        let entries = try engine.ledger.entries()
+        #expect(entries.allSatisfy { $0.status == .synced })
+        #expect(entries.count == 3)
+    }
+
+    @Test func transientFailuresThenSuccessThroughTheEngine() async throws {
+        defer { dir.remove() }
+        try writeOutbox(["a.txt": "alpha"])
+        let flaky = FlakyDestination(transientFailures: 2)
+        let clock = VirtualClock(start: Date())
+        let events = EventLog()
+        let summary = try await engine(flaky, clock: clock).run(observe: { events.append($0) })
+        #expect(summary.exitCode == 0)
+        #expect(flaky.attemptCount("a.txt") == 3)
+        #expect(clock.sleeps == [.seconds(1), .seconds(2)])
+        #expect(events.names(for: "a.txt") == ["queued", "started", "retrying", "started", "retrying", "started", "synced"])
+        // Retries are spaced by the configured backoff, as the events' timestamps show.
+        let times = events.events.filter { $0.name == "started" }.map(\.time)
+        #expect(times.count == 3)
+        #expect(abs(times[1].timeIntervalSince(times[0]) - 1) < 0.01)
+        #expect(abs(times[2].timeIntervalSince(times[1]) - 2) < 0.01)
+    }
+
+    @Test func retriesRunOutThenScheduledForALaterRun() async throws {
+        defer { dir.remove() }
+        try writeOutbox(["a.txt": "alpha", "b.txt": "beta"])
+        let flaky = FlakyDestination(transientFailures: 5)
+        let clock = VirtualClock(start: Date())
+        let engine = try engine(flaky, retry: "{ file: 1, artwork: 1, base_delay: 1s, max_delay: 4s }", clock: clock)
+        var summary = try await engine.run()
+        #expect(summary.exitCode == 75)
+        #expect(summary.failedRetryable == 2)
+        #expect(flaky.attemptCount("a.txt") == 2)
+        let entry = try #require(try engine.ledger.entry(FileKey(source: "outbox", path: "a.txt"), destination: "car"))
+        #expect(entry.status == .failed)
+        #expect(entry.attempts == 2)
+        #expect(entry.lastError?.contains("Busy") == true)
+        #expect(entry.nextRetryAt != nil)
+
+        // Not due yet: nothing is attempted, still 75.
+        summary = try await engine.run()
+        #expect(summary.exitCode == 75)
+        #expect(flaky.attemptCount("a.txt") == 2)
+
+        // Due after the interval (1 minute after the first failed run).
+        clock.advance(by: 61)
+        summary = try await engine.run()
+        #expect(flaky.attemptCount("a.txt") == 4)
+        // The destination recovers: the next due run delivers.
+        flaky.transientFailures = 0
+        clock.advance(by: 3600)
+        summary = try await engine.run()
+        #expect(summary.exitCode == 0)
+        #expect(flaky.storedNames == ["a.txt", "b.txt"])
+    }
+
+    @Test func permanentFailureFailsAloneAndIsNotRetriedAutomatically() async throws {
+        defer { dir.remove() }
+        try writeOutbox(["good.txt": "ok", "bad.txt": "no"])
+        let flaky = FlakyDestination(permanentMarker: "bad")
+        let clock = VirtualClock(start: Date())
+        let engine = try engine(flaky, clock: clock)
+        var summary = try await engine.run()
+        #expect(summary.exitCode == 1)
+        #expect(flaky.storedNames == ["good.txt"])
+        #expect(flaky.attemptCount("bad.txt") == 1)
+        clock.advance(by: 86400)
+        summary = try await engine.run()
+        #expect(summary.exitCode == 1)
+        #expect(flaky.attemptCount("bad.txt") == 1)
+        let entry = try #require(try engine.ledger.entry(FileKey(source: "outbox", path: "bad.txt"), destination: "car"))
+        #expect(entry.errorClass == "permanent")
+        #expect(entry.lastError == "Refused: refused bad.txt")
+    }
+
+    @Test func filesMissingFromAnAuthoritativeListingAreSentAgain() async throws {
+        defer { dir.remove() }
+        try writeOutbox(["a.png": "art", "b.wav": "audio"])
+        let flaky = FlakyDestination(authoritative: true)
+        let engine = try engine(flaky)
+        _ = try await engine.run()
+        flaky.forget("a.png")  // e.g. a head unit lost it at ignition off
+        let summary = try await engine.run()
+        #expect(summary.uploaded == 1)
+        #expect(flaky.attemptCount("a.png") == 2)
+        #expect(flaky.attemptCount("b.wav") == 1)
+    }
+
+    @Test func dryRunChangesNothing() async throws {
+        defer { dir.remove() }
+        try writeOutbox(["a.txt": "alpha"])
+        let flaky = FlakyDestination()
+        let engine = try engine(flaky)
+        let events = EventLog()
+        let summary = try await engine.run(SyncOptions(dryRun: true), observe: { events.append($0) })
+        #expect(summary.planned == 1)
+        #expect(flaky.storedNames.isEmpty)
+        #expect(try engine.ledger.entries().isEmpty)
+        #expect(events.events.map(\.name) == ["queued"])
+    }
+
+    @Test func unreadableFileFailsAloneWhileTheRestSync() async throws {
+        defer { dir.remove() }
+        try writeOutbox(["a.txt": "alpha", "b.txt": "beta"])
+        // A folder where a file was planned: reading it fails like an unreadable file does (this works as root too).
+        let flaky = FlakyDestination()
+        let engine = try engine(flaky)
+        let scanned = SourceScanner().scan(engine.config.sources[0]).files
+        let broken = scanned.map { file -> ScannedFile in
+            var f = file
+            if f.relativePath == "b.txt" { f.absolutePath = dir.file("missing/b.txt").path }
+            return f
+        }
+        let plans = try engine.plan(try #require(engine.config.destination(named: "car")), files: broken, options: SyncOptions(), remoteNames: nil)
+        let b = try #require(plans.first { $0.file.relativePath == "b.txt" })
+        guard case .fail(let failure) = b.action else {
+            Issue.record("an unreadable file must fail")
+            return
+        }
+        #expect(failure.message.contains("cannot open"))
+        #expect(failure.failureClass.isRetryable)
+        #expect(plans.first { $0.file.relativePath == "a.txt" }?.isUpload == true)
+    }
+}

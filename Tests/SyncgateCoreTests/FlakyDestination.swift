@@ -1,0 +1,80 @@
+import Foundation
+import SyncgateCore
+
+/// A destination for tests that fails on command: `transient` retryable failures per file before success,
+/// or a permanent failure for files whose name contains `permanentMarker`. It stores what it receives in memory
+/// (names and contents) and counts attempts, so tests see exactly what the delivery layer and engine did.
+final class FlakyDestination: Destination, @unchecked Sendable {
+    private let lock = NSLock()
+    var transientFailures: Int
+    var permanentMarker: String?
+    var retryAfter: Duration?
+    var deferFirst: Int
+    var uploadDelay: Duration
+    var authoritative: Bool
+    private(set) var attempts: [String: Int] = [:]
+    private(set) var stored: [String: Data] = [:]
+    private(set) var inFlight = 0
+    private(set) var maxInFlight = 0
+    private(set) var deletes: [String] = []
+    private(set) var finished = 0
+
+    init(transientFailures: Int = 0, permanentMarker: String? = nil, retryAfter: Duration? = nil, deferFirst: Int = 0,
+         uploadDelay: Duration = .zero, authoritative: Bool = false) {
+        self.transientFailures = transientFailures
+        self.permanentMarker = permanentMarker
+        self.retryAfter = retryAfter
+        self.deferFirst = deferFirst
+        self.uploadDelay = uploadDelay
+        self.authoritative = authoritative
+    }
+
+    var listingIsAuthoritative: Bool { authoritative }
+
+    func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
+        let attempt = lock.withLock { () -> Int in
+            attempts[item.remoteName, default: 0] += 1
+            inFlight += 1
+            maxInFlight = max(maxInFlight, inFlight)
+            return attempts[item.remoteName]!
+        }
+        defer { lock.withLock { inFlight -= 1 } }
+        if uploadDelay > .zero { try await Task.sleep(for: uploadDelay) }
+        if let permanentMarker, item.relativePath.contains(permanentMarker) {
+            throw DestinationError.permanent("refused \(item.relativePath)", code: "Refused")
+        }
+        if attempt <= deferFirst {
+            throw DestinationError(.deferred(after: .milliseconds(500)), code: "NotReady", "not ready yet")
+        }
+        if attempt <= deferFirst + transientFailures {
+            throw DestinationError.retryable("busy (attempt \(attempt))", code: "Busy", after: retryAfter)
+        }
+        var data = Data()
+        for try await chunk in try FileReader(path: item.absolutePath).chunks(size: 1024) {
+            data.append(contentsOf: chunk)
+            progress(Int64(data.count))
+        }
+        lock.withLock { stored[item.remoteName] = data }
+        return Receipt(remoteName: item.remoteName, etag: "etag-\(data.count)")
+    }
+
+    func delete(remoteName: String) async throws {
+        try lock.withLock {
+            deletes.append(remoteName)
+            guard stored.removeValue(forKey: remoteName) != nil else {
+                throw DestinationError.permanent("no such file \(remoteName)", code: "NotFound")
+            }
+        }
+    }
+
+    func list() async throws -> RemoteListing {
+        lock.withLock { RemoteListing(entries: stored.keys.sorted().map { RemoteListing.Entry(name: $0, size: Int64(stored[$0]!.count)) }) }
+    }
+
+    func finish() async { lock.withLock { finished += 1 } }
+
+    func forget(_ name: String) { lock.withLock { _ = stored.removeValue(forKey: name) } }
+    func attemptCount(_ name: String) -> Int { lock.withLock { attempts[name] ?? 0 } }
+    func contents(_ name: String) -> Data? { lock.withLock { stored[name] } }
+    var storedNames: Set<String> { lock.withLock { Set(stored.keys) } }
+}

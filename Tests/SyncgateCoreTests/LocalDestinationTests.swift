@@ -1,0 +1,117 @@
+import Foundation
+import SyncgateCore
+import SyncgateLocal
+import SyncgateTestSupport
+import Testing
+
+@Suite("local destination")
+struct LocalDestinationTests {
+    @Test func writesThroughATemporaryFileListsAndDeletes() async throws {
+        let dir = try TemporaryDirectory("sg-local")
+        defer { dir.remove() }
+        let source = try dir.write("src/a/b.bin", Data((0..<3_000_000).map { UInt8($0 % 253) }))
+        let stat = try #require(FileStat.of(source.path))
+        let destination = LocalDestination(root: dir.file("dst").path)
+        let item = UploadItem(source: "s", relativePath: "a/b.bin", absolutePath: source.path,
+                              remoteName: try destination.remoteName(forRelativePath: "a/b.bin"), size: stat.size,
+                              modificationTime: stat.modificationTime, sha256: try FileHasher.sha256(path: source.path), isArtwork: false)
+        let progress = FractionLog()
+        _ = progress
+        let receipt = try await destination.upload(item) { _ in }
+        #expect(receipt.remoteName == "a/b.bin")
+        #expect(try dir.read("dst/a/b.bin") == (try Data(contentsOf: source)))
+        let listing = try await destination.list()
+        #expect(listing.names == ["a/b.bin"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("dst/a").path) == ["b.bin"])
+        try await destination.delete(remoteName: "a/b.bin")
+        #expect(!dir.exists("dst/a/b.bin"))
+        await #expect(throws: DestinationError.self) { try await destination.delete(remoteName: "a/b.bin") }
+    }
+
+    @Test func refusesNamesThatEscapeTheFolder() throws {
+        let destination = LocalDestination(root: "/tmp/x")
+        #expect(throws: DestinationError.self) { try destination.remoteName(forRelativePath: "../etc/passwd") }
+        #expect(throws: DestinationError.self) { try destination.remoteName(forRelativePath: "a//b") }
+        #expect(try destination.remoteName(forRelativePath: "a b/ü.txt") == "a b/ü.txt")
+    }
+
+    @Test func hashIsStreamedSHA256() throws {
+        let dir = try TemporaryDirectory("sg-hash")
+        defer { dir.remove() }
+        let f = try dir.write("x", "abc")
+        #expect(try FileHasher.sha256(path: f.path) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+}
+
+@Suite("source scanning")
+struct SourceScannerTests {
+    @Test func skipsLinksSpecialFilesAndHiddenAndReportsThem() throws {
+        let dir = try TemporaryDirectory("sg-scan")
+        defer { dir.remove() }
+        try dir.write("src/a.txt", "a")
+        try dir.write("src/.hidden/x.txt", "x")
+        try dir.write("src/sub/b.txt", "b")
+        try dir.write("outside.txt", "o")
+        try FileManager.default.createSymbolicLink(atPath: dir.file("src/link.txt").path, withDestinationPath: dir.file("outside.txt").path)
+        try FileManager.default.createSymbolicLink(atPath: dir.file("src/sub/loop").path, withDestinationPath: dir.file("src").path)
+        #expect(mkfifo(dir.file("src/pipe").path, 0o644) == 0)
+        let source = SourceConfig(name: "s", path: dir.file("src").path, include: try GlobSet(patterns: ["**/*"]), exclude: try GlobSet(patterns: ["**/.*"]))
+        let (files, warnings) = SourceScanner().scan(source)
+        #expect(files.map(\.relativePath) == ["a.txt", "sub/b.txt"])
+        let warned = Set(warnings.map(\.relativePath))
+        #expect(warned == ["link.txt", "sub/loop", "pipe"])
+        #expect(warnings.first { $0.relativePath == "pipe" }?.message.contains("FIFO") == true)
+
+        var following = source
+        following.followSymlinks = true
+        let (followed, loopWarnings) = SourceScanner().scan(following)
+        #expect(followed.map(\.relativePath) == ["a.txt", "link.txt", "sub/b.txt"])
+        #expect(loopWarnings.contains { $0.relativePath == "sub/loop" && $0.message.contains("loop") })
+    }
+}
+
+@Suite("files that change while they upload")
+struct ChangingFileTests {
+    @Test(arguments: ["append", "truncate", "replace", "delete"])
+    func neverReachTheFolderAsAMixAndAreSentNextRun(_ change: String) async throws {
+        let dir = try TemporaryDirectory("sg-change")
+        defer { dir.remove() }
+        let original = Data(repeating: 0x41, count: 4 << 20)
+        let source = try dir.write("src/f.bin", original)
+        try dir.write("dst/f.bin", "old copy")
+        let stat = try #require(FileStat.of(source.path))
+        let item = UploadItem(source: "s", relativePath: "f.bin", absolutePath: source.path, remoteName: "f.bin", size: stat.size,
+                              modificationTime: stat.modificationTime, sha256: "planned", isArtwork: false)
+        let destination = LocalDestination(root: dir.file("dst").path)
+        let changed = ChangeOnce()
+        do {
+            _ = try await destination.upload(item) { bytes in
+                guard bytes >= 1 << 20, changed.first() else { return }
+                usleep(10_000)  // the new modification time must differ
+                switch change {
+                case "append":
+                    let handle = try! FileHandle(forWritingTo: source)
+                    handle.seekToEndOfFile()
+                    handle.write(Data("more".utf8))
+                    try! handle.close()
+                case "truncate": truncate(source.path, 100)
+                case "replace":
+                    try! Data(repeating: 0x42, count: 4 << 20).write(to: source.deletingLastPathComponent().appendingPathComponent("new.bin"))
+                    rename(source.deletingLastPathComponent().appendingPathComponent("new.bin").path, source.path)
+                default: unlink(source.path)
+                }
+            }
+            Issue.record("a changed file must not be reported delivered")
+        } catch let error as FileChangedError {
+            #expect(error.description.contains("changed while it was being sent"))
+        }
+        #expect(try dir.read("dst/f.bin") == Data("old copy".utf8), "the old copy stays whole")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("dst").path) == ["f.bin"])
+    }
+}
+
+final class ChangeOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    func first() -> Bool { lock.withLock { defer { done = true }; return !done } }
+}
