@@ -19,6 +19,13 @@ struct RowBuilder: Sendable {
         return "\(base)#\(index)"
     }
 
+    /// The row-id cell: with `USER_ENTERED`, an id starting with `=`, `+`, `-`, `@` or `'` (a file named so) is
+    /// sent with a leading apostrophe, which makes Sheets store it as text (the apostrophe is not kept).
+    func rowIDCell(_ id: String) -> Cell {
+        guard config.valueInput == .userEntered, let first = id.first, "=+-@'".contains(first) else { return .string(id) }
+        return .string("'" + id)
+    }
+
     /// The column names of the rows sent, as a header (`syncgate_row_id` first when added).
     func header(recordColumns: [String]) -> [String] {
         config.addsRowID ? [SheetsConfig.rowIDColumn] + recordColumns : recordColumns
@@ -53,7 +60,7 @@ struct RowBuilder: Sendable {
         let key: String
         if config.addsRowID {
             key = RowBuilder.rowID(remoteName: item.remoteName, sha256: item.sha256, index: index)
-            cells.insert(.string(key), at: 0)
+            cells.insert(rowIDCell(key), at: 0)
         } else {
             key = cells[config.keyColumnIndex].text
             if key.isEmpty {
@@ -79,7 +86,7 @@ struct RowBuilder: Sendable {
         let key: String
         if config.addsRowID {
             key = RowBuilder.rowID(remoteName: item.remoteName, sha256: item.sha256, index: nil)
-            cells.insert(.string(key), at: 0)
+            cells.insert(rowIDCell(key), at: 0)
         } else {
             key = cells[config.keyColumnIndex].text
         }

@@ -222,9 +222,13 @@ public struct SheetsDestination: Destination {
                 await dedup.outcomeUnknown(file: file)
             }
             throw error
+        } catch {
+            // Cancelled (the attempt timed out, the run was interrupted) while the request may have gone out.
+            await dedup.outcomeUnknown(file: file)
+            throw error
         }
         delivery.appended += fresh.count
+        // (The file's own keys are in delivery.seenKeys; the shared set learns them for the next files.)
         await dedup.appended(fresh.map(\.key))
-        delivery.known?.formUnion(fresh.map(\.key))
     }
 }

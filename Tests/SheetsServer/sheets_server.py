@@ -412,6 +412,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.google_error(
                 429, "Quota exceeded for quota metric 'Write requests' and limit 'Write requests per minute per user' of service 'sheets.googleapis.com' for consumer 'project_number:000000000000'.",
                 record=record, headers={"Retry-After": str(STATE.args.retry_after)} if STATE.args.retry_after else None)
+        user_entered = query.get("valueInputOption", [""])[-1] == "USER_ENTERED"
         with STATE.lock:
             sheet = STATE.sheet(spreadsheet_id, sheet_name)
             table_end = len(sheet)
@@ -428,6 +429,9 @@ class Handler(BaseHTTPRequestHandler):
                     line.append("")
                 for j, cell in enumerate(row):
                     if cell is not None:
+                        # As Sheets does with USER_ENTERED: a leading apostrophe forces text and is not kept.
+                        if user_entered and isinstance(cell, str) and cell.startswith("'"):
+                            cell = cell[1:]
                         line[c1 + j] = cell
             STATE.counters["appends"] += 1
             drop = STATE.take_fault("drop_after_append", "POST", self.path)
@@ -445,6 +449,10 @@ class Handler(BaseHTTPRequestHandler):
             answer["tableRange"] = f"{q}!A1:{column_letters(max(len(r) for r in sheet[:table_end]) - 1)}{table_end}"
         if query.get("includeValuesInResponse", ["false"])[-1] == "true":
             updates["updatedData"] = {"range": updates.get("updatedRange", range_text), "majorDimension": "ROWS", "values": rows}
+        with STATE.lock:
+            delay = STATE.take_fault("delay_after_append", "POST", self.path)
+        if delay:
+            time.sleep(delay.get("seconds", 2))
         if drop:
             with STATE.lock:
                 STATE.counters["dropped"] += 1

@@ -94,6 +94,53 @@ struct SheetsDestinationTests {
         await destination.finish()
     }
 
+    @Test func timedOutOrCancelledAppendIsCheckedBeforeResending() async throws {
+        let server = try SheetsTestServer()
+        defer { server.stop() }
+        let dir = try TemporaryDirectory("sheets-dest")
+        defer { dir.remove() }
+        let destination = try SheetsFixtures.apiDestination(server, extra: "request_timeout: 500ms", base: dir.url)
+        try dir.write("slow.csv", "n\n1\n2\n")
+        try dir.write("cancelled.csv", "n\n3\n4\n")
+        // Applied, but answered only after the client gave up.
+        try server.fault(["kind": "delay_after_append", "seconds": 1.5])
+        let slow = try SheetsFixtures.item(dir, "slow.csv")
+        let timedOut = await SheetsFixtures.uploadError(destination, slow)
+        #expect(timedOut?.failureClass.isRetryable == true)
+        _ = try await destination.upload(slow) { _ in }
+        // Cancelled while the request is out (the core's attempt timeout, Ctrl-C).
+        try server.fault(["kind": "delay_after_append", "seconds": 1.0])
+        let cancelled = try SheetsFixtures.item(dir, "cancelled.csv")
+        let task = Task { try await destination.upload(cancelled) { _ in } }
+        try await Task.sleep(for: .milliseconds(300))
+        task.cancel()
+        #expect(await (try? task.value) == nil)
+        try await Task.sleep(for: .milliseconds(1200))  // the server finishes applying it
+        _ = try await destination.upload(cancelled) { _ in }
+        #expect(try server.textRows().map { $0[1] } == ["1", "2", "3", "4"])
+        #expect(try server.stats()["appends"] == 2)
+        await destination.finish()
+    }
+
+    @Test func formulaLikeFileNamesStayTextInTheRowID() async throws {
+        let server = try SheetsTestServer()
+        defer { server.stop() }
+        let dir = try TemporaryDirectory("sheets-dest")
+        defer { dir.remove() }
+        let destination = try SheetsFixtures.apiDestination(server, base: dir.url)
+        try dir.write("=SUM(A1).csv", "n\n1\n")
+        let item = try SheetsFixtures.item(dir, "=SUM(A1).csv")
+        _ = try await destination.upload(item) { _ in }
+        let sent = try server.requestLog().first { ($0["methodId"] as? String) == "sheets.spreadsheets.values.append" }
+        let values = (sent?["request"] as? [String: Any])?["values"] as? [[Any]]
+        #expect((values?.first?.first as? String)?.hasPrefix("'=SUM(A1).csv@") == true)
+        #expect(try server.textRows().first?.first?.hasPrefix("=SUM(A1).csv@") == true)
+        // Recognised as present when sent again.
+        let again = try await destination.upload(item) { _ in }
+        #expect(again.detail == "no new rows (1 already present)")
+        await destination.finish()
+    }
+
     @Test func expiredTokenIsRefreshedOnceOn401() async throws {
         let server = try SheetsTestServer()
         defer { server.stop() }
