@@ -117,6 +117,7 @@ public struct SheetsDestination: Destination {
         var known: Set<String>?
 
         var detail: String {
+            if ranges.isEmpty && skipped == 0 { return "no records in the file" }
             if ranges.isEmpty { return "no new rows (\(skipped) already present)" }
             var text = ranges.joined(separator: ";")
             if skipped > 0 { text += " (\(skipped) rows already present)" }

@@ -141,6 +141,38 @@ struct SheetsDestinationTests {
         await destination.finish()
     }
 
+    @Test func concurrentCallersShareOneTokenExchange() async throws {
+        let server = try SheetsTestServer()
+        defer { server.stop() }
+        let transport = HTTPTransport()
+        let provider = OAuthTokenProvider(credentialsPath: server.keyFile.path, transport: transport, timeout: .seconds(10))
+        let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<12 { group.addTask { try await provider.token().value.reveal() } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(tokens.count == 1)
+        #expect(tokens.first?.hasPrefix("ya29.") == true)
+        #expect(try server.stats()["tokens"] == 1)
+        #expect(await provider.exchanges == 1)
+        // The token is a registered secret: scrubbed from any text.
+        #expect(Redactor.shared.redact("Bearer \(tokens.first!)") == "Bearer <redacted>")
+        await transport.shutdown()
+    }
+
+    @Test func aFileWithoutRecordsSendsNothing() async throws {
+        let server = try SheetsTestServer()
+        defer { server.stop() }
+        let dir = try TemporaryDirectory("sheets-dest")
+        defer { dir.remove() }
+        let destination = try SheetsFixtures.apiDestination(server, base: dir.url)
+        try dir.write("header-only.csv", "a,b\n")
+        try dir.write("empty.ndjson", "")
+        #expect(try await destination.upload(try SheetsFixtures.item(dir, "header-only.csv")) { _ in }.detail == "no records in the file")
+        #expect(try await destination.upload(try SheetsFixtures.item(dir, "empty.ndjson")) { _ in }.detail == "no records in the file")
+        #expect(try server.stats()["appends"] == 0)
+        await destination.finish()
+    }
+
     @Test func expiredTokenIsRefreshedOnceOn401() async throws {
         let server = try SheetsTestServer()
         defer { server.stop() }
