@@ -14,7 +14,10 @@ public struct SheetsDestination: Destination {
         type: "sheets", summary: "Google Sheets rows (Sheets API v4 values.append, or an Apps Script web app)"
     ) { setup in
         var config = try setup.decode(SheetsConfig.self)
-        if let file = config.credentialsFile { config.credentialsFile = setup.resolvePath(file) }
+        if let file = config.credentialsFile {
+            config.credentialsFile = setup.resolvePath(file)
+            setup.warnIfReadableByOthers(setup.resolvePath(file), what: "service-account key file")
+        }
         return SheetsDestination(name: setup.name, config: config, logger: setup.logger)
     }
 
