@@ -93,7 +93,12 @@ public struct SheetsDestination: Destination {
 
     public func list() async throws -> RemoteListing {
         guard let sheets, config.addsRowID else { return RemoteListing(entries: []) }
-        let ids = try await sheets.column(range: range.column(at: 0))
+        let ids: [String]
+        do {
+            ids = try await sheets.column(range: range.column(at: 0))
+        } catch let error as TransportError {
+            throw DestinationError.retryable("values.get \(range.column(at: 0)): \(error)", code: "connection")
+        }
         var names: [String] = []
         var seen = Set<String>()
         for id in ids where id != SheetsConfig.rowIDColumn {
