@@ -71,7 +71,7 @@ public final class SyncEngine: Sendable {
     }
 
     /// Plans one destination's files without changing anything (hashes only files whose size or time changed).
-    public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<String>?) throws -> [PlannedDelivery] {
+    public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<ExactString>?) throws -> [PlannedDelivery] {
         let entries = try ledger.entriesByFile(destination: destination.name)
         let now = clock.now()
         var plans: [PlannedDelivery] = []
@@ -108,7 +108,7 @@ public final class SyncEngine: Sendable {
             switch entry.status {
             case .synced:
                 if options.onlyFailed { continue }
-                if let remoteNames, let name = plan.remoteName, !remoteNames.contains(name) {
+                if let remoteNames, let name = plan.remoteName, !remoteNames.contains(ExactString(name)) {
                     if hashed() != nil { plan.action = .upload(reason: "missing at destination") }
                 } else if sameStat {
                     plan.sha256 = entry.sha256
@@ -140,15 +140,15 @@ public final class SyncEngine: Sendable {
             plans.append(plan)
         }
         // Two files that the destination would store under the same name: both fail, nothing is overwritten.
-        var byName: [String: [Int]] = [:]
+        var byName: [ExactString: [Int]] = [:]
         for (index, plan) in plans.enumerated() {
-            if let name = plan.remoteName { byName[name, default: []].append(index) }
+            if let name = plan.remoteName { byName[ExactString(name), default: []].append(index) }
         }
         for (name, indices) in byName where indices.count > 1 {
             let paths = indices.map { plans[$0].file.relativePath }
             for index in indices where plans[index].isUpload || { if case .skip = plans[index].action { return false } else { return true } }() {
                 plans[index].action = .fail(DeliveryFailure(
-                    message: "remote name clash: \(paths.map { "'\($0)'" }.joined(separator: " and ")) would all be stored as '\(name)'; rename one of them",
+                    message: "remote name clash: \(paths.map { "'\($0)'" }.joined(separator: " and ")) would all be stored as '\(name.value)'; rename one of them",
                     failureClass: .permanent, code: "name-clash", attempts: 0
                 ))
             }
@@ -161,10 +161,10 @@ public final class SyncEngine: Sendable {
         tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void
     ) async throws {
         let plugin = destination.destination
-        var remoteNames: Set<String>? = nil
+        var remoteNames: Set<ExactString>? = nil
         if plugin.listingIsAuthoritative, !files.isEmpty, !options.dryRun {
             do {
-                remoteNames = try await plugin.list().names
+                remoteNames = try await plugin.list().exactNames
             } catch {
                 logger.warning("\(destination.name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
             }
@@ -268,6 +268,7 @@ public final class SyncEngine: Sendable {
             }
             _ = await transfer.value
             watchdog.cancel()
+            recorder.flush()
             if let error = recorder.firstError { throw error }
         }
         await plugin.finish()
@@ -305,17 +306,23 @@ final class LedgerRecorder: @unchecked Sendable {
 
     var firstError: (any Error)? { lock.withLock { error } }
 
+    /// Outcomes waiting to be written; flushed with the next attempt's start, when many have gathered, or
+    /// after a short while (``flush()``). Losing them in a crash only means the files are sent again.
+    private var batch: [Ledger.Update] = []
+    private var lastFlush = Date()
+
     func record(_ event: DeliveryEvent) async {
         do {
             switch event.kind {
             case .started:
-                try ledger.markUploading(event.file, destination: destination, at: event.time)
+                // The attempt must be on disk before the upload starts: one transaction with what gathered.
+                try write(taking: [.uploading(event.file, destination: destination, at: event.time)], force: true)
             case .retrying(_, let failure, _):
-                try ledger.noteRetry(event.file, destination: destination, error: failure.message, at: event.time)
+                try write(taking: [.retryNote(event.file, destination: destination, error: failure.message, at: event.time)], force: false)
             case .synced(let receipt, _, let uploaded):
                 let modificationTime = try planned[event.file]?.modificationTime ?? ledger.entry(event.file, destination: destination)?.modificationTime
-                try ledger.markSynced(event.file, destination: destination, receipt: receipt, size: event.size,
-                                      modificationTime: modificationTime ?? event.time, sha256: receipt.sha256, at: event.time)
+                try write(taking: [.synced(event.file, destination: destination, receipt: receipt, size: event.size,
+                                           modificationTime: modificationTime ?? event.time, sha256: receipt.sha256, at: event.time)], force: false)
                 tally.update { summary in
                     if uploaded {
                         summary.uploaded += 1
@@ -326,9 +333,9 @@ final class LedgerRecorder: @unchecked Sendable {
                 }
             case .failed(let failure):
                 if failure.isCancellation {
-                    try ledger.markInterrupted(event.file, destination: destination, at: event.time)
+                    try write(taking: [.interrupted(event.file, destination: destination, at: event.time)], force: false)
                 } else {
-                    try ledger.markFailed(event.file, destination: destination, failure: failure, retry: retry, at: event.time)
+                    try write(taking: [.failed(event.file, destination: destination, failure: failure, retry: retry, at: event.time)], force: false)
                     tally.update { summary in
                         summary.failed += 1
                         if failure.failureClass.isRetryable { summary.failedRetryable += 1 } else { summary.failedPermanently += 1 }
@@ -338,11 +345,37 @@ final class LedgerRecorder: @unchecked Sendable {
                 break
             }
         } catch {
-            logger.error("cannot write the state ledger: \(error)")
-            lock.withLock { if self.error == nil { self.error = error } }
+            fail(error)
         }
         metrics.record(event)
         observe(event)
+    }
+
+    private func write(taking updates: [Ledger.Update], force: Bool) throws {
+        let toWrite: [Ledger.Update] = lock.withLock {
+            batch += updates
+            let due = force || batch.count >= 128 || Date().timeIntervalSince(lastFlush) >= 0.25
+            guard due else { return [] }
+            let all = batch
+            batch.removeAll(keepingCapacity: true)
+            lastFlush = Date()
+            return all
+        }
+        try ledger.apply(toWrite)
+    }
+
+    /// Writes whatever gathered (at the end of a destination's run).
+    func flush() {
+        do {
+            try write(taking: [], force: true)
+        } catch {
+            fail(error)
+        }
+    }
+
+    private func fail(_ error: any Error) {
+        logger.error("cannot write the state ledger: \(error)")
+        lock.withLock { if self.error == nil { self.error = error } }
     }
 
     /// Byte progress: written to the ledger about once a second per file, to observers about 4 times a second.

@@ -1,0 +1,160 @@
+import Foundation
+import Logging
+import SyncgateCore
+import SyncgateSDL
+
+/// Files to a car head unit over SmartDeviceLink: RegisterAppInterface, ListFiles, chunked PutFile with
+/// per-chunk CRC, DeleteFile, SetAppIcon. Connects lazily, reconnects after the link drops, never retries by
+/// itself (the delivery layer does).
+public final class HeadUnitDestination: Destination {
+    public static let registration = PluginRegistration(
+        type: "headunit", summary: "a car head unit over SmartDeviceLink (SDL Core): artwork, audio prompts, data files"
+    ) { setup in
+        var config = try setup.decode(HeadUnitConfig.self)
+        if let icon = config.icon { config.icon = setup.resolvePath(icon) }
+        return HeadUnitDestination(config: config, logger: setup.logger)
+    }
+
+    public let config: HeadUnitConfig
+    let link: HeadUnitLink
+    let logger: Logger
+
+    public init(config: HeadUnitConfig, logger: Logger = Logger(label: "syncgate.headunit")) {
+        self.config = config
+        self.logger = logger
+        self.link = HeadUnitLink(config: config, logger: logger)
+    }
+
+    /// A head unit forgets files (non-persistent ones at ignition off, sometimes all of them): ListFiles is the truth.
+    public var listingIsAuthoritative: Bool { true }
+
+    public func remoteName(forRelativePath path: String) throws -> String {
+        try RemoteNameMapper.remoteName(for: path)
+    }
+
+    /// Sessions established so far (tests and diagnostics).
+    public var sessionCount: Int { get async { await link.sessions } }
+
+    static func checkName(_ name: String) throws {
+        guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
+            throw DestinationError.permanent("\"\(name)\" is not a valid head-unit file name (no \"/\", not \".\" or \"..\")", code: "INVALID_NAME")
+        }
+        guard name.utf8.count <= RemoteNameMapper.maxLength else {
+            throw DestinationError.permanent("\"\(name.prefix(40))...\" is longer than 255 bytes", code: "INVALID_NAME")
+        }
+    }
+
+    static func emptyFileError(_ path: String) -> DestinationError {
+        .permanent("\(path) is empty: a head unit cannot store a 0-byte file (SDL refuses a PutFile without data)", code: "EMPTY_FILE")
+    }
+
+    /// Waits (bounded by the response timeout) while the head unit holds the app at level NONE after it
+    /// refused a request there; still NONE afterwards is a deferral, not a failure.
+    private func waitForLevel(_ connection: SDLConnection) async throws {
+        guard await connection.noneRejected else { return }
+        let deadline = ContinuousClock.now + config.responseTimeout.duration
+        while ContinuousClock.now < deadline {
+            let level = await connection.hmiLevel
+            let open = await connection.isOpen
+            if level != "NONE" || !open { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw DestinationError(
+            .deferred(after: ResultClassifier.levelNoneWait), code: "HMI_LEVEL_NONE",
+            "the head unit keeps the app at HMI level NONE, where it allows only a few files: waiting for a higher level")
+    }
+
+    public func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
+        try HeadUnitDestination.checkName(item.remoteName)
+        let reader = try FileReader(path: item.absolutePath)
+        let size = try reader.currentSize()
+        guard size > 0 else { throw HeadUnitDestination.emptyFileError(item.relativePath) }
+        let connection = try await link.current()
+        try await waitForLevel(connection)
+        let outcome = try await PutFileSender(connection: connection, window: config.pipeline).send(
+            remoteName: item.remoteName, reader: reader, size: size, persistent: config.persistent, progress: progress)
+        var detail = "\(size) bytes"
+        if let space = outcome.spaceAvailable { detail += ", spaceAvailable \(space)" }
+        return Receipt(remoteName: item.remoteName, etag: String(format: "crc32:%08x", outcome.crc), detail: detail)
+    }
+
+    public func delete(remoteName: String) async throws {
+        try HeadUnitDestination.checkName(remoteName)
+        let connection = try await link.current()
+        try await waitForLevel(connection)
+        let known = await connection.files.contains(remoteName)
+        let response = try await connection.request(FunctionID.deleteFile, ["syncFileName": .string(remoteName)])
+        if response.code.isSuccess {
+            await connection.noteDeleted(remoteName, spaceAvailable: response.spaceAvailable)
+            return
+        }
+        let level = await connection.hmiLevel
+        if response.code == .rejected && !known {
+            throw DestinationError.permanent("the head unit holds no file named \"\(remoteName)\"", code: "FILE_NOT_FOUND")
+        }
+        await connection.noteNoneRejectionIf(response.code)
+        throw ResultClassifier.error(
+            response.code, info: response.info, function: "DeleteFile", subject: "\"\(remoteName)\"", hmiLevel: level)
+    }
+
+    public func list() async throws -> RemoteListing {
+        let connection = try await link.current()
+        let names = await connection.files.sorted()
+        return RemoteListing(entries: names.map { RemoteListing.Entry(name: $0) }, spaceAvailable: await connection.spaceAvailable)
+    }
+
+    /// Fails alone, before anything is sent: files whose names collide, empty files, and files that cannot
+    /// fit the space the head unit reports.
+    public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] {
+        var rejected: [String: DestinationError] = [:]
+        for (name, group) in Dictionary(grouping: items, by: \.remoteName) {
+            let paths = Set(group.map(\.relativePath)).sorted()
+            if paths.count > 1 {
+                rejected[name] = .permanent(
+                    "\(paths.map { "\"\($0)\"" }.joined(separator: " and ")) all map to the head-unit name \"\(name)\": rename one of them",
+                    code: "NAME_COLLISION")
+            }
+        }
+        for item in items where rejected[item.remoteName] == nil {
+            do {
+                try HeadUnitDestination.checkName(item.remoteName)
+            } catch let error as DestinationError {
+                rejected[item.remoteName] = error
+                continue
+            }
+            if item.size == 0 { rejected[item.remoteName] = HeadUnitDestination.emptyFileError(item.relativePath) }
+        }
+        let candidates = items.filter { rejected[$0.remoteName] == nil }
+        guard !candidates.isEmpty else { return rejected }
+        let connection: SDLConnection
+        do {
+            connection = try await link.current()
+        } catch {
+            // The uploads will meet the same error and report it per file.
+            logger.debug("space check skipped: \(error)")
+            return rejected
+        }
+        guard var remaining = await connection.spaceAvailable else { return rejected }
+        let present = await connection.files
+        for item in candidates where !present.contains(item.remoteName) {
+            if item.size > remaining {
+                rejected[item.remoteName] = .permanent(
+                    "\(item.relativePath) needs \(ByteSize.format(item.size)) but the head unit has only \(ByteSize.format(remaining)) free for this app",
+                    code: "OUT_OF_MEMORY")
+            } else {
+                remaining -= item.size
+            }
+        }
+        return rejected
+    }
+
+    public func classify(_ error: any Error) -> FailureClass {
+        if let error = error as? DestinationError { return error.failureClass }
+        if error is SDLError { return .retryable() }
+        return FailureClass.classify(error)
+    }
+
+    public func finish() async {
+        await link.shutdown()
+    }
+}

@@ -1,1 +1,0 @@
-// The HeadUnit module: see the issue that builds it.

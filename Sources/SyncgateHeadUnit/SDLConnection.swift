@@ -1,0 +1,397 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import SyncgateCore
+import SyncgateSDL
+
+/// One TCP connection to a head unit: the SDL session on it (StartService, RegisterAppInterface), requests
+/// matched to responses by correlation id with a response timeout, OnHMIStatus tracking, heartbeats answered,
+/// and the app's file listing as ListFiles reported it and later PutFile/DeleteFile answers updated it.
+/// When the link drops every pending request fails with a retryable error and the connection is dead for good.
+actor SDLConnection {
+    struct Pending {
+        var promise: EventLoopPromise<RPCMessage>
+        var timeout: Scheduled<Void>
+        var name: String
+    }
+
+    /// Largest frame payload accepted from the head unit (Core's frames are at most its mtu, 128 KiB).
+    static let maxInboundFramePayload = 1 << 20
+    /// Largest reassembled message accepted from the head unit.
+    static let maxInboundMessage = 16 << 20
+
+    let channel: any Channel
+    let endpoint: String
+    let responseTimeout: Duration
+    let logger: Logger
+    private(set) var version: UInt8 = 1
+    private(set) var sessionID: UInt8 = 0
+    private(set) var hashID: Int32 = 0
+    /// Largest payload of one frame, from the StartService ACK.
+    private(set) var mtu = 131_072
+    private(set) var hmiLevel = "NONE"
+    private(set) var closedReason: DestinationError?
+    private(set) var files: Set<String> = []
+    private(set) var spaceAvailable: Int64?
+    /// A request was REJECTED at level NONE on this connection: wait for a higher level before sending more.
+    private(set) var noneRejected = false
+    private var nextMessageID: UInt32 = 1
+    private var nextCorrelationID: UInt32 = 1
+    private var pending: [UInt32: Pending] = [:]
+    private var controlWaiter: (infos: Set<UInt8>, promise: EventLoopPromise<SDLMessage>, timeout: Scheduled<Void>)?
+    private var assembler = MessageAssembler(maxMessageSize: SDLConnection.maxInboundMessage)
+
+    var isOpen: Bool { closedReason == nil }
+
+    private init(channel: any Channel, endpoint: String, responseTimeout: Duration, logger: Logger) {
+        self.channel = channel
+        self.endpoint = endpoint
+        self.responseTimeout = responseTimeout
+        self.logger = logger
+    }
+
+    /// Opens the TCP connection (bounded by `connectTimeout`). The SDL session is started by ``startService()``.
+    static func connect(
+        host: String, port: Int, connectTimeout: Duration, responseTimeout: Duration, logger: Logger
+    ) async throws -> SDLConnection {
+        let (stream, continuation) = AsyncStream<LinkEvent>.makeStream()
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(.nanoseconds(Int64(connectTimeout.components.seconds) * 1_000_000_000 + connectTimeout.components.attoseconds / 1_000_000_000))
+                .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(
+                            ByteToMessageHandler(SDLFrameDecoder(maxPayload: SDLConnection.maxInboundFramePayload)))
+                        try channel.pipeline.syncOperations.addHandler(LinkEventBridge(continuation))
+                    }
+                }
+                .connect(host: host, port: port).get()
+        } catch {
+            continuation.finish()
+            throw DestinationError.retryable(
+                "cannot connect to the head unit at \(host):\(port): \(SDLConnection.describeConnectError(error, timeout: connectTimeout))",
+                code: "connect-failed")
+        }
+        let connection = SDLConnection(channel: channel, endpoint: "\(host):\(port)", responseTimeout: responseTimeout, logger: logger)
+        Task {
+            for await event in stream { await connection.handle(event) }
+            await connection.markClosed(.retryable("the head unit at \(host):\(port) closed the connection", code: "connection-lost"))
+        }
+        return connection
+    }
+
+    /// A short reason for a failed connect ("connection refused", "timed out after 5s").
+    static func describeConnectError(_ error: any Error, timeout: Duration) -> String {
+        if let error = error as? NIOConnectionError {
+            if let first = error.connectionErrors.first { return describeConnectError(first.error, timeout: timeout) }
+            if let dns = error.dnsAError ?? error.dnsAAAAError { return "cannot resolve the host: \(dns)" }
+        }
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)).lowercased() }
+        if let error = error as? ChannelError, case .connectTimeout = error { return "timed out after \(timeout.syncgateText)" }
+        return "\(error)"
+    }
+
+    // MARK: Inbound
+
+    private func handle(_ event: LinkEvent) {
+        switch event {
+        case .frame(let frame):
+            do {
+                if let message = try assembler.add(frame) { dispatch(message) }
+            } catch {
+                markClosed(.retryable("the head unit sent a malformed frame: \(error)", code: "protocol-error"))
+            }
+        case .failed(let error):
+            markClosed(.retryable("connection to the head unit at \(endpoint) failed: \(error)", code: "connection-lost"))
+        case .closed:
+            markClosed(.retryable("the head unit at \(endpoint) closed the connection", code: "connection-lost"))
+        }
+    }
+
+    private func dispatch(_ message: SDLMessage) {
+        if message.isControl {
+            if message.frameInfo == ControlFrameInfo.heartbeat {
+                writeControl(service: message.serviceType, info: ControlFrameInfo.heartbeatACK)
+                return
+            }
+            if let waiter = controlWaiter, waiter.infos.contains(message.frameInfo) {
+                controlWaiter = nil
+                waiter.timeout.cancel()
+                waiter.promise.succeed(message)
+            }
+            return
+        }
+        guard message.serviceType == ServiceType.rpc || message.serviceType == ServiceType.bulk else { return }
+        let rpc: RPCMessage
+        do {
+            rpc = try RPCMessage(decoding: message.payload)
+        } catch {
+            logger.warning("ignoring a malformed RPC from the head unit: \(error)")
+            return
+        }
+        switch rpc.type {
+        case .response:
+            if let entry = pending.removeValue(forKey: rpc.correlationID) {
+                entry.timeout.cancel()
+                entry.promise.succeed(rpc)
+            }
+        case .notification:
+            notification(rpc)
+        case .request:
+            break
+        }
+    }
+
+    private func notification(_ rpc: RPCMessage) {
+        guard let params = try? rpc.parameters() else { return }
+        switch rpc.functionID {
+        case FunctionID.onHMIStatus:
+            if let level = params["hmiLevel"]?.stringValue {
+                if level != hmiLevel { logger.debug("head unit HMI level \(level)") }
+                hmiLevel = level
+                if level != "NONE" { noneRejected = false }
+            }
+        case FunctionID.onAppInterfaceUnregistered:
+            let reason = params["reason"]?.stringValue ?? "no reason given"
+            markClosed(.retryable("the head unit unregistered the app (\(reason))", code: "APPLICATION_NOT_REGISTERED"))
+        default:
+            break
+        }
+    }
+
+    /// Fails everything pending and closes the channel. The first reason sticks.
+    func markClosed(_ reason: DestinationError) {
+        if closedReason == nil { closedReason = reason }
+        let failure = closedReason ?? reason
+        for (_, entry) in pending {
+            entry.timeout.cancel()
+            entry.promise.fail(failure)
+        }
+        pending.removeAll()
+        if let waiter = controlWaiter {
+            controlWaiter = nil
+            waiter.timeout.cancel()
+            waiter.promise.fail(failure)
+        }
+        assembler.reset()
+        channel.close(promise: nil)
+    }
+
+    // MARK: Outbound
+
+    private func takeMessageID() -> UInt32 {
+        defer { nextMessageID = nextMessageID == UInt32.max ? 1 : nextMessageID + 1 }
+        return nextMessageID
+    }
+
+    private func writeControl(service: UInt8, info: UInt8, payload: ByteBuffer = ByteBuffer()) {
+        let frame = SDLFrame.control(
+            version: version, serviceType: service, info: info, sessionID: sessionID,
+            messageID: version > 1 ? takeMessageID() : 0, payload: payload)
+        var buffer = channel.allocator.buffer(capacity: 12 + payload.readableBytes)
+        frame.write(to: &buffer)
+        channel.writeAndFlush(buffer, promise: nil)
+    }
+
+    private var timeoutText: String { responseTimeout.syncgateText }
+
+    private func nanos(_ duration: Duration) -> TimeAmount {
+        .nanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+
+    /// Waits for a control frame with one of `infos`, after `send` wrote the request.
+    private func awaitControl(
+        _ infos: Set<UInt8>, timeout: Duration, timeoutError: DestinationError, send: () -> Void
+    ) async throws -> SDLMessage {
+        if let closedReason { throw closedReason }
+        let promise = channel.eventLoop.makePromise(of: SDLMessage.self)
+        let scheduled = channel.eventLoop.scheduleTask(in: nanos(timeout)) {
+            _ = Task { await self.expireControl(timeoutError) }
+        }
+        controlWaiter = (infos, promise, scheduled)
+        send()
+        return try await promise.futureResult.get()
+    }
+
+    private func expireControl(_ error: DestinationError) {
+        guard let waiter = controlWaiter else { return }
+        controlWaiter = nil
+        waiter.promise.fail(error)
+        markClosed(error)
+    }
+
+    /// Sends a request and returns the future of its response (failed on timeout or link loss). Returns once
+    /// the request is handed to the socket, so callers can pipeline.
+    func send(
+        _ functionID: UInt32, _ parameters: [String: JSONValue], bulk: ByteBuffer = ByteBuffer(),
+        service: UInt8 = ServiceType.rpc
+    ) async throws -> EventLoopFuture<RPCMessage> {
+        if let closedReason { throw closedReason }
+        let correlationID = nextCorrelationID
+        nextCorrelationID = nextCorrelationID >= 0x7FFF_FFFF ? 1 : nextCorrelationID + 1
+        let name = FunctionID.name(functionID)
+        let rpc = RPCMessage(type: .request, functionID: functionID, correlationID: correlationID, parameters: parameters, bulk: bulk)
+        let promise = channel.eventLoop.makePromise(of: RPCMessage.self)
+        let timeoutError = DestinationError.retryable(
+            "the head unit did not answer \(name) within \(timeoutText)", code: "timeout")
+        let scheduled = channel.eventLoop.scheduleTask(in: nanos(responseTimeout)) {
+            _ = Task { await self.expire(correlationID, timeoutError) }
+        }
+        pending[correlationID] = Pending(promise: promise, timeout: scheduled, name: name)
+        let frames = MessageFragmenter.frames(
+            version: version, serviceType: service, sessionID: sessionID, messageID: takeMessageID(),
+            payload: rpc.encoded(), maxPayload: mtu)
+        var buffer = channel.allocator.buffer(capacity: rpc.encodedSize + 12 * (frames.count))
+        for frame in frames { frame.write(to: &buffer) }
+        do {
+            try await channel.writeAndFlush(buffer).get()
+        } catch {
+            markClosed(.retryable("lost the connection to the head unit while sending \(name): \(error)", code: "connection-lost"))
+            throw closedReason ?? DestinationError.retryable("connection lost", code: "connection-lost")
+        }
+        return promise.futureResult
+    }
+
+    private func expire(_ correlationID: UInt32, _ error: DestinationError) {
+        guard let entry = pending.removeValue(forKey: correlationID) else { return }
+        entry.promise.fail(error)
+        // A head unit that stops answering is not trusted with the next request: start afresh next time.
+        markClosed(error)
+    }
+
+    /// Sends a request and waits for its response.
+    func request(
+        _ functionID: UInt32, _ parameters: [String: JSONValue], bulk: ByteBuffer = ByteBuffer()
+    ) async throws -> SDLResponse {
+        let future = try await send(functionID, parameters, bulk: bulk)
+        return try SDLResponse(try await future.get())
+    }
+
+    // MARK: Session
+
+    /// StartService for RPC with a v1 header and BSON `{protocolVersion: "5.4.1"}`; accepts an ACK in any
+    /// version from 2 to 5 (a v4 head unit answers without BSON and puts the hash id in the message id).
+    func startService() async throws {
+        let payload = BSONDocument([.init("protocolVersion", .string("5.4.1"))]).encodedBuffer()
+        let answer = try await awaitControl(
+            [ControlFrameInfo.startServiceACK, ControlFrameInfo.startServiceNAK], timeout: responseTimeout,
+            timeoutError: .retryable(
+                "no StartService ACK from the head unit at \(endpoint) within \(timeoutText) (its HMI may not be ready)",
+                code: "no-ack")
+        ) {
+            let frame = SDLFrame.control(
+                version: 1, serviceType: ServiceType.rpc, info: ControlFrameInfo.startService, sessionID: 0, messageID: 0,
+                payload: payload)
+            var buffer = channel.allocator.buffer(capacity: 8 + payload.readableBytes)
+            frame.write(to: &buffer)
+            channel.writeAndFlush(buffer, promise: nil)
+        }
+        if answer.frameInfo == ControlFrameInfo.startServiceNAK {
+            var reason = "no reason given"
+            if answer.payload.readableBytes > 0, let doc = try? BSONDocument(decoding: answer.payload) {
+                reason = doc["reason"]?.stringValue ?? doc.description
+            }
+            let error = DestinationError.retryable("the head unit refused to start the RPC service (NAK: \(reason))", code: "NAK")
+            markClosed(error)
+            throw error
+        }
+        guard answer.version >= 2 else {
+            let error = DestinationError.permanent("the head unit answered with protocol version 1, which cannot carry files", code: "protocol-version")
+            markClosed(error)
+            throw error
+        }
+        version = answer.version
+        sessionID = answer.sessionID
+        if version >= 5 {
+            let doc: BSONDocument
+            do {
+                doc = try BSONDocument(decoding: answer.payload)
+            } catch {
+                let failure = DestinationError.retryable("the head unit's StartService ACK is unreadable: \(error)", code: "protocol-error")
+                markClosed(failure)
+                throw failure
+            }
+            hashID = Int32(truncatingIfNeeded: doc["hashId"]?.intValue ?? 0)
+            if let announced = doc["mtu"]?.intValue, announced > 0 { mtu = Int(min(announced, 16 << 20)) }
+        } else {
+            hashID = Int32(bitPattern: answer.messageID)
+            mtu = version >= 3 ? 131_072 : 1_488
+        }
+        guard mtu >= 1024 else {
+            let failure = DestinationError.permanent("the head unit's MTU of \(mtu) bytes is too small", code: "protocol-error")
+            markClosed(failure)
+            throw failure
+        }
+        logger.debug("SDL session \(sessionID) protocol v\(version) mtu \(mtu) with \(endpoint)")
+    }
+
+    func register(app: HeadUnitConfig.App) async throws {
+        let response = try await request(
+            FunctionID.registerAppInterface,
+            [
+                "syncMsgVersion": .object(["majorVersion": .int(8), "minorVersion": .int(0), "patchVersion": .int(0)]),
+                "appName": .string(app.name), "isMediaApplication": .bool(false), "languageDesired": .string("EN-US"),
+                "hmiDisplayLanguageDesired": .string("EN-US"), "appID": .string(app.id),
+            ])
+        guard response.code.isSuccess else {
+            let error = ResultClassifier.error(
+                response.code, info: response.info, function: "RegisterAppInterface", subject: "\"\(app.name)\"",
+                hmiLevel: hmiLevel)
+            markClosed(error)
+            throw error
+        }
+    }
+
+    /// ListFiles: the truth about what the head unit holds for this app.
+    func refreshListing() async throws {
+        let response = try await request(FunctionID.listFiles, [:])
+        guard response.code.isSuccess else {
+            if response.code == .rejected && hmiLevel == "NONE" { noneRejected = true }
+            throw ResultClassifier.error(
+                response.code, info: response.info, function: "ListFiles", subject: "", hmiLevel: hmiLevel)
+        }
+        files = Set((response.parameters["filenames"]?.arrayValue ?? []).compactMap(\.stringValue))
+        spaceAvailable = response.parameters["spaceAvailable"]?.intValue
+    }
+
+    func noteStored(_ name: String, spaceAvailable: Int64?) {
+        files.insert(name)
+        if let spaceAvailable { self.spaceAvailable = spaceAvailable }
+    }
+
+    func noteDeleted(_ name: String, spaceAvailable: Int64?) {
+        files.remove(name)
+        if let spaceAvailable { self.spaceAvailable = spaceAvailable }
+    }
+
+    func noteNoneRejectionIf(_ code: ResultCode) {
+        if code == .rejected && hmiLevel == "NONE" { noneRejected = true }
+    }
+
+    /// UnregisterAppInterface, then EndService with the hash id, then close. Bounded; errors are ignored.
+    func close() async {
+        guard closedReason == nil else { return }
+        let bounded: Duration = min(responseTimeout, .seconds(2))
+        if let future = try? await send(FunctionID.unregisterAppInterface, [:]) {
+            _ = try? await future.get()
+        }
+        if closedReason == nil {
+            var payload = ByteBuffer()
+            if version >= 5 {
+                payload = BSONDocument([.init("hashId", .int32(hashID))]).encodedBuffer()
+            } else {
+                payload.writeInteger(hashID)
+            }
+            _ = try? await awaitControl(
+                [ControlFrameInfo.endServiceACK, ControlFrameInfo.endServiceNAK], timeout: bounded,
+                timeoutError: .retryable("no EndService ACK", code: "timeout")
+            ) {
+                writeControl(service: ServiceType.rpc, info: ControlFrameInfo.endService, payload: payload)
+            }
+        }
+        markClosed(.retryable("the session with the head unit was ended", code: "closed"))
+    }
+}

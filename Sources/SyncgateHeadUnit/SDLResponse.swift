@@ -1,0 +1,18 @@
+import SyncgateSDL
+
+/// A decoded RPC response: result code, info and parameters.
+struct SDLResponse: Sendable {
+    var code: ResultCode
+    var info: String?
+    var parameters: [String: JSONValue]
+    var message: RPCMessage
+
+    init(_ message: RPCMessage) throws {
+        self.message = message
+        parameters = try message.parameters()
+        code = ResultCode(parameters["resultCode"]?.stringValue ?? (parameters["success"]?.boolValue == true ? "SUCCESS" : "GENERIC_ERROR"))
+        info = parameters["info"]?.stringValue
+    }
+
+    var spaceAvailable: Int64? { parameters["spaceAvailable"]?.intValue }
+}

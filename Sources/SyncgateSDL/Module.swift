@@ -1,1 +1,0 @@
-// The SDL module: see the issue that builds it.

@@ -1,0 +1,165 @@
+import Foundation
+import SyncgateTestSupport
+import Testing
+
+/// The real `syncgate` binary against the head-unit simulator over TCP.
+@Suite(
+    "syncgate sync to a head unit (real binary, simulator over TCP)", .serialized,
+    .enabled(if: HeadUnitTestEnvironment.simulatorReady, HeadUnitTestEnvironment.simulatorReason))
+struct HeadUnitCLITests {
+    func events(_ events: [[String: Any]], _ kind: String) -> [[String: Any]] { events.filter { $0["event"] as? String == kind } }
+
+    @Test("icons, audio and a 1 MiB file arrive byte-identical; a second sync sends nothing; ls and rm")
+    func deliverThenNothing() async throws {
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let run = try HeadUnitCLIRun(sim: sim)
+            defer { run.remove() }
+            let files: [String: Data] = [
+                "icons/app.png": HeadUnitFixtures.bytes(4_000, seed: 1),
+                "covers/album one.jpg": HeadUnitFixtures.bytes(90_000, seed: 2),
+                "prompts/turn-left.wav": HeadUnitFixtures.bytes(300_000, seed: 3),
+                "prompts/chime.mp3": HeadUnitFixtures.bytes(20_000, seed: 4),
+                "data/map.bin": HeadUnitFixtures.bytes(1_048_576, seed: 5),
+            ]
+            for (path, data) in files { try run.source(path, data) }
+            let first = try run.sync()
+            #expect(first.status == 0, "\(first.result.output)")
+            #expect(events(first.events, "synced").count == files.count)
+            for (path, data) in files {
+                let name = path.replacingOccurrences(of: "/", with: "_")
+                #expect(try sim.storage.read(name) == data, "\(name)")
+            }
+            let putsAfterFirst = sim.rpcLines("PutFile").count
+            #expect(putsAfterFirst == 1 + 1 + 3 + 1 + 9)
+            #expect(sim.rpcLines("UnregisterAppInterface").count == 1)
+
+            let second = try run.sync()
+            #expect(second.status == 0, "\(second.result.output)")
+            #expect(events(second.events, "synced").isEmpty)
+            #expect(sim.rpcLines("PutFile").count == putsAfterFirst)
+
+            let ls = try run.run(["ls", "--destination", "car"])
+            #expect(ls.status == 0, "\(ls.output)")
+            #expect(ls.stdout.contains("data_map.bin") && ls.stdout.contains("icons_app.png"))
+            #expect(ls.stdout.contains("5 file(s)") && ls.stdout.contains("available"))
+
+            let rm = try run.run(["rm", "--destination", "car", "prompts_chime.mp3", "not-there.png"])
+            #expect(rm.status != 0)
+            #expect(rm.output.contains("prompts_chime.mp3"))
+            #expect(rm.output.contains("not-there.png"))
+            #expect(!sim.storage.exists("prompts_chime.mp3"))
+            #expect(sim.storage.exists("data_map.bin"))
+        }
+    }
+
+    @Test("a file the head unit forgot is sent again on the next sync (ListFiles is the truth)")
+    func forgottenFileResent() async throws {
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let run = try HeadUnitCLIRun(sim: sim)
+            defer { run.remove() }
+            try run.source("a.png", HeadUnitFixtures.bytes(1_000, seed: 1))
+            try run.source("b.png", HeadUnitFixtures.bytes(1_000, seed: 2))
+            #expect(try run.sync().status == 0)
+            try FileManager.default.removeItem(at: sim.storage.file("b.png"))
+            let again = try run.sync()
+            #expect(again.status == 0, "\(again.result.output)")
+            #expect(events(again.events, "synced").compactMap { $0["path"] as? String } == ["b.png"])
+            #expect(try sim.storage.read("b.png") == HeadUnitFixtures.bytes(1_000, seed: 2))
+        }
+    }
+
+    @Test("the connection cut mid-file: the file is retried on a new session and arrives whole")
+    func connectionCutRecovers() async throws {
+        try await HeadUnitTestEnvironment.withSimulator(["--cut-after-bytes", "600000"]) { sim in
+            let run = try HeadUnitCLIRun(sim: sim)
+            defer { run.remove() }
+            try run.source("big.bin", HeadUnitFixtures.bytes(1_048_576, seed: 7))
+            let result = try run.sync()
+            #expect(result.status == 0, "\(result.result.output)")
+            #expect(!events(result.events, "retrying").isEmpty)
+            #expect(try sim.storage.read("big.bin") == HeadUnitFixtures.bytes(1_048_576, seed: 7))
+            #expect(sim.log.contains("FAULT cut the connection"))
+            #expect(sim.log.components(separatedBy: "START-SERVICE").count - 1 == 2)
+        }
+    }
+
+    @Test("a CRC error is retried and the file delivered")
+    func crcErrorRetried() async throws {
+        try await HeadUnitTestEnvironment.withSimulator(["--corrupt-puts", "1"]) { sim in
+            let run = try HeadUnitCLIRun(sim: sim, retries: 1)
+            defer { run.remove() }
+            try run.source("cover.png", HeadUnitFixtures.bytes(50_000, seed: 8))
+            let result = try run.sync()
+            #expect(result.status == 0, "\(result.result.output)")
+            let retrying = events(result.events, "retrying")
+            #expect(retrying.count == 1)
+            #expect("\(retrying.first ?? [:])".contains("CORRUPTED_DATA"))
+            #expect(try sim.storage.read("cover.png") == HeadUnitFixtures.bytes(50_000, seed: 8))
+        }
+    }
+
+    @Test("level NONE with more than 5 new files: none fails, they wait for FULL (no retries allowed at all)")
+    func levelNoneWaits() async throws {
+        try await HeadUnitTestEnvironment.withSimulator(["--activate-after", "2"]) { sim in
+            let run = try HeadUnitCLIRun(sim: sim, retries: 0)
+            defer { run.remove() }
+            for i in 1...8 { try run.source("art/\(i).png", HeadUnitFixtures.bytes(500 + i, seed: UInt64(i))) }
+            let result = try run.sync()
+            #expect(result.status == 0, "\(result.result.output)")
+            #expect(events(result.events, "failed").isEmpty)
+            #expect(events(result.events, "synced").count == 8)
+            for i in 1...8 { #expect(try sim.storage.read("art_\(i).png") == HeadUnitFixtures.bytes(500 + i, seed: UInt64(i))) }
+            #expect(sim.rpcLines("PutFile").contains { $0.contains("REJECTED (level NONE)") })
+        }
+    }
+
+    @Test("no StartService ACK: a timeout error in status, exit 75")
+    func noACK() async throws {
+        try await HeadUnitTestEnvironment.withSimulator(["--no-ack"]) { sim in
+            let run = try HeadUnitCLIRun(sim: sim, responseTimeout: "500ms", retries: 0)
+            defer { run.remove() }
+            try run.source("x.png", HeadUnitFixtures.bytes(100, seed: 1))
+            let result = try run.sync()
+            #expect(result.status == 75, "\(result.result.output)")
+            let rows = try run.statusFiles()
+            #expect(rows.count == 1)
+            let error = rows.first?["last_error"] as? String ?? ""
+            #expect(error.contains("no StartService ACK"), "\(rows)")
+            #expect(error.contains("500ms"), "\(rows)")
+        }
+    }
+
+    @Test("two paths that map to the same head-unit name both fail clearly")
+    func nameCollision() async throws {
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let run = try HeadUnitCLIRun(sim: sim)
+            defer { run.remove() }
+            try run.source("a/b.png", HeadUnitFixtures.bytes(10, seed: 1))
+            try run.source("a_b.png", HeadUnitFixtures.bytes(10, seed: 2))
+            try run.source("fine.png", HeadUnitFixtures.bytes(10, seed: 3))
+            let result = try run.sync()
+            #expect(result.status == 1, "\(result.result.output)")
+            let failed = events(result.events, "failed")
+            #expect(Set(failed.compactMap { $0["path"] as? String }) == ["a/b.png", "a_b.png"])
+            #expect(failed.allSatisfy { "\($0)".contains("a/b.png") && "\($0)".contains("a_b.png") })
+            #expect(sim.storage.exists("fine.png"))
+            #expect(!sim.storage.exists("a_b.png"))
+        }
+    }
+
+    @Test("syncgate validate accepts the example config and rejects a bad port with its location")
+    func validate() async throws {
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let run = try HeadUnitCLIRun(sim: sim)
+            defer { run.remove() }
+            let ok = try run.run(["validate"])
+            #expect(ok.status == 0, "\(ok.output)")
+            let text = try String(contentsOf: run.config, encoding: .utf8).replacingOccurrences(of: "port: \(sim.port)", with: "port: 70000")
+            try text.write(to: run.config, atomically: true, encoding: .utf8)
+            let bad = try run.run(["validate"])
+            #expect(bad.status == 78, "\(bad.output)")
+            #expect(bad.output.contains("port") && bad.output.contains("65535"), "\(bad.output)")
+            #expect(sim.log.components(separatedBy: "START-SERVICE").count == 1)  // validate never connects
+        }
+    }
+}

@@ -1,0 +1,286 @@
+import Foundation
+import SyncgateCore
+import SyncgateHeadUnit
+import SyncgateSDL
+import SyncgateTestSupport
+import Testing
+
+/// Drives ``HeadUnitDestination`` against the simulator over real TCP on loopback.
+@Suite(
+    "head-unit destination against the simulator", .serialized,
+    .enabled(if: HeadUnitTestEnvironment.simulatorReady, HeadUnitTestEnvironment.simulatorReason))
+struct HeadUnitDestinationTests {
+    func expectFailure(
+        _ body: () async throws -> Void, code: String, _ failureClass: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> DestinationError? {
+        do {
+            try await body()
+            Issue.record("expected \(code)", sourceLocation: sourceLocation)
+        } catch let error as DestinationError {
+            #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+            #expect(error.failureClass.name == failureClass, "\(error)", sourceLocation: sourceLocation)
+            return error
+        } catch {
+            Issue.record("unexpected \(error)", sourceLocation: sourceLocation)
+        }
+        return nil
+    }
+
+    @Test("icons, audio and a 1 MiB file arrive byte-identical, in ordered pipelined chunks")
+    func deliversBytes() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let destination = HeadUnitFixtures.destination(sim)
+            let items = [
+                try files.item("art/cover.png", HeadUnitFixtures.bytes(5_000, seed: 1), artwork: true),
+                try files.item("art/photo.JPG", HeadUnitFixtures.bytes(70_000, seed: 2), artwork: true),
+                try files.item("prompts/turn left.wav", HeadUnitFixtures.bytes(200_000, seed: 3)),
+                try files.item("prompts/chime.mp3", HeadUnitFixtures.bytes(1, seed: 4)),
+                try files.item("data/big.bin", HeadUnitFixtures.bytes(1_048_576, seed: 5)),
+                try files.item("data/status.json", Data("{\"ok\":true}".utf8)),
+            ]
+            #expect(try await destination.prepare(items).isEmpty)
+            for item in items {
+                let progress = ProgressLog()
+                let receipt = try await destination.upload(item) { progress.record($0) }
+                #expect(receipt.remoteName == item.remoteName)
+                #expect(progress.all.last == item.size)
+                #expect(progress.all == progress.all.sorted())
+                let data = try Data(contentsOf: URL(fileURLWithPath: item.absolutePath))
+                #expect(receipt.etag == String(format: "crc32:%08x", CRC32.checksum(data)))
+                #expect(try sim.storage.read(item.remoteName) == data, "\(item.remoteName)")
+            }
+            #expect(items.map(\.remoteName) == ["art_cover.png", "art_photo.JPG", "prompts_turn left.wav", "prompts_chime.mp3", "data_big.bin", "data_status.json"])
+            let puts = sim.rpcLines("PutFile")
+            #expect(puts.contains { $0.contains("name=art_cover.png type=GRAPHIC_PNG") })
+            #expect(puts.contains { $0.contains("name=art_photo.JPG type=GRAPHIC_JPEG") })
+            #expect(puts.contains { $0.contains("type=AUDIO_WAVE") })
+            #expect(puts.contains { $0.contains("type=AUDIO_MP3") })
+            #expect(puts.contains { $0.contains("name=data_status.json type=JSON") })
+            #expect(puts.contains { $0.contains("name=data_big.bin type=BINARY") })
+            // 1 MiB over a 128 KiB MTU: 9 chunks at increasing offsets, all accepted.
+            let big = puts.filter { $0.contains("name=data_big.bin") }
+            #expect(big.count == 9)
+            #expect(big.allSatisfy { $0.hasSuffix("-> SUCCESS") })
+            let offsets = big.compactMap { line in line.split(separator: " ").first { $0.hasPrefix("offset=") }.flatMap { Int64($0.dropFirst(7)) } }
+            #expect(offsets == offsets.sorted() && offsets.first == 0 && Set(offsets).count == 9)
+            let listing = try await destination.list()
+            #expect(listing.names == Set(items.map(\.remoteName)))
+            let total = items.reduce(Int64(0)) { $0 + $1.size }
+            #expect(listing.spaceAvailable == 100 * 1024 * 1024 - total)
+            await destination.finish()
+            #expect(sim.rpcLines("UnregisterAppInterface").count == 1)
+            #expect(sim.log.contains("END-SERVICE hash") && sim.log.contains("-> ACK"))
+        }
+    }
+
+    @Test("a CRC error is reported retryable, and the next attempt delivers")
+    func crcErrorRetried() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator(["--corrupt-puts", "1"]) { sim in
+            let destination = HeadUnitFixtures.destination(sim)
+            let item = try files.item("a.bin", HeadUnitFixtures.bytes(300_000, seed: 9))
+            let error = await expectFailure({ _ = try await destination.upload(item) { _ in } }, code: "CORRUPTED_DATA", "retryable")
+            #expect(error?.message.contains("CRC") == true)
+            _ = try await destination.upload(item) { _ in }
+            #expect(try sim.storage.read("a.bin") == HeadUnitFixtures.bytes(300_000, seed: 9))
+            #expect(sim.rpcLines("PutFile").contains { $0.contains("-> CORRUPTED_DATA") })
+            await destination.finish()
+        }
+    }
+
+    @Test("the connection cut mid-file: retryable, then a new session resends from offset 0")
+    func connectionCut() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator(["--cut-after-bytes", "500000"]) { sim in
+            let destination = HeadUnitFixtures.destination(sim)
+            let item = try files.item("music/album.bin", HeadUnitFixtures.bytes(1_048_576, seed: 11))
+            let error = await expectFailure({ _ = try await destination.upload(item) { _ in } }, code: "connection-lost", "retryable")
+            #expect(error != nil)
+            let progress = ProgressLog()
+            _ = try await destination.upload(item) { progress.record($0) }
+            #expect(progress.all.first == 0 && progress.all.last == 1_048_576)
+            #expect(try sim.storage.read("music_album.bin") == HeadUnitFixtures.bytes(1_048_576, seed: 11))
+            #expect(await destination.sessionCount == 2)
+            #expect(sim.log.components(separatedBy: "START-SERVICE").count - 1 == 2)
+            #expect(sim.log.contains("FAULT cut the connection"))
+            // The second session started over at offset 0.
+            let puts = sim.rpcLines("PutFile").filter { $0.contains("offset=0 ") }
+            #expect(puts.count == 2)
+            await destination.finish()
+        }
+    }
+
+    @Test("level NONE: after 5 new files the head unit refuses; that defers, then the upload waits for FULL")
+    func levelNoneWaits() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator(["--activate-after", "2"]) { sim in
+            let destination = HeadUnitFixtures.destination(sim)
+            var items: [UploadItem] = []
+            for i in 1...7 { items.append(try files.item("n\(i).png", HeadUnitFixtures.bytes(100 + i, seed: UInt64(i)), artwork: true)) }
+            for item in items.prefix(5) { _ = try await destination.upload(item) { _ in } }
+            let started = ContinuousClock.now
+            let error = await expectFailure({ _ = try await destination.upload(items[5]) { _ in } }, code: "REJECTED", "deferred")
+            #expect(error?.message.contains("HMI level NONE") == true)
+            // The delivery layer calls again: the plugin now waits for the level to rise instead of burning a try.
+            _ = try await destination.upload(items[5]) { _ in }
+            _ = try await destination.upload(items[6]) { _ in }
+            #expect(ContinuousClock.now - started < .seconds(8))
+            for item in items { #expect(sim.storage.exists(item.remoteName), "\(item.remoteName)") }
+            #expect(sim.log.contains("HMI-LEVEL FULL"))
+            await destination.finish()
+        }
+    }
+
+    @Test("no StartService ACK: a retryable timeout error, bounded by response_timeout")
+    func noACK() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator(["--no-ack"]) { sim in
+            let destination = HeadUnitFixtures.destination(sim, responseTimeout: .milliseconds(700))
+            let item = try files.item("x.png", HeadUnitFixtures.bytes(10, seed: 1))
+            let started = ContinuousClock.now
+            let error = await expectFailure({ _ = try await destination.upload(item) { _ in } }, code: "no-ack", "retryable")
+            #expect(error?.message.contains("no StartService ACK") == true)
+            #expect(ContinuousClock.now - started < .seconds(3))
+            await destination.finish()
+        }
+    }
+
+    @Test("slow answers: a response timeout is retryable")
+    func responseTimeout() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator(["--delay-ms", "1500"]) { sim in
+            let destination = HeadUnitFixtures.destination(sim, responseTimeout: .milliseconds(500))
+            let item = try files.item("x.png", HeadUnitFixtures.bytes(10, seed: 1))
+            let error = await expectFailure({ _ = try await destination.upload(item) { _ in } }, code: "timeout", "retryable")
+            #expect(error?.message.contains("RegisterAppInterface") == true)
+            await destination.finish()
+        }
+    }
+
+    @Test("result codes: GENERIC_ERROR retryable, OUT_OF_MEMORY permanent, prepare rejects what cannot fit")
+    func resultCodes() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator(["--generic-errors", "1", "--quota", "100000"]) { sim in
+            let destination = HeadUnitFixtures.destination(sim)
+            let small = try files.item("small.bin", HeadUnitFixtures.bytes(40_000, seed: 1))
+            let second = try files.item("second.bin", HeadUnitFixtures.bytes(40_000, seed: 2))
+            let large = try files.item("large.bin", HeadUnitFixtures.bytes(150_000, seed: 3))
+            let third = try files.item("third.bin", HeadUnitFixtures.bytes(40_000, seed: 4))
+            let rejected = try await destination.prepare([small, second, large, third])
+            #expect(Set(rejected.keys) == ["large.bin", "third.bin"])
+            #expect(rejected["large.bin"]?.code == "OUT_OF_MEMORY")
+            #expect(rejected["large.bin"]?.failureClass == .permanent)
+            _ = await expectFailure({ _ = try await destination.upload(small) { _ in } }, code: "GENERIC_ERROR", "retryable")
+            _ = try await destination.upload(small) { _ in }
+            _ = try await destination.upload(second) { _ in }
+            // Sent anyway (as if prepare had not been asked): the head unit's OUT_OF_MEMORY is permanent.
+            _ = await expectFailure({ _ = try await destination.upload(large) { _ in } }, code: "OUT_OF_MEMORY", "permanent")
+            await destination.finish()
+        }
+    }
+
+    @Test("empty files, bad names and colliding names fail alone and clearly")
+    func localRefusals() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let destination = HeadUnitFixtures.destination(sim)
+            let empty = try files.item("empty.png", Data())
+            let a = try files.item("a/b.png", HeadUnitFixtures.bytes(10, seed: 1))
+            let b = try files.item("a_b.png", HeadUnitFixtures.bytes(10, seed: 2))
+            let fine = try files.item("fine.png", HeadUnitFixtures.bytes(10, seed: 3))
+            let rejected = try await destination.prepare([empty, a, b, fine])
+            #expect(rejected["empty.png"]?.code == "EMPTY_FILE")
+            #expect(rejected["a_b.png"]?.code == "NAME_COLLISION")
+            #expect(rejected["a_b.png"]?.message.contains("\"a/b.png\"") == true)
+            #expect(rejected["a_b.png"]?.message.contains("\"a_b.png\"") == true)
+            #expect(rejected["fine.png"] == nil)
+            _ = await expectFailure({ _ = try await destination.upload(empty) { _ in } }, code: "EMPTY_FILE", "permanent")
+            var slash = fine
+            slash.remoteName = "x/y.png"
+            _ = await expectFailure({ _ = try await destination.upload(slash) { _ in } }, code: "INVALID_NAME", "permanent")
+            #expect(sim.rpcLines("PutFile").isEmpty)
+            await destination.finish()
+        }
+    }
+
+    @Test("delete: present file removed, missing file a clear permanent error")
+    func deletes() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let destination = HeadUnitFixtures.destination(sim)
+            let item = try files.item("gone.png", HeadUnitFixtures.bytes(10, seed: 1))
+            _ = try await destination.upload(item) { _ in }
+            try await destination.delete(remoteName: "gone.png")
+            #expect(!sim.storage.exists("gone.png"))
+            #expect(try await !destination.list().names.contains("gone.png"))
+            let error = await expectFailure({ try await destination.delete(remoteName: "gone.png") }, code: "FILE_NOT_FOUND", "permanent")
+            #expect(error?.message.contains("gone.png") == true)
+            await destination.finish()
+        }
+    }
+
+    @Test("a head unit that answers protocol 4 works; heartbeats are answered")
+    func protocolFourAndHeartbeats() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator(["--protocol-version", "4", "--heartbeat-interval", "0.2"]) { sim in
+            let destination = HeadUnitFixtures.destination(sim)
+            let item = try files.item("v4.bin", HeadUnitFixtures.bytes(400_000, seed: 4))
+            _ = try await destination.upload(item) { _ in }
+            #expect(try sim.storage.read("v4.bin") == HeadUnitFixtures.bytes(400_000, seed: 4))
+            try await Task.sleep(for: .milliseconds(900))
+            let stats = try sim.control("stats")
+            let acks = stats.split(separator: " ").first { $0.hasPrefix("heartbeat_acks=") }.flatMap { Int($0.dropFirst(15)) } ?? 0
+            #expect(acks >= 2, "\(stats)")
+            await destination.finish()
+            #expect(sim.log.contains("END-SERVICE hash"))
+        }
+    }
+
+    @Test("the configured icon is uploaded once and set with SetAppIcon")
+    func appIcon() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        let icon = try files.folder.write("icons/app.png", HeadUnitFixtures.bytes(3_000, seed: 77))
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let destination = HeadUnitFixtures.destination(sim, icon: icon.path)
+            #expect(try await destination.list().names.contains("app.png"))
+            #expect(try sim.storage.read("app.png") == HeadUnitFixtures.bytes(3_000, seed: 77))
+            #expect(sim.rpcLines("SetAppIcon").first?.hasSuffix("-> SUCCESS") == true)
+            await destination.finish()
+            // A second session finds it there: no new PutFile, SetAppIcon again.
+            let again = HeadUnitFixtures.destination(sim, icon: icon.path)
+            _ = try await again.list()
+            #expect(sim.rpcLines("PutFile").count == 1)
+            #expect(sim.rpcLines("SetAppIcon").count == 2)
+            await again.finish()
+        }
+    }
+
+    @Test("ignition off: the non-persistent file is gone and the next listing says so")
+    func ignitionOff() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let destination = HeadUnitFixtures.destination(sim, persistent: false)
+            let item = try files.item("volatile.png", HeadUnitFixtures.bytes(100, seed: 1))
+            _ = try await destination.upload(item) { _ in }
+            #expect(try await destination.list().names.contains("volatile.png"))
+            #expect(try sim.control("ignition-off") == "ok dropped 1")
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(try await !destination.list().names.contains("volatile.png"))
+            #expect(await destination.sessionCount == 2)
+            await destination.finish()
+        }
+    }
+}

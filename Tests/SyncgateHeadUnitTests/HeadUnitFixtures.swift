@@ -1,0 +1,52 @@
+import Foundation
+import SyncgateCore
+import SyncgateHeadUnit
+import SyncgateTestSupport
+
+/// Files and destinations for the tests that drive ``HeadUnitDestination`` against the simulator.
+struct HeadUnitFixtures {
+    let folder: TemporaryDirectory
+
+    init() throws { folder = try TemporaryDirectory("headunit-src") }
+
+    func remove() { folder.remove() }
+
+    /// Deterministic pseudo-random bytes.
+    static func bytes(_ count: Int, seed: UInt64) -> Data {
+        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+        var out = [UInt8](repeating: 0, count: count)
+        for i in 0..<count {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            out[i] = UInt8(truncatingIfNeeded: state)
+        }
+        return Data(out)
+    }
+
+    /// Writes a file and returns the upload item for it.
+    func item(_ relativePath: String, _ data: Data, artwork: Bool = false) throws -> UploadItem {
+        let url = try folder.write(relativePath, data)
+        return UploadItem(
+            source: "src", relativePath: relativePath, absolutePath: url.path,
+            remoteName: try RemoteNameMapper.remoteName(for: relativePath), size: Int64(data.count),
+            modificationTime: Date(), sha256: String(repeating: "0", count: 64), isArtwork: artwork)
+    }
+
+    static func destination(
+        _ sim: HeadUnitSimulatorProcess, responseTimeout: Duration = .seconds(5), persistent: Bool = true, icon: String? = nil
+    ) -> HeadUnitDestination {
+        HeadUnitDestination(
+            config: HeadUnitConfig(
+                port: sim.port, app: .init(name: "Build Tracker", id: "584421907"), persistent: persistent, icon: icon,
+                connectTimeout: ConfigDuration(.seconds(2)), responseTimeout: ConfigDuration(responseTimeout)))
+    }
+}
+
+/// Collects progress reports.
+final class ProgressLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [Int64] = []
+    func record(_ value: Int64) { lock.withLock { values.append(value) } }
+    var all: [Int64] { lock.withLock { values } }
+}

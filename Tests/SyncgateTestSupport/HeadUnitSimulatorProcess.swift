@@ -1,0 +1,94 @@
+import Foundation
+
+/// Runs `syncgate-headunit-sim` on a free loopback port for a test, with its own storage folder and control
+/// port; ``stop()`` always ends it.
+public final class HeadUnitSimulatorProcess: @unchecked Sendable {
+    public let port: Int
+    public let controlPort: Int
+    public let storage: TemporaryDirectory
+    public let logFile: URL
+    private let process: Process
+
+    /// Whether the simulator binary was built.
+    public static var isAvailable: Bool {
+        FileManager.default.isExecutableFile(atPath: TestPaths.executable("syncgate-headunit-sim").path)
+    }
+
+    /// Starts the simulator with extra command-line flags (`--no-ack`, `--activate-after 2`, ...).
+    /// `prepare` may put files into the storage folder before it starts.
+    public init(_ arguments: [String] = [], prepare: (TemporaryDirectory) throws -> Void = { _ in }) throws {
+        storage = try TemporaryDirectory("headunit-sim")
+        try prepare(storage)
+        port = Loopback.freePort()
+        var control = Loopback.freePort()
+        while control == port { control = Loopback.freePort() }
+        controlPort = control
+        logFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("headunit-sim-\(UUID().uuidString.prefix(8)).log")
+        process = try ProcessRunner.start(
+            TestPaths.executable("syncgate-headunit-sim"),
+            ["--port", String(port), "--control-port", String(controlPort), "--storage", storage.path] + arguments,
+            logFile: logFile)
+        guard Loopback.waitForListener(port: port, timeout: 20), Loopback.waitForListener(port: controlPort, timeout: 5) else {
+            stop()
+            throw SimulatorError("the head-unit simulator did not start listening:\n\(log)")
+        }
+    }
+
+    public struct SimulatorError: Error, CustomStringConvertible {
+        public var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// Everything the simulator logged so far (one line per RPC: `RPC PutFile corr=3 name=... -> SUCCESS`).
+    public var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// The logged RPC lines of one function ("PutFile").
+    public func rpcLines(_ function: String) -> [String] {
+        log.split(separator: "\n").map(String.init).filter { $0.hasPrefix("RPC \(function) ") }
+    }
+
+    /// Sends one control command and returns the answer line.
+    @discardableResult
+    public func control(_ command: String, timeout: TimeInterval = 5) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SimulatorError("socket failed") }
+        defer { close(fd) }
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(controlPort).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw SimulatorError("cannot reach the control port") }
+        let line = Array((command + "\n").utf8)
+        _ = line.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        var answer: [UInt8] = []
+        var byte: UInt8 = 0
+        while recv(fd, &byte, 1, 0) == 1 {
+            if byte == 10 { break }
+            answer.append(byte)
+        }
+        return String(decoding: answer, as: UTF8.self)
+    }
+
+    public func stop() {
+        if process.isRunning {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(2)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+    }
+
+    /// Stops the simulator and removes its storage and log.
+    public func cleanUp() {
+        stop()
+        storage.remove()
+        try? FileManager.default.removeItem(at: logFile)
+    }
+
+    deinit { stop() }
+}
