@@ -243,4 +243,30 @@ struct S3DestinationMotoTests {
         #expect(failures.isEmpty)
         #expect(try await destination.list().names.isEmpty)
     }
+
+    /// Cancelling an upload mid-way (Ctrl-C, the attempt timeout) aborts the multipart upload: no orphan parts.
+    @Test func cancelledMultipartIsAborted() async throws {
+        let server = try S3TestServer(buckets: ["cancel"])
+        defer { server.stop() }
+        let files = try TemporaryDirectory("s3-cancel")
+        defer { files.remove() }
+        try files.write("big.bin", S3TestFiles.bytes(30 << 20, seed: 11))
+        let destination = Self.destination(
+            server, bucket: "cancel", multipart: S3MultipartConfig(threshold: 5 << 20, partSize: 5 << 20, concurrency: 1))
+        let item = try S3TestFiles.item(files, "big.bin")
+        let seen = S3ProgressLog()
+        let task = Task { try await destination.upload(item, progress: { seen.add($0) }) }
+        // Wait (bounded) until more than one part has gone out, then cancel.
+        let deadline = Date().addingTimeInterval(30)
+        while (seen.last ?? 0) < 6 << 20 && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        task.cancel()
+        let result = await task.result
+        if case .success = result { Issue.record("the cancelled upload completed") }
+        await destination.finish()
+        #expect(server.requests("DELETE").contains { $0.contains("uploadId=") }, "AbortMultipartUpload sent")
+        #expect(try server.openMultipartUploads(bucket: "cancel") == 0, "no orphan parts")
+        let readBack = try TemporaryDirectory("s3-cancel-readback")
+        defer { readBack.remove() }
+        #expect(try server.objects(bucket: "cancel", into: readBack.url).isEmpty)
+    }
 }
