@@ -145,10 +145,13 @@ final class S3Client: @unchecked Sendable {
         var failure = FailureClass.classify(error)
         let text = String(describing: error)
         let lower = text.lowercased()
-        if lower.contains("certificate") || lower.contains("handshake") { failure = .permanent }
-        if lower.contains("connection refused") || lower.contains("connectionrefused") || lower.contains("connect") {
+        if lower.contains("connection refused") || lower.contains("connecttimeout") || lower.contains("connection reset")
+            || lower.contains("remoteconnectionclosed")
+        {
             failure = .retryable()
         }
+        // A server whose certificate does not verify will not verify on the next attempt either.
+        if lower.contains("certificate") || lower.contains("handshake") { failure = .permanent }
         let detail: String
         if lower.contains("connection refused") {
             detail = "connection refused"
