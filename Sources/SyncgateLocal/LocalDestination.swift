@@ -73,6 +73,9 @@ public struct LocalDestination: Destination {
                 offset += Int64(n)
                 progress(offset)
             }
+            // A file that changed while it was copied must not replace the old copy with a mix of two versions.
+            try item.verifyUnchanged()
+            if offset != item.size { throw FileChangedError(path: item.relativePath, detail: "read \(offset) of \(item.size) bytes") }
             if fsync, Glibc.fsync(out) != 0 { throw LocalDestination.posixError("fsync \(target)") }
             close(out)
             closed = true

@@ -69,3 +69,49 @@ struct SourceScannerTests {
         #expect(loopWarnings.contains { $0.relativePath == "sub/loop" && $0.message.contains("loop") })
     }
 }
+
+@Suite("files that change while they upload")
+struct ChangingFileTests {
+    @Test(arguments: ["append", "truncate", "replace", "delete"])
+    func neverReachTheFolderAsAMixAndAreSentNextRun(_ change: String) async throws {
+        let dir = try TemporaryDirectory("sg-change")
+        defer { dir.remove() }
+        let original = Data(repeating: 0x41, count: 4 << 20)
+        let source = try dir.write("src/f.bin", original)
+        try dir.write("dst/f.bin", "old copy")
+        let stat = try #require(FileStat.of(source.path))
+        let item = UploadItem(source: "s", relativePath: "f.bin", absolutePath: source.path, remoteName: "f.bin", size: stat.size,
+                              modificationTime: stat.modificationTime, sha256: "planned", isArtwork: false)
+        let destination = LocalDestination(root: dir.file("dst").path)
+        let changed = ChangeOnce()
+        do {
+            _ = try await destination.upload(item) { bytes in
+                guard bytes >= 1 << 20, changed.first() else { return }
+                usleep(10_000)  // the new modification time must differ
+                switch change {
+                case "append":
+                    let handle = try! FileHandle(forWritingTo: source)
+                    handle.seekToEndOfFile()
+                    handle.write(Data("more".utf8))
+                    try! handle.close()
+                case "truncate": truncate(source.path, 100)
+                case "replace":
+                    try! Data(repeating: 0x42, count: 4 << 20).write(to: source.deletingLastPathComponent().appendingPathComponent("new.bin"))
+                    rename(source.deletingLastPathComponent().appendingPathComponent("new.bin").path, source.path)
+                default: unlink(source.path)
+                }
+            }
+            Issue.record("a changed file must not be reported delivered")
+        } catch let error as FileChangedError {
+            #expect(error.description.contains("changed while it was being sent"))
+        }
+        #expect(try dir.read("dst/f.bin") == Data("old copy".utf8), "the old copy stays whole")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("dst").path) == ["f.bin"])
+    }
+}
+
+final class ChangeOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    func first() -> Bool { lock.withLock { defer { done = true }; return !done } }
+}

@@ -10,7 +10,20 @@ import Foundation
 public struct FileChangedError: Error, Sendable, CustomStringConvertible {
     public var path: String
     public var detail: String
+    public init(path: String, detail: String) {
+        self.path = path
+        self.detail = detail
+    }
     public var description: String { "\(path) changed while it was being sent (\(detail)); it will be sent again" }
+}
+
+extension UploadItem {
+    /// Throws ``FileChangedError`` when the file on disk no longer has the planned size and modification time.
+    /// Call it before making an upload visible (a rename, a multipart completion) so that a destination never
+    /// holds a mix of two versions; the delivery layer calls it again after every upload.
+    public func verifyUnchanged() throws {
+        try FileChangeCheck.verifyUnchanged(self)
+    }
 }
 
 enum FileChangeCheck {

@@ -1,4 +1,7 @@
 /// A file's identity: the source it comes from and its path relative to that source.
+///
+/// Paths compare byte for byte (their UTF-8), not by Unicode canonical equivalence as Swift strings do: on Linux
+/// `café` written precomposed (NFC) and decomposed (NFD) are two different files, and both must be delivered.
 public struct FileKey: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var source: String
     public var path: String
@@ -10,7 +13,29 @@ public struct FileKey: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     public var description: String { path }
 
-    public static func < (lhs: FileKey, rhs: FileKey) -> Bool {
-        (lhs.source, lhs.path) < (rhs.source, rhs.path)
+    public static func == (lhs: FileKey, rhs: FileKey) -> Bool {
+        lhs.source.utf8.elementsEqual(rhs.source.utf8) && lhs.path.utf8.elementsEqual(rhs.path.utf8)
     }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(source.utf8.count)
+        for byte in source.utf8 { hasher.combine(byte) }
+        for byte in path.utf8 { hasher.combine(byte) }
+    }
+
+    public static func < (lhs: FileKey, rhs: FileKey) -> Bool {
+        if !lhs.source.utf8.elementsEqual(rhs.source.utf8) { return lhs.source.utf8.lexicographicallyPrecedes(rhs.source.utf8) }
+        return lhs.path.utf8.lexicographicallyPrecedes(rhs.path.utf8)
+    }
+}
+
+/// A string that compares and hashes by its exact UTF-8 bytes (remote names, paths).
+public struct ExactString: Sendable, Hashable, CustomStringConvertible {
+    public var value: String
+    public init(_ value: String) { self.value = value }
+    public static func == (lhs: ExactString, rhs: ExactString) -> Bool { lhs.value.utf8.elementsEqual(rhs.value.utf8) }
+    public func hash(into hasher: inout Hasher) {
+        for byte in value.utf8 { hasher.combine(byte) }
+    }
+    public var description: String { value }
 }

@@ -19,4 +19,7 @@ public struct RemoteListing: Sendable, Hashable {
     }
 
     public var names: Set<String> { Set(entries.map(\.name)) }
+
+    /// The names compared byte for byte (see ``ExactString``).
+    public var exactNames: Set<ExactString> { Set(entries.map { ExactString($0.name) }) }
 }

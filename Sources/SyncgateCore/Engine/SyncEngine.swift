@@ -9,6 +9,8 @@ public final class SyncEngine: Sendable {
     public let clock: any SyncClock
     let logger: Logger
     let random: @Sendable (ClosedRange<Double>) -> Double
+    /// Ongoing, recently completed and recently failed operations of this engine; subscribe with `changes()`.
+    public let operations: OperationList
 
     public init(
         config: GatewayConfig, ledger: Ledger, clock: any SyncClock = SystemClock(), logger: Logger = Logger(label: "syncgate"),
@@ -19,6 +21,10 @@ public final class SyncEngine: Sendable {
         self.clock = clock
         self.logger = logger
         self.random = random
+        let recent = Dictionary(config.destinations.map { ($0.name, ($0.settings.recentCompleted, $0.settings.recentFailed)) }) { a, _ in a }
+        self.operations = OperationList(
+            clock: clock, keepCompleted: { recent[$0]?.0 ?? .seconds(10) }, keepFailed: { recent[$0]?.1 ?? .seconds(60) }
+        )
     }
 
     /// Runs one pass. `observe` gets every event (and may be called from several tasks; it is awaited).
@@ -65,7 +71,7 @@ public final class SyncEngine: Sendable {
     }
 
     /// Plans one destination's files without changing anything (hashes only files whose size or time changed).
-    public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<String>?) throws -> [PlannedDelivery] {
+    public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<ExactString>?) throws -> [PlannedDelivery] {
         let entries = try ledger.entriesByFile(destination: destination.name)
         let now = clock.now()
         var plans: [PlannedDelivery] = []
@@ -102,7 +108,7 @@ public final class SyncEngine: Sendable {
             switch entry.status {
             case .synced:
                 if options.onlyFailed { continue }
-                if let remoteNames, let name = plan.remoteName, !remoteNames.contains(name) {
+                if let remoteNames, let name = plan.remoteName, !remoteNames.contains(ExactString(name)) {
                     if hashed() != nil { plan.action = .upload(reason: "missing at destination") }
                 } else if sameStat {
                     plan.sha256 = entry.sha256
@@ -134,15 +140,15 @@ public final class SyncEngine: Sendable {
             plans.append(plan)
         }
         // Two files that the destination would store under the same name: both fail, nothing is overwritten.
-        var byName: [String: [Int]] = [:]
+        var byName: [ExactString: [Int]] = [:]
         for (index, plan) in plans.enumerated() {
-            if let name = plan.remoteName { byName[name, default: []].append(index) }
+            if let name = plan.remoteName { byName[ExactString(name), default: []].append(index) }
         }
         for (name, indices) in byName where indices.count > 1 {
             let paths = indices.map { plans[$0].file.relativePath }
             for index in indices where plans[index].isUpload || { if case .skip = plans[index].action { return false } else { return true } }() {
                 plans[index].action = .fail(DeliveryFailure(
-                    message: "remote name clash: \(paths.map { "'\($0)'" }.joined(separator: " and ")) would all be stored as '\(name)'; rename one of them",
+                    message: "remote name clash: \(paths.map { "'\($0)'" }.joined(separator: " and ")) would all be stored as '\(name.value)'; rename one of them",
                     failureClass: .permanent, code: "name-clash", attempts: 0
                 ))
             }
@@ -155,10 +161,10 @@ public final class SyncEngine: Sendable {
         tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void
     ) async throws {
         let plugin = destination.destination
-        var remoteNames: Set<String>? = nil
+        var remoteNames: Set<ExactString>? = nil
         if plugin.listingIsAuthoritative, !files.isEmpty, !options.dryRun {
             do {
-                remoteNames = try await plugin.list().names
+                remoteNames = try await plugin.list().exactNames
             } catch {
                 logger.warning("\(destination.name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
             }
@@ -245,7 +251,9 @@ public final class SyncEngine: Sendable {
         tally.update { $0.planned += items.count }
 
         if !items.isEmpty {
-            let recorder = LedgerRecorder(ledger: ledger, destination: destination.name, retry: retry, clock: clock, tally: tally, observe: observe, logger: logger)
+            let operations = self.operations
+            let recorder = LedgerRecorder(ledger: ledger, destination: destination.name, retry: retry, clock: clock, tally: tally,
+                                          items: items, observe: { event in operations.apply(event); observe(event) }, logger: logger)
             let layer = DeliveryLayer(
                 destinationName: destination.name, destination: plugin, settings: destination.settings, clock: clock,
                 random: random, onEvent: { event in await recorder.record(event) }
@@ -260,6 +268,7 @@ public final class SyncEngine: Sendable {
             }
             _ = await transfer.value
             watchdog.cancel()
+            recorder.flush()
             if let error = recorder.firstError { throw error }
         }
         await plugin.finish()
@@ -275,13 +284,17 @@ final class LedgerRecorder: @unchecked Sendable {
     let tally: SummaryTally
     let observe: @Sendable (DeliveryEvent) -> Void
     let logger: Logger
+    let planned: [FileKey: UploadItem]
+    let metrics: DeliveryMetrics
     private let lock = NSLock()
     private var lastProgressWrite: [FileKey: Date] = [:]
     private var lastProgressEvent: [FileKey: Date] = [:]
     private var error: (any Error)?
 
     init(ledger: Ledger, destination: String, retry: RetrySettings, clock: any SyncClock, tally: SummaryTally,
-         observe: @escaping @Sendable (DeliveryEvent) -> Void, logger: Logger) {
+         items: [UploadItem], observe: @escaping @Sendable (DeliveryEvent) -> Void, logger: Logger) {
+        self.planned = Dictionary(items.map { ($0.key, $0) }) { a, _ in a }
+        self.metrics = DeliveryMetrics(destination: destination)
         self.ledger = ledger
         self.destination = destination
         self.retry = retry
@@ -293,17 +306,23 @@ final class LedgerRecorder: @unchecked Sendable {
 
     var firstError: (any Error)? { lock.withLock { error } }
 
+    /// Outcomes waiting to be written; flushed with the next attempt's start, when many have gathered, or
+    /// after a short while (``flush()``). Losing them in a crash only means the files are sent again.
+    private var batch: [Ledger.Update] = []
+    private var lastFlush = Date()
+
     func record(_ event: DeliveryEvent) async {
         do {
             switch event.kind {
             case .started:
-                try ledger.markUploading(event.file, destination: destination, at: event.time)
+                // The attempt must be on disk before the upload starts: one transaction with what gathered.
+                try write(taking: [.uploading(event.file, destination: destination, at: event.time)], force: true)
             case .retrying(_, let failure, _):
-                try ledger.noteRetry(event.file, destination: destination, error: failure.message, at: event.time)
+                try write(taking: [.retryNote(event.file, destination: destination, error: failure.message, at: event.time)], force: false)
             case .synced(let receipt, _, let uploaded):
-                let entry = try ledger.entry(event.file, destination: destination)
-                try ledger.markSynced(event.file, destination: destination, receipt: receipt, size: event.size,
-                                      modificationTime: entry?.modificationTime ?? event.time, sha256: receipt.sha256, at: event.time)
+                let modificationTime = try planned[event.file]?.modificationTime ?? ledger.entry(event.file, destination: destination)?.modificationTime
+                try write(taking: [.synced(event.file, destination: destination, receipt: receipt, size: event.size,
+                                           modificationTime: modificationTime ?? event.time, sha256: receipt.sha256, at: event.time)], force: false)
                 tally.update { summary in
                     if uploaded {
                         summary.uploaded += 1
@@ -314,9 +333,9 @@ final class LedgerRecorder: @unchecked Sendable {
                 }
             case .failed(let failure):
                 if failure.isCancellation {
-                    try ledger.markInterrupted(event.file, destination: destination, at: event.time)
+                    try write(taking: [.interrupted(event.file, destination: destination, at: event.time)], force: false)
                 } else {
-                    try ledger.markFailed(event.file, destination: destination, failure: failure, retry: retry, at: event.time)
+                    try write(taking: [.failed(event.file, destination: destination, failure: failure, retry: retry, at: event.time)], force: false)
                     tally.update { summary in
                         summary.failed += 1
                         if failure.failureClass.isRetryable { summary.failedRetryable += 1 } else { summary.failedPermanently += 1 }
@@ -326,10 +345,37 @@ final class LedgerRecorder: @unchecked Sendable {
                 break
             }
         } catch {
-            logger.error("cannot write the state ledger: \(error)")
-            lock.withLock { if self.error == nil { self.error = error } }
+            fail(error)
         }
+        metrics.record(event)
         observe(event)
+    }
+
+    private func write(taking updates: [Ledger.Update], force: Bool) throws {
+        let toWrite: [Ledger.Update] = lock.withLock {
+            batch += updates
+            let due = force || batch.count >= 128 || Date().timeIntervalSince(lastFlush) >= 0.25
+            guard due else { return [] }
+            let all = batch
+            batch.removeAll(keepingCapacity: true)
+            lastFlush = Date()
+            return all
+        }
+        try ledger.apply(toWrite)
+    }
+
+    /// Writes whatever gathered (at the end of a destination's run).
+    func flush() {
+        do {
+            try write(taking: [], force: true)
+        } catch {
+            fail(error)
+        }
+    }
+
+    private func fail(_ error: any Error) {
+        logger.error("cannot write the state ledger: \(error)")
+        lock.withLock { if self.error == nil { self.error = error } }
     }
 
     /// Byte progress: written to the ledger about once a second per file, to observers about 4 times a second.

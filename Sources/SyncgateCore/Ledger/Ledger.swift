@@ -225,65 +225,53 @@ public final class Ledger: Sendable {
         }
     }
 
-    public func markUploading(_ file: FileKey, destination: String, at now: Date) throws {
+    /// One change to a row, applied with others in one transaction by ``apply(_:)``.
+    public enum Update: Sendable {
+        /// An attempt starts: `attempts + 1`. Must be durable before the upload begins.
+        case uploading(FileKey, destination: String, at: Date)
+        case progress(FileKey, destination: String, bytes: Int64)
+        /// A failed attempt that will be retried in this run: keep the error visible while waiting.
+        case retryNote(FileKey, destination: String, error: String, at: Date)
+        case synced(FileKey, destination: String, receipt: Receipt, size: Int64, modificationTime: Date, sha256: String?, at: Date)
+        /// A failure that ends this run's attempts (see ``markFailed(_:destination:failure:retry:at:)``).
+        case failed(FileKey, destination: String, failure: DeliveryFailure, retry: RetrySettings, at: Date)
+        /// A run stopped before this file's upload ended: it is pending again.
+        case interrupted(FileKey, destination: String, at: Date)
+    }
+
+    /// Applies updates in one transaction, in order.
+    public func apply(_ updates: [Update]) throws {
+        guard !updates.isEmpty else { return }
         try write { db in
-            try db.execute(sql: """
-                UPDATE files SET status = 'uploading', attempts = attempts + 1, last_attempt_at = ?, bytes_done = 0, updated_at = ?
-                WHERE source = ? AND path = ? AND destination = ?
-                """, arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
+            for update in updates { try Ledger.apply(update, in: db) }
         }
+    }
+
+    public func markUploading(_ file: FileKey, destination: String, at now: Date) throws {
+        try apply([.uploading(file, destination: destination, at: now)])
     }
 
     public func markProgress(_ file: FileKey, destination: String, bytes: Int64) throws {
-        try write { db in
-            try db.execute(sql: "UPDATE files SET bytes_done = ? WHERE source = ? AND path = ? AND destination = ?",
-                           arguments: [bytes, file.source, file.path, destination])
-        }
+        try apply([.progress(file, destination: destination, bytes: bytes)])
     }
 
-    /// A failed attempt that will be retried in this run: keep the error visible while waiting.
     public func noteRetry(_ file: FileKey, destination: String, error: String, at now: Date) throws {
-        try write { db in
-            try db.execute(sql: "UPDATE files SET last_error = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ?",
-                           arguments: [error, now.timeIntervalSince1970, file.source, file.path, destination])
-        }
+        try apply([.retryNote(file, destination: destination, error: error, at: now)])
     }
 
     public func markSynced(_ file: FileKey, destination: String, receipt: Receipt, size: Int64, modificationTime: Date, sha256: String?, at now: Date) throws {
-        let receiptText = String(decoding: try JSONEncoder().encode(receipt), as: UTF8.self)
-        try write { db in
-            try db.execute(sql: """
-                UPDATE files SET status = 'synced', last_error = NULL, error_class = NULL, error_code = NULL,
-                    next_retry_at = NULL, failed_runs = 0, first_failed_at = NULL, size = ?, mtime = ?, sha256 = ?,
-                    receipt = ?, bytes_done = size, synced_at = ?, updated_at = ?
-                WHERE source = ? AND path = ? AND destination = ?
-                """, arguments: [size, modificationTime.timeIntervalSince1970, sha256, receiptText, now.timeIntervalSince1970,
-                                 now.timeIntervalSince1970, file.source, file.path, destination])
-        }
+        try apply([.synced(file, destination: destination, receipt: receipt, size: size, modificationTime: modificationTime, sha256: sha256, at: now)])
     }
 
     /// Records a failure that ends this run's attempts. A retryable one gets its next retry time from the number of
     /// runs it has failed in (growing up to `max_retry_interval`, none after `give_up_after`); a permanent one is
     /// not retried automatically.
     public func markFailed(_ file: FileKey, destination: String, failure: DeliveryFailure, retry: RetrySettings, at now: Date) throws {
-        try write { db in
-            let row = try Row.fetchOne(db, sql: "SELECT failed_runs, first_failed_at FROM files WHERE source = ? AND path = ? AND destination = ?",
-                                       arguments: [file.source, file.path, destination])
-            let failedRuns = (row?["failed_runs"] as Int? ?? 0) + 1
-            let firstFailed = (row?["first_failed_at"] as Double?) ?? now.timeIntervalSince1970
-            var next: Double? = nil
-            if failure.failureClass.isRetryable {
-                let givenUp = now.timeIntervalSince1970 - firstFailed >= retry.giveUpAfter.seconds
-                if !givenUp { next = now.timeIntervalSince1970 + Ledger.retryInterval(failedRuns: failedRuns, retry: retry) }
-            }
-            try db.execute(sql: """
-                UPDATE files SET status = 'failed', last_error = ?, error_class = ?, error_code = ?, next_retry_at = ?,
-                    failed_runs = ?, first_failed_at = ?, bytes_done = 0, updated_at = ?
-                WHERE source = ? AND path = ? AND destination = ?
-                """, arguments: [Redactor.shared.redact(failure.message), failure.failureClass.isRetryable ? "retryable" : "permanent",
-                                 failure.code, next, failedRuns, firstFailed, now.timeIntervalSince1970,
-                                 file.source, file.path, destination])
-        }
+        try apply([.failed(file, destination: destination, failure: failure, retry: retry, at: now)])
+    }
+
+    public func markInterrupted(_ file: FileKey, destination: String, at now: Date) throws {
+        try apply([.interrupted(file, destination: destination, at: now)])
     }
 
     /// How long after its n-th failed run a file is tried again: 1 minute, doubling, up to `max_retry_interval`.
@@ -292,11 +280,48 @@ public final class Ledger: Sendable {
         return min(retry.maxRetryInterval.seconds, doubled)
     }
 
-    /// A run stopped (Ctrl-C) before this file's upload ended: it is pending again.
-    public func markInterrupted(_ file: FileKey, destination: String, at now: Date) throws {
-        try write { db in
-            try db.execute(sql: "UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ? WHERE source = ? AND path = ? AND destination = ? AND status != 'synced'",
-                           arguments: [now.timeIntervalSince1970, file.source, file.path, destination])
+    static func apply(_ update: Update, in db: Database) throws {
+        switch update {
+        case .uploading(let file, let destination, let now):
+            try db.cachedStatement(sql: """
+                UPDATE files SET status = 'uploading', attempts = attempts + 1, last_attempt_at = ?, bytes_done = 0, updated_at = ?
+                WHERE source = ? AND path = ? AND destination = ?
+                """).execute(arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
+        case .progress(let file, let destination, let bytes):
+            try db.cachedStatement(sql: "UPDATE files SET bytes_done = ? WHERE source = ? AND path = ? AND destination = ?")
+                .execute(arguments: [bytes, file.source, file.path, destination])
+        case .retryNote(let file, let destination, let error, let now):
+            try db.cachedStatement(sql: "UPDATE files SET last_error = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ?")
+                .execute(arguments: [Redactor.shared.redact(error), now.timeIntervalSince1970, file.source, file.path, destination])
+        case .synced(let file, let destination, let receipt, let size, let modificationTime, let sha256, let now):
+            let receiptText = String(decoding: try JSONEncoder().encode(receipt), as: UTF8.self)
+            try db.cachedStatement(sql: """
+                UPDATE files SET status = 'synced', last_error = NULL, error_class = NULL, error_code = NULL,
+                    next_retry_at = NULL, failed_runs = 0, first_failed_at = NULL, size = ?, mtime = ?, sha256 = ?,
+                    receipt = ?, bytes_done = ?, synced_at = ?, updated_at = ?
+                WHERE source = ? AND path = ? AND destination = ?
+                """).execute(arguments: [size, modificationTime.timeIntervalSince1970, sha256, Redactor.shared.redact(receiptText), size,
+                                         now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
+        case .failed(let file, let destination, let failure, let retry, let now):
+            let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT failed_runs, first_failed_at FROM files WHERE source = ? AND path = ? AND destination = ?"),
+                                       arguments: [file.source, file.path, destination])
+            let failedRuns = (row?["failed_runs"] as Int? ?? 0) + 1
+            let firstFailed = (row?["first_failed_at"] as Double?) ?? now.timeIntervalSince1970
+            var next: Double? = nil
+            if failure.failureClass.isRetryable {
+                let givenUp = now.timeIntervalSince1970 - firstFailed >= retry.giveUpAfter.seconds
+                if !givenUp { next = now.timeIntervalSince1970 + Ledger.retryInterval(failedRuns: failedRuns, retry: retry) }
+            }
+            try db.cachedStatement(sql: """
+                UPDATE files SET status = 'failed', last_error = ?, error_class = ?, error_code = ?, next_retry_at = ?,
+                    failed_runs = ?, first_failed_at = ?, bytes_done = 0, updated_at = ?
+                WHERE source = ? AND path = ? AND destination = ?
+                """).execute(arguments: [Redactor.shared.redact(failure.message), failure.failureClass.isRetryable ? "retryable" : "permanent",
+                                         failure.code, next, failedRuns, firstFailed, now.timeIntervalSince1970,
+                                         file.source, file.path, destination])
+        case .interrupted(let file, let destination, let now):
+            try db.cachedStatement(sql: "UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ? WHERE source = ? AND path = ? AND destination = ? AND status != 'synced'")
+                .execute(arguments: [now.timeIntervalSince1970, file.source, file.path, destination])
         }
     }
 

@@ -40,6 +40,15 @@ public struct DestinationSetup: @unchecked Sendable {
         return decoder.error(at: node.descend(steps) ?? node, keyPath: ConfigKey.text(path + steps), message)
     }
 
+    /// Warns (once, at load) when a file holding secrets can be read by other users of this machine.
+    public func warnIfReadableByOthers(_ path: String, what: String = "key file") {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              let permissions = attributes[.posixPermissions] as? Int else { return }
+        if permissions & 0o044 != 0 {
+            logger.warning("\(name): the \(what) \(path) can be read by other users (mode \(String(permissions, radix: 8))); run: chmod 600 \(path)")
+        }
+    }
+
     /// Resolves a path from the config against the config file's folder (absolute paths stay as they are;
     /// `~/` is the home folder).
     public func resolvePath(_ path: String) -> String {

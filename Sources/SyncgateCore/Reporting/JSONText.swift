@@ -15,8 +15,13 @@ public enum JSONText {
     /// RFC 3339 time with milliseconds, UTC.
     public static func time(_ date: Date?) -> Any {
         guard let date else { return NSNull() }
+        return formatterLock.withLock { formatter.string(from: date) }
+    }
+
+    private static let formatterLock = NSLock()
+    nonisolated(unsafe) private static let formatter: ISO8601DateFormatter = {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
-    }
+        return formatter
+    }()
 }

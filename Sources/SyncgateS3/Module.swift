@@ -1,1 +1,0 @@
-// The S3 module: see the issue that builds it.

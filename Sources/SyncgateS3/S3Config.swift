@@ -1,0 +1,71 @@
+import Foundation
+import SyncgateCore
+
+/// The `s3` destination's keys in `plugins.yaml` (snake_case). Credentials left out here come from the standard
+/// AWS environment variables (see ``S3Settings``).
+public struct S3Config: Decodable, Sendable {
+    public var endpoint: String?
+    public var region: String?
+    public var bucket: String
+    public var prefix: String
+    public var pathStyle: Bool?
+    public var accessKeyID: Secret?
+    public var secretAccessKey: Secret?
+    public var sessionToken: Secret?
+    public var multipart: S3MultipartConfig
+    public var storageClass: String?
+
+    enum CodingKeys: String, CodingKey {
+        case endpoint, region, bucket, prefix
+        case pathStyle = "path_style"
+        case accessKeyID = "access_key_id"
+        case secretAccessKey = "secret_access_key"
+        case sessionToken = "session_token"
+        case multipart
+        case storageClass = "storage_class"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        endpoint = try c.decodeIfPresent(String.self, forKey: .endpoint)
+        if let endpoint {
+            guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+                let host = url.host, !host.isEmpty
+            else {
+                throw ConfigValueError("'\(endpoint)' is not an http:// or https:// URL", key: CodingKeys.endpoint)
+            }
+            guard url.path.isEmpty || url.path == "/", url.query == nil else {
+                throw ConfigValueError("must be a scheme, host and port only (no path or query)", key: CodingKeys.endpoint)
+            }
+        }
+        region = try c.decodeIfPresent(String.self, forKey: .region)
+        if let region, region.isEmpty || region.contains(where: { $0 == "/" || $0.isWhitespace }) {
+            throw ConfigValueError("'\(region)' is not a region name", key: CodingKeys.region)
+        }
+        bucket = try c.decode(String.self, forKey: .bucket)
+        guard !bucket.isEmpty, !bucket.contains("/"), bucket.utf8.count <= 255 else {
+            throw ConfigValueError("must be a bucket name (not empty, no '/')", key: CodingKeys.bucket)
+        }
+        prefix = try c.decodeIfPresent(String.self, forKey: .prefix) ?? ""
+        if prefix.hasPrefix("/") {
+            throw ConfigValueError("must not start with '/' (S3 keys are relative to the bucket)", key: CodingKeys.prefix)
+        }
+        if prefix.utf8.count > 512 {
+            throw ConfigValueError("is longer than 512 bytes", key: CodingKeys.prefix)
+        }
+        pathStyle = try c.decodeIfPresent(Bool.self, forKey: .pathStyle)
+        accessKeyID = try c.decodeIfPresent(Secret.self, forKey: .accessKeyID)
+        secretAccessKey = try c.decodeIfPresent(Secret.self, forKey: .secretAccessKey)
+        sessionToken = try c.decodeIfPresent(Secret.self, forKey: .sessionToken)
+        if (accessKeyID == nil) != (secretAccessKey == nil) {
+            throw ConfigValueError(
+                "access_key_id and secret_access_key go together: set both, or neither to use the AWS environment variables",
+                key: accessKeyID == nil ? CodingKeys.accessKeyID : CodingKeys.secretAccessKey)
+        }
+        multipart = try c.decodeIfPresent(S3MultipartConfig.self, forKey: .multipart) ?? S3MultipartConfig()
+        storageClass = try c.decodeIfPresent(String.self, forKey: .storageClass)
+        if let storageClass, storageClass.isEmpty || !storageClass.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
+            throw ConfigValueError("'\(storageClass)' is not a storage class (e.g. STANDARD, STANDARD_IA)", key: CodingKeys.storageClass)
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import SyncgateCore
+
+/// An `s3` destination's resolved settings: where to connect, how to address the bucket, and the credentials
+/// (from the config, else from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`).
+public struct S3Settings: Sendable {
+    public var scheme: String
+    public var host: String
+    public var port: Int?
+    public var region: String
+    public var bucket: String
+    public var prefix: String
+    public var pathStyle: Bool
+    public var credentials: SigV4Credentials
+    public var multipart: S3MultipartConfig
+    public var storageClass: String?
+
+    /// The reason credentials could not be found (the factory turns it into a located config error).
+    public struct MissingCredentials: Error, CustomStringConvertible {
+        public var description: String {
+            "no credentials: set access_key_id and secret_access_key, or the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables"
+        }
+    }
+
+    public init(
+        endpoint: URL, region: String, bucket: String, prefix: String = "", pathStyle: Bool = true,
+        credentials: SigV4Credentials, multipart: S3MultipartConfig = S3MultipartConfig(), storageClass: String? = nil
+    ) {
+        scheme = endpoint.scheme?.lowercased() ?? "https"
+        host = endpoint.host ?? "localhost"
+        port = endpoint.port
+        self.region = region
+        self.bucket = bucket
+        self.prefix = prefix
+        self.pathStyle = pathStyle
+        self.credentials = credentials
+        self.multipart = multipart
+        self.storageClass = storageClass
+    }
+
+    public init(config: S3Config, environment: [String: String]) throws {
+        let region = config.region ?? environment["AWS_REGION"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? environment["AWS_DEFAULT_REGION"].flatMap { $0.isEmpty ? nil : $0 } ?? "us-east-1"
+        let endpoint = URL(string: config.endpoint ?? "https://s3.\(region).amazonaws.com")!
+        let credentials: SigV4Credentials
+        if let id = config.accessKeyID, let secret = config.secretAccessKey {
+            credentials = SigV4Credentials(accessKeyID: id, secretAccessKey: secret, sessionToken: config.sessionToken)
+        } else if let id = environment["AWS_ACCESS_KEY_ID"], !id.isEmpty,
+            let secret = environment["AWS_SECRET_ACCESS_KEY"], !secret.isEmpty
+        {
+            let token = config.sessionToken ?? environment["AWS_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : Secret($0) }
+            credentials = SigV4Credentials(accessKeyID: Secret(id), secretAccessKey: Secret(secret), sessionToken: token)
+        } else {
+            throw MissingCredentials()
+        }
+        let host = endpoint.host ?? ""
+        let isAWS = host.hasSuffix(".amazonaws.com")
+        // Virtual-hosted style needs a DNS-safe bucket name (dots break TLS wildcard certificates).
+        let dnsSafe = config.bucket.allSatisfy { ($0.isLowercase && $0.isASCII) || $0.isNumber || $0 == "-" }
+        let pathStyle = config.pathStyle ?? !isAWS || !dnsSafe
+        self.init(
+            endpoint: endpoint, region: region, bucket: config.bucket, prefix: config.prefix,
+            pathStyle: pathStyle || !dnsSafe, credentials: credentials, multipart: config.multipart,
+            storageClass: config.storageClass)
+    }
+
+    /// The Host header: the endpoint's host (prefixed with the bucket in virtual-hosted style) and its port when
+    /// it is not the scheme's default.
+    public var hostHeader: String {
+        var text = pathStyle ? host : "\(bucket).\(host)"
+        if host.contains(":") { text = "[\(text)]" }
+        if let port, !(scheme == "http" && port == 80), !(scheme == "https" && port == 443) { text += ":\(port)" }
+        return text
+    }
+
+    /// `scheme://host[:port]` of requests.
+    public var origin: String { "\(scheme)://\(hostHeader)" }
+
+    /// The encoded path of an object (or of the bucket when `key` is nil).
+    public func path(key: String?) -> String {
+        let bucketPart: String? = pathStyle ? bucket : nil
+        guard let key else { return bucketPart.map { "/" + S3URIEncoding.encode($0) } ?? "/" }
+        return S3URIEncoding.objectPath(bucket: bucketPart, key: key)
+    }
+
+    /// `s3://bucket/key`, for messages and receipts.
+    public func display(key: String) -> String { "s3://\(bucket)/\(key)" }
+}

@@ -1,1 +1,0 @@
-// The Sheets module: see the issue that builds it.

@@ -1,0 +1,235 @@
+import Foundation
+import Logging
+import SyncgateCore
+
+/// Delivers files as rows of a Google spreadsheet, through the Sheets API v4 (`values.append`, authorised by a
+/// service account) or through an Apps Script web app.
+///
+/// `rows: records` makes each CSV row / JSON object / NDJSON line one row; `rows: file` makes one row per file.
+/// Appends are made exactly once: every row carries a key (the configured `key` column, or the row id syncgate
+/// adds as the first column), the key column is read once per run and after any append whose outcome is
+/// unknown, and rows whose key is already in the sheet are not sent again.
+public struct SheetsDestination: Destination {
+    public static let registration = PluginRegistration(
+        type: "sheets", summary: "Google Sheets rows (Sheets API v4 values.append, or an Apps Script web app)"
+    ) { setup in
+        var config = try setup.decode(SheetsConfig.self)
+        if let file = config.credentialsFile { config.credentialsFile = setup.resolvePath(file) }
+        return SheetsDestination(name: setup.name, config: config, logger: setup.logger)
+    }
+
+    public let name: String
+    public let config: SheetsConfig
+    let logger: Logger
+    let transport: HTTPTransport
+    let tokens: OAuthTokenProvider?
+    let limiter: WriteRateLimiter
+    let dedup = RowDeduplicator()
+    let builder: RowBuilder
+
+    public init(name: String, config: SheetsConfig, logger: Logger = Logger(label: "syncgate.sheets")) {
+        self.name = name
+        self.config = config
+        self.logger = logger
+        let transport = HTTPTransport()
+        self.transport = transport
+        if let credentials = config.credentialsFile, !config.usesAppsScript {
+            tokens = OAuthTokenProvider(credentialsPath: credentials, transport: transport, timeout: config.requestTimeout)
+        } else {
+            tokens = nil
+        }
+        limiter = WriteRateLimiter(limit: config.writesPerWindow, window: config.writeWindow)
+        builder = RowBuilder(config: config)
+    }
+
+    var range: A1Range { (try? A1Range(parsing: config.range)) ?? (try! A1Range(parsing: "Sheet1")) }
+
+    var sheets: SheetsClient? {
+        guard let tokens, let id = config.spreadsheetID else { return nil }
+        return SheetsClient(apiBase: config.apiBase, spreadsheetID: id, tokens: tokens, transport: transport, timeout: config.requestTimeout)
+    }
+
+    var appsScript: AppsScriptClient? {
+        guard let url = config.appsScriptURL else { return nil }
+        return AppsScriptClient(url: url, secret: config.secret, transport: transport, timeout: config.requestTimeout)
+    }
+
+    // MARK: Destination
+
+    public func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
+        progress(0)
+        var delivery = Delivery(item: item)
+        switch config.rows {
+        case .file:
+            let row = builder.fileRow(item: item, syncedAt: Date())
+            try await send([row], columns: config.effectiveFileColumns, delivery: &delivery)
+        case .records:
+            guard let format = RecordFormat.forExtension(item.fileExtension) else {
+                throw DestinationError.permanent(
+                    "\(item.relativePath): rows: records reads .csv, .json, .ndjson and .jsonl files, not '.\(item.fileExtension)' (use rows: file for one row per file)",
+                    code: "unsupported-format")
+            }
+            // Pass 1 checks every record, so that a malformed line fails the file before any row is sent.
+            _ = try await forEachBatch(item, format: format) { _, _, _ in }
+            // Pass 2 streams the file again and sends it batch by batch.
+            let total = try await forEachBatch(item, format: format) { rows, columns, consumed in
+                try await send(rows, columns: columns, delivery: &delivery)
+                progress(consumed)
+            }
+            delivery.records = total
+        }
+        await dedup.delivered(file: item.remoteName)
+        progress(item.size)
+        return Receipt(remoteName: item.remoteName, detail: delivery.detail)
+    }
+
+    public func delete(remoteName: String) async throws {
+        throw DestinationError.permanent(
+            "the sheets destination only appends rows; delete the rows of \(remoteName) in the spreadsheet itself", code: "unsupported")
+    }
+
+    public func list() async throws -> RemoteListing {
+        guard let sheets, config.addsRowID else { return RemoteListing(entries: []) }
+        let ids = try await sheets.column(range: range.column(at: 0))
+        var names: [String] = []
+        var seen = Set<String>()
+        for id in ids where id != SheetsConfig.rowIDColumn {
+            guard let at = id.lastIndex(of: "@") else { continue }
+            let name = String(id[..<at])
+            if seen.insert(name).inserted { names.append(name) }
+        }
+        return RemoteListing(entries: names.map { RemoteListing.Entry(name: $0) })
+    }
+
+    public func finish() async {
+        await transport.shutdown()
+    }
+
+    // MARK: Sending
+
+    struct Delivery {
+        var item: UploadItem
+        var ranges: [String] = []
+        var appended = 0
+        var skipped = 0
+        var records = 0
+        var seenKeys = Set<String>()
+        var known: Set<String>?
+
+        var detail: String {
+            if ranges.isEmpty && skipped == 0 { return "no records in the file" }
+            if ranges.isEmpty { return "no new rows (\(skipped) already present)" }
+            var text = ranges.joined(separator: ";")
+            if skipped > 0 { text += " (\(skipped) rows already present)" }
+            return text
+        }
+    }
+
+    /// Streams the file's records in batches of `max_rows_per_request` rows, handing each batch, its columns and
+    /// the bytes read so far to `body`. Returns the number of records. A malformed record fails the file with
+    /// its line number.
+    @discardableResult
+    func forEachBatch(
+        _ item: UploadItem, format: RecordFormat, body: ([SheetRow], [String], Int64) async throws -> Void
+    ) async throws -> Int {
+        let reader = try RecordReader(path: item.absolutePath, format: format)
+        var columns: [String]?
+        var strict = false
+        var batch: [SheetRow] = []
+        var index = 0
+        do {
+            while let record = try reader.next() {
+                if columns == nil {
+                    if let header = reader.csvHeader { try builder.checkHeader(header) }
+                    columns = builder.columns(csvHeader: reader.csvHeader, firstRecord: record)
+                    strict = config.columns == nil && reader.csvHeader == nil
+                }
+                index += 1
+                batch.append(try builder.row(record: record, index: index, columns: columns!, strictColumns: strict, item: item))
+                if batch.count == config.maxRowsPerRequest {
+                    try await body(batch, columns!, reader.bytesConsumed)
+                    batch.removeAll(keepingCapacity: true)
+                }
+            }
+            if !batch.isEmpty { try await body(batch, columns ?? [], reader.bytesConsumed) }
+        } catch let error as RecordError {
+            throw DestinationError.permanent("\(item.relativePath): \(error)", code: "malformed-record")
+        }
+        return index
+    }
+
+    /// Runs one write inside the rate limit.
+    func limited<T: Sendable>(_ write: () async throws -> T) async throws -> T {
+        try await limiter.acquire()
+        do {
+            let result = try await write()
+            await limiter.release()
+            return result
+        } catch {
+            await limiter.release()
+            throw error
+        }
+    }
+
+    /// Sends rows not already in the sheet, as one append (the caller batches).
+    func send(_ rows: [SheetRow], columns: [String], delivery: inout Delivery) async throws {
+        var fresh: [SheetRow] = []
+        if let sheets {
+            if delivery.known == nil {
+                let recheck = await dedup.hadUnknownOutcome(file: delivery.item.remoteName)
+                if recheck {
+                    logger.info("rechecking the key column before sending \(delivery.item.relativePath) again", metadata: ["destination": "\(name)"])
+                }
+                let keyRange = range.column(at: config.keyColumnIndex)
+                do {
+                    delivery.known = try await dedup.keys(fresh: recheck) { try await sheets.column(range: keyRange) }
+                } catch let error as TransportError {
+                    throw DestinationError.retryable("values.get \(keyRange): \(error)", code: "connection")
+                }
+            }
+        }
+        for row in rows {
+            if delivery.known?.contains(row.key) == true || !delivery.seenKeys.insert(row.key).inserted {
+                delivery.skipped += 1
+                continue
+            }
+            fresh.append(row)
+        }
+        guard !fresh.isEmpty else { return }
+        let file = delivery.item.remoteName
+        let cells = fresh.map(\.cells)
+        do {
+            if let sheets {
+                let result = try await limited {
+                    try await sheets.append(range: config.range, rows: cells, valueInput: config.valueInput)
+                }
+                delivery.ranges.append(result.updatedRange)
+            } else if let appsScript {
+                let header = builder.header(recordColumns: columns)
+                let outcome = try await limited {
+                    try await appsScript.post(file: file, columns: header, keyIndex: config.keyColumnIndex, rows: cells)
+                }
+                delivery.ranges.append(outcome.range ?? "\(outcome.appended ?? fresh.count) rows via Apps Script")
+                if let skipped = outcome.skipped { delivery.skipped += skipped }
+            }
+        } catch let error as TransportError {
+            await dedup.outcomeUnknown(file: file)
+            throw DestinationError.retryable("append of \(fresh.count) rows: \(error) (the rows are checked before they are sent again)", code: "connection")
+        } catch let error as DestinationError {
+            if error.failureClass.isRetryable, error.code != "RESOURCE_EXHAUSTED", error.code != "http-429" {
+                // A 5xx may come after the write was applied.
+                await dedup.outcomeUnknown(file: file)
+            } else if error.code == "apps-script-refused" {
+                await dedup.outcomeUnknown(file: file)
+            }
+            throw error
+        } catch {
+            // Cancelled (the attempt timed out, the run was interrupted) while the request may have gone out.
+            await dedup.outcomeUnknown(file: file)
+            throw error
+        }
+        delivery.appended += fresh.count
+        // (The file's own keys are in delivery.seenKeys; the shared set learns them for the next files.)
+        await dedup.appended(fresh.map(\.key))
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+import NIOHTTP1
+import SyncgateCore
+
+/// Turns a Google API error answer (`{"error":{"code":403,"message":...,"status":"PERMISSION_DENIED"}}`) into a
+/// classified ``DestinationError`` carrying Google's own message.
+enum SheetsErrorMapper {
+    static func error(for answer: HTTPAnswer, operation: String) -> DestinationError {
+        let object = (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any]
+        let body = object?["error"] as? [String: Any]
+        let status = body?["status"] as? String
+        let googleMessage = (body?["message"] as? String) ?? OAuthTokenProvider.snippet(answer.text)
+        let code = status ?? "http-\(answer.status)"
+        let message = "\(operation): HTTP \(answer.status)\(status.map { " \($0)" } ?? ""): \(googleMessage)"
+        switch answer.status {
+        case 429, 500, 502, 503, 504, 408:
+            return .retryable(message, code: code, after: retryAfter(answer.headers))
+        default:
+            return .permanent(message, code: code)
+        }
+    }
+
+    /// `Retry-After` as seconds (delta form) or an HTTP date.
+    static func retryAfter(_ headers: HTTPHeaders) -> Duration? {
+        guard let raw = headers.first(name: "retry-after")?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
+        if let seconds = Double(raw), seconds >= 0, seconds.isFinite {
+            return .milliseconds(Int64(min(seconds, 3600) * 1000))
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        if let date = formatter.date(from: raw) {
+            let delta = max(0, min(date.timeIntervalSinceNow, 3600))
+            return .milliseconds(Int64(delta * 1000))
+        }
+        return nil
+    }
+}

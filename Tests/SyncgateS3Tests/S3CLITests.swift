@@ -1,0 +1,175 @@
+import Foundation
+import SyncgateTestSupport
+import Testing
+
+/// The real `syncgate` binary syncing to a moto S3 server on loopback (signature checking on), read back with boto3.
+@Suite("syncgate binary -> S3 (moto)", .enabled(if: S3TestGate.motoEnabled, S3TestGate.motoComment))
+struct S3CLITests {
+    static var binary: URL { TestPaths.executable("syncgate") }
+
+    /// A working folder with `plugins.yaml` and `outbox/`.
+    struct Workspace {
+        let dir: TemporaryDirectory
+        var environment: [String: String]
+
+        init(endpoint: String, bucket: String, environment: [String: String], extra: String = "") throws {
+            dir = try TemporaryDirectory("s3-cli")
+            self.environment = environment
+            try dir.write("plugins.yaml", """
+                version: 1
+                state: .syncgate/state.sqlite
+                sources:
+                  - name: outbox
+                    path: outbox
+                destinations:
+                  - name: bucket
+                    type: s3
+                    endpoint: \(endpoint)
+                    region: us-east-1
+                    bucket: \(bucket)
+                    prefix: outbox-
+                    access_key_id: ${S3_TEST_KEY}
+                    secret_access_key: ${S3_TEST_SECRET}
+                    concurrency: 4
+                    retry: { file: 1, artwork: 1, base_delay: 10ms, max_delay: 50ms }
+                    multipart: { threshold: 16MiB, part_size: 8MiB, concurrency: 4 }
+                \(extra)
+                routes:
+                  - match: ["**/*"]
+                    to: [bucket]
+                """)
+            try FileManager.default.createDirectory(at: dir.file("outbox"), withIntermediateDirectories: true)
+        }
+
+        func run(_ arguments: [String]) throws -> ProcessResult {
+            try ProcessRunner.run(
+                S3CLITests.binary, arguments + ["--config", dir.file("plugins.yaml").path], environment: environment,
+                currentDirectory: dir.url, timeout: 120)
+        }
+
+        static func events(_ stdout: String) -> [[String: Any]] {
+            stdout.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        }
+
+        static func summary(_ result: ProcessResult) -> [String: Any]? {
+            events(result.stdout).last { $0["event"] as? String == "summary" }
+        }
+
+        func status() throws -> [String: Any] {
+            let result = try run(["status", "--json"])
+            return (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any] ?? [:]
+        }
+    }
+
+    static func environment(_ server: S3TestServer) -> [String: String] {
+        ["S3_TEST_KEY": server.accessKeyID, "S3_TEST_SECRET": server.secretAccessKey]
+    }
+
+    @Test func syncReadBackResyncWithoutPutLsRm() throws {
+        let server = try S3TestServer(buckets: ["cli"])
+        defer { server.stop() }
+        let work = try Workspace(endpoint: server.endpoint, bucket: "cli", environment: Self.environment(server))
+        defer { work.dir.remove() }
+        let big = S3TestFiles.bytes(40 << 20, seed: 99)
+        let contents: [String: Data] = [
+            "a.txt": Data("alpha\n".utf8),
+            "dir/with space.txt": Data("spaced out".utf8),
+            "empty.txt": Data(),
+            "odd ~#.txt": S3TestFiles.bytes(70_000, seed: 5),
+            "big.bin": big,
+        ]
+        for (path, data) in contents { try work.dir.write("outbox/" + path, data) }
+
+        let first = try work.run(["sync", "--json"])
+        #expect(first.status == 0, "\(first.stderr)\n\(first.stdout.suffix(2000))")
+        #expect(Workspace.summary(first)?["uploaded"] as? Int == contents.count)
+
+        let readBack = try TemporaryDirectory("s3-cli-readback")
+        defer { readBack.remove() }
+        let stored = try server.objects(bucket: "cli", into: readBack.url)
+        #expect(Set(stored.keys) == Set(contents.keys.map { "outbox-" + $0 }))
+        for (path, data) in contents {
+            #expect(stored["outbox-" + path]?.data == data, "\(path): bytes read back with boto3")
+        }
+        #expect(server.requests("PUT").contains { $0.contains("partNumber=") }, "the 40 MiB file went as multipart")
+        #expect(try server.openMultipartUploads(bucket: "cli") == 0)
+
+        // Nothing changed: no PUT, no multipart, nothing uploaded.
+        let putsBefore = server.requests("PUT").count
+        let postsBefore = server.requests("POST").count
+        let second = try work.run(["sync", "--json"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(Workspace.summary(second)?["uploaded"] as? Int == 0)
+        #expect(server.requests("PUT").count == putsBefore, "a re-sync with no change issued a PUT")
+        #expect(server.requests("POST").count == postsBefore)
+
+        // A changed file is sent again, alone.
+        try work.dir.write("outbox/a.txt", "alpha, changed\n")
+        let third = try work.run(["sync", "--json"])
+        #expect(third.status == 0)
+        #expect(Workspace.summary(third)?["uploaded"] as? Int == 1)
+        #expect(server.requests("PUT").count == putsBefore + 1)
+
+        // ls lists through ListObjectsV2; rm deletes through DeleteObjects.
+        let ls = try work.run(["ls", "--destination", "bucket", "--json"])
+        #expect(ls.status == 0, "\(ls.stderr)")
+        for path in contents.keys { #expect(ls.stdout.contains("outbox-" + path), "ls shows \(path)") }
+        let rm = try work.run(["rm", "--destination", "bucket", "outbox-a.txt", "outbox-empty.txt"])
+        #expect(rm.status == 0, "\(rm.stderr)")
+        let after = try server.objects(bucket: "cli", into: readBack.file("after"))
+        #expect(after["outbox-a.txt"] == nil && after["outbox-empty.txt"] == nil)
+        #expect(after["outbox-big.bin"]?.data == big)
+
+        let everything = [first, second, third, ls, rm].map(\.output).joined()
+        #expect(!everything.contains(server.secretAccessKey), "the secret leaked into output")
+    }
+
+    @Test func wrongSecretFailsPermanentlyWithTheS3ErrorInStatus() throws {
+        let server = try S3TestServer(buckets: ["wrong"])
+        defer { server.stop() }
+        let wrongSecret = "Wrong/Secret+Key00000000000000000000000000"
+        let work = try Workspace(
+            endpoint: server.endpoint, bucket: "wrong",
+            environment: ["S3_TEST_KEY": server.accessKeyID, "S3_TEST_SECRET": wrongSecret])
+        defer { work.dir.remove() }
+        try work.dir.write("outbox/a.txt", "never arrives")
+        let result = try work.run(["sync", "--json"])
+        #expect(result.status == 1, "\(result.stderr)")
+        let status = try work.status()
+        let files = status["files"] as? [[String: Any]] ?? []
+        let file = try #require(files.first { ($0["path"] as? String)?.hasSuffix("a.txt") == true }, "\(status)")
+        #expect(file["status"] as? String == "failed")
+        #expect((file["last_error"] as? String)?.contains("SignatureDoesNotMatch") == true, "\(file)")
+        #expect(file["attempts"] as? Int == 1, "a permanent error is not retried")
+        let statusText = try work.run(["status", "--json"]).output
+        #expect(!(result.output + statusText).contains(wrongSecret))
+        #expect(server.requests("PUT").filter { $0.contains("/wrong/outbox-a.txt") }.count == 1, "one attempt only")
+    }
+
+    @Test func stoppedServerIsRetryableThenDeliveredAfterRestart() throws {
+        let port = Loopback.freePort()
+        var work = try Workspace(
+            endpoint: "http://127.0.0.1:\(port)", bucket: "restart",
+            environment: ["S3_TEST_KEY": "AKIAPLACEHOLDER00000", "S3_TEST_SECRET": "placeholder-secret"])
+        defer { work.dir.remove() }
+        try work.dir.write("outbox/later.txt", "delivered after the restart")
+        let down = try work.run(["sync", "--json"])
+        #expect(down.status == 75, "only retryable failures remain: \(down.stderr)")
+        let files = try work.status()["files"] as? [[String: Any]] ?? []
+        #expect(files.first?["status"] as? String == "failed")
+        #expect((files.first?["last_error"] as? String)?.contains("cannot reach http://127.0.0.1:\(port): connection refused") == true, "\(files)")
+        #expect(files.first?["error_class"] as? String == "retryable")
+        #expect(files.first?["attempts"] as? Int == 2, "retried once, as configured")
+
+        let server = try S3TestServer(port: port, buckets: ["restart"])
+        defer { server.stop() }
+        work.environment = Self.environment(server)
+        // The next scheduled attempt is a while away: ask for it now.
+        let up = try work.run(["retry", "--json"])
+        #expect(up.status == 0, "\(up.stderr)\n\(up.stdout)")
+        #expect(Workspace.summary(up)?["uploaded"] as? Int == 1)
+        let readBack = try TemporaryDirectory("s3-restart")
+        defer { readBack.remove() }
+        #expect(try server.objects(bucket: "restart", into: readBack.url)["outbox-later.txt"]?.data == Data("delivered after the restart".utf8))
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+/// The fault-injecting TCP proxy (`Tests/FaultProxy/fault_proxy.py`) between syncgate and a loopback server.
+/// Start it with ``start(target:)``, set faults with ``set(_:)``, and always ``stop()`` it.
+public final class FaultProxy: @unchecked Sendable {
+    public let port: Int
+    public let controlPort: Int
+    private let process: Process
+
+    public static let script = TestPaths.packageRoot.appendingPathComponent("Tests/FaultProxy/fault_proxy.py")
+
+    private init(port: Int, controlPort: Int, process: Process) {
+        self.port = port
+        self.controlPort = controlPort
+        self.process = process
+    }
+
+    /// Starts a proxy in front of 127.0.0.1:targetPort.
+    public static func start(targetPort: Int) throws -> FaultProxy {
+        guard let python = ProcessRunner.which("python3") else { throw ProxyError("python3 is not installed") }
+        let port = Loopback.freePort()
+        var control = Loopback.freePort()
+        while control == port { control = Loopback.freePort() }
+        let process = try ProcessRunner.start(python, [script.path, "--listen", "\(port)", "--target", "127.0.0.1:\(targetPort)", "--control", "\(control)"])
+        guard Loopback.waitForListener(port: control, timeout: 20) else {
+            process.terminate()
+            throw ProxyError("the fault proxy did not start")
+        }
+        return FaultProxy(port: port, controlPort: control, process: process)
+    }
+
+    public struct ProxyError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// A fault for the next `count` connections (nil: until changed). See the script for the modes.
+    public func set(_ fault: [String: Any]) throws {
+        _ = try request("POST", "/fault", body: try JSONSerialization.data(withJSONObject: fault))
+    }
+
+    /// Forward everything again.
+    public func pass() throws { _ = try request("POST", "/pass", body: Data()) }
+
+    /// What happened to each connection so far.
+    public func log() throws -> [[String: Any]] {
+        let text = String(decoding: try request("GET", "/log", body: Data()), as: UTF8.self)
+        return text.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+    }
+
+    public func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { stop() }
+
+    /// A minimal blocking HTTP/1.1 request to the control port.
+    private func request(_ method: String, _ path: String, body: Data) throws -> Data {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(controlPort).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw ProxyError("cannot reach the fault proxy's control port") }
+        var message = Data("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8)
+        message.append(body)
+        _ = message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        var response = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            response.append(contentsOf: buffer[0..<n])
+        }
+        guard let split = response.range(of: Data("\r\n\r\n".utf8)) else { throw ProxyError("bad answer from the fault proxy") }
+        return response[split.upperBound...]
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+
+/// A moto S3 server on a free loopback port, started by a test and stopped by it (``stop()``, also on failure:
+/// call it from a `defer`). With `auth: true` signature checking is switched on: an IAM user with an `s3:*`
+/// policy and an access key are created through moto's IAM API, then `/moto-api/reset-auth` turns checking on.
+/// Reads back go through boto3 (an independent client), run by `python3`.
+public final class S3TestServer: @unchecked Sendable {
+    public let port: Int
+    public let logFile: URL
+    public private(set) var accessKeyID: String
+    public private(set) var secretAccessKey: String
+    private var process: Process?
+    private let python: URL
+
+    public var endpoint: String { "http://127.0.0.1:\(port)" }
+
+    /// Why moto cannot be used here, or nil when it can.
+    public static var unavailableReason: String? {
+        guard let python = ProcessRunner.which("python3") else { return "python3 is not installed (run scripts/test-deps)" }
+        let check = try? ProcessRunner.run(python, ["-c", "import moto, boto3, werkzeug, flask"], timeout: 60)
+        if check?.status != 0 {
+            return "moto[server] and boto3 are not installed for python3 (run scripts/test-deps)"
+        }
+        return nil
+    }
+
+    /// Starts moto on `port` (a free one by default) and waits (at most 30 s) until it listens.
+    public init(port: Int? = nil, auth: Bool = true, buckets: [String] = []) throws {
+        guard let python = ProcessRunner.which("python3") else { throw S3TestServerError("python3 not found") }
+        self.python = python
+        self.port = port ?? Loopback.freePort()
+        self.logFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("moto-\(self.port)-\(UUID().uuidString.prefix(6)).log")
+        self.accessKeyID = "testing"
+        self.secretAccessKey = "testing"
+        try launch()
+        do {
+            let result = try helper(["setup", String(self.port), auth ? "1" : "0"] + buckets, credentials: false)
+            let answer = try JSONSerialization.jsonObject(with: Data(result.utf8)) as? [String: String] ?? [:]
+            if let id = answer["access_key_id"], let secret = answer["secret_access_key"] {
+                accessKeyID = id
+                secretAccessKey = secret
+            }
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    private func launch() throws {
+        let script = "from moto.server import main; import sys; sys.argv=['moto_server','-H','127.0.0.1','-p','\(port)']; main()"
+        process = try ProcessRunner.start(python, ["-c", script], environment: ["PYTHONUNBUFFERED": "1"], logFile: logFile)
+        guard Loopback.waitForListener(port: port, timeout: 30) else {
+            let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+            stop()
+            throw S3TestServerError("moto did not listen on 127.0.0.1:\(port) within 30 s: \(log.suffix(500))")
+        }
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. Idempotent.
+    public func stop() {
+        guard let process else { return }
+        self.process = nil
+        if process.isRunning {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+
+    /// The server's log so far (werkzeug prints one line per request: `"PUT /bucket/key HTTP/1.1" 200 -`).
+    public func log() -> String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// Request lines of the log with this method (`PUT`, `GET`, `HEAD`, `POST`, `DELETE`).
+    public func requests(_ method: String) -> [String] {
+        log().split(separator: "\n").map(String.init).filter { $0.contains("\"\(method) /") }
+    }
+
+    /// One object as boto3 reads it back.
+    public struct StoredObject: Sendable {
+        public var key: String
+        public var size: Int64
+        public var data: Data
+        public var metadata: [String: String]
+    }
+
+    /// Every object of `bucket`, downloaded with boto3 (files under `folder`, one per object).
+    public func objects(bucket: String, into folder: URL) throws -> [String: StoredObject] {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let text = try helper(["dump", String(port), bucket, folder.path])
+        guard let list = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]] else {
+            throw S3TestServerError("unreadable dump: \(text.prefix(300))")
+        }
+        var result: [String: StoredObject] = [:]
+        for entry in list {
+            guard let key = entry["key"] as? String, let file = entry["file"] as? String else { continue }
+            let data = try Data(contentsOf: URL(fileURLWithPath: file))
+            result[key] = StoredObject(
+                key: key, size: (entry["size"] as? NSNumber)?.int64Value ?? -1, data: data,
+                metadata: entry["metadata"] as? [String: String] ?? [:])
+        }
+        return result
+    }
+
+    /// Multipart uploads still open in `bucket` (orphans, if any).
+    public func openMultipartUploads(bucket: String) throws -> Int {
+        Int(try helper(["uploads", String(port), bucket]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    /// Puts an object with boto3 (an object another tool wrote).
+    public func put(bucket: String, key: String, file: URL) throws {
+        _ = try helper(["put", String(port), bucket, key, file.path])
+    }
+
+    private func helper(_ arguments: [String], credentials: Bool = true) throws -> String {
+        var environment = ["AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"]
+        environment["AWS_ACCESS_KEY_ID"] = credentials ? accessKeyID : "testing"
+        environment["AWS_SECRET_ACCESS_KEY"] = credentials ? secretAccessKey : "testing"
+        let result = try ProcessRunner.run(python, ["-c", S3TestServer.script] + arguments, environment: environment, timeout: 120)
+        guard result.status == 0 else {
+            throw S3TestServerError("boto3 helper \(arguments.first ?? "") failed (\(result.status)): \(result.stderr.suffix(1500))")
+        }
+        return result.stdout
+    }
+
+    static let script = #"""
+import json, os, sys, urllib.request
+import boto3
+from botocore.config import Config
+
+cmd, port = sys.argv[1], sys.argv[2]
+url = "http://127.0.0.1:%s" % port
+def client(service):
+    return boto3.client(service, endpoint_url=url, region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+
+if cmd == "setup":
+    auth = sys.argv[3] == "1"
+    s3 = client("s3")
+    for bucket in sys.argv[4:]:
+        s3.create_bucket(Bucket=bucket)
+    answer = {}
+    if auth:
+        iam = client("iam")
+        iam.create_user(UserName="syncgate")
+        iam.put_user_policy(UserName="syncgate", PolicyName="s3-all", PolicyDocument=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": ["s3:*"], "Resource": "*"}]}))
+        key = iam.create_access_key(UserName="syncgate")["AccessKey"]
+        answer = {"access_key_id": key["AccessKeyId"], "secret_access_key": key["SecretAccessKey"]}
+        request = urllib.request.Request(url + "/moto-api/reset-auth", data=b"0", method="POST",
+                                         headers={"Content-Type": "text/plain"})
+        urllib.request.urlopen(request, timeout=30).read()
+    print(json.dumps(answer))
+elif cmd == "dump":
+    bucket, folder = sys.argv[3], sys.argv[4]
+    s3 = client("s3")
+    out = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for item in page.get("Contents", []):
+            path = os.path.join(folder, "obj-%d" % len(out))
+            answer = s3.get_object(Bucket=bucket, Key=item["Key"])
+            with open(path, "wb") as f:
+                for chunk in answer["Body"].iter_chunks(1 << 20):
+                    f.write(chunk)
+            out.append({"key": item["Key"], "size": item["Size"], "file": path,
+                        "metadata": answer.get("Metadata", {})})
+    print(json.dumps(out))
+elif cmd == "uploads":
+    s3 = client("s3")
+    print(len(s3.list_multipart_uploads(Bucket=sys.argv[3]).get("Uploads", [])))
+elif cmd == "put":
+    s3 = client("s3")
+    with open(sys.argv[5], "rb") as f:
+        s3.put_object(Bucket=sys.argv[3], Key=sys.argv[4], Body=f)
+    print("ok")
+"""#
+}
+
+public struct S3TestServerError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,188 @@
+import Foundation
+
+/// The loopback Sheets server of the tests (`Tests/SheetsServer/sheets_server.py`): the Sheets API v4 values
+/// methods, an OAuth2 token endpoint verifying RS256 JWTs, and an Apps Script web app. It generates a throwaway
+/// service-account key at start (``keyFile``). Always ``stop()`` it (use `defer`).
+public final class SheetsTestServer: @unchecked Sendable {
+    public let port: Int
+    public let directory: TemporaryDirectory
+    public let keyFile: URL
+    public let logFile: URL
+    private let process: Process
+
+    public static var script: URL { TestPaths.packageRoot.appendingPathComponent("Tests/SheetsServer/sheets_server.py") }
+
+    /// Why the server cannot run here (no python3, or no `cryptography`), or nil when it can.
+    public static let unavailableReason: String? = {
+        guard let python = ProcessRunner.which("python3") else { return "python3 is not installed" }
+        guard let result = try? ProcessRunner.run(python, ["-c", "import cryptography"], timeout: 30), result.status == 0 else {
+            return "python3 has no `cryptography` module (run scripts/test-deps.d/sheets.sh)"
+        }
+        return nil
+    }()
+
+    /// True when tests that need the server should run (available, or required by `SYNCGATE_REQUIRE_SERVERS=1`,
+    /// in which case starting it fails the test).
+    public static var shouldRun: Bool { unavailableReason == nil || TestPaths.serversRequired }
+
+    public init(
+        spreadsheets: [String] = ["test-spreadsheet"], forbidden: [String] = [], writeQuota: Int = 0, quotaWindow: Double = 60,
+        retryAfter: Int = 0, tokenTTL: Int = 3600, appsScriptSecret: String? = nil
+    ) throws {
+        if let reason = SheetsTestServer.unavailableReason { throw SheetsTestServerError(message: "cannot start the Sheets test server: \(reason)") }
+        port = Loopback.freePort()
+        directory = try TemporaryDirectory("sheets-server")
+        keyFile = directory.file("service-account.json")
+        logFile = directory.file("server.log")
+        var arguments = [
+            SheetsTestServer.script.path, "--port", String(port), "--write-key", keyFile.path, "--write-quota", String(writeQuota),
+            "--quota-window", String(quotaWindow), "--retry-after", String(retryAfter), "--token-ttl", String(tokenTTL),
+        ]
+        for id in spreadsheets { arguments += ["--spreadsheet", id] }
+        for id in forbidden { arguments += ["--forbidden", id] }
+        if let appsScriptSecret { arguments += ["--apps-script-secret", appsScriptSecret] }
+        process = try ProcessRunner.start(ProcessRunner.which("python3")!, ["-u"] + arguments, logFile: logFile)
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if !process.isRunning { break }
+            if FileManager.default.fileExists(atPath: keyFile.path), Loopback.isListening(port: port) { return }
+            usleep(50_000)
+        }
+        let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+        stop()
+        throw SheetsTestServerError(message: "the Sheets test server did not start on port \(port): \(log)")
+    }
+
+    deinit { stop() }
+
+    public func stop() {
+        if process.isRunning {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        directory.remove()
+    }
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    public func appsScriptURL(deployment: String = "AKfycbTEST") -> String { "\(baseURL)/macros/s/\(deployment)/exec" }
+
+    // MARK: Control
+
+    @discardableResult
+    public func control(_ method: String, _ name: String, _ body: [String: Any]? = nil) throws -> Any {
+        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) }
+        let answer = try SheetsTestServer.request(port: port, method: method, path: "/_control/\(name)", body: data)
+        guard answer.status == 200 else { throw SheetsTestServerError(message: "control \(name): HTTP \(answer.status)") }
+        return try JSONSerialization.jsonObject(with: answer.body)
+    }
+
+    /// Queues a fault: `["kind": "status", "status": 429, "count": 1, "retry_after": 1]`,
+    /// `["kind": "drop_after_append"]`, `["kind": "apps_script_html"]`, `["kind": "apps_script_not_ok", "message": ...]`.
+    public func fault(_ fault: [String: Any]) throws { try control("POST", "fault", fault) }
+
+    public func expireTokens() throws { try control("POST", "expire-tokens") }
+
+    /// The sheet's rows as stored (cells as sent).
+    public func rows(spreadsheet: String = "test-spreadsheet", sheet: String = "Sheet1") throws -> [[Any]] {
+        let path = "sheet?spreadsheet=\(spreadsheet)&sheet=\(sheet.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? sheet)"
+        let object = try control("GET", path) as? [String: Any]
+        return object?["values"] as? [[Any]] ?? []
+    }
+
+    /// The sheet's rows as text (numbers and booleans as JSON would print them).
+    public func textRows(spreadsheet: String = "test-spreadsheet", sheet: String = "Sheet1") throws -> [[String]] {
+        try rows(spreadsheet: spreadsheet, sheet: sheet).map { row in
+            row.map { cell in
+                if let s = cell as? String { return s }
+                if let n = cell as? NSNumber {
+                    if String(cString: n.objCType) == "c" { return n.boolValue ? "true" : "false" }
+                    return n.stringValue
+                }
+                return "\(cell)"
+            }
+        }
+    }
+
+    public func stats() throws -> [String: Int] {
+        let object = try control("GET", "stats") as? [String: Any] ?? [:]
+        return object.compactMapValues { ($0 as? NSNumber)?.intValue }
+    }
+
+    /// Every Sheets API request the server answered (or dropped): method, methodId, query, request, status, response.
+    public func requestLog() throws -> [[String: Any]] {
+        let object = try control("GET", "log") as? [String: Any]
+        return object?["requests"] as? [[String: Any]] ?? []
+    }
+
+    /// The server's own table of accepted and required parameters per method.
+    public func spec() throws -> [String: Any] {
+        try control("GET", "spec") as? [String: Any] ?? [:]
+    }
+
+    // MARK: Raw HTTP (a minimal blocking HTTP/1.1 client over a loopback socket)
+
+    public struct Answer: Sendable {
+        public var status: Int
+        public var headers: [String: String]
+        public var body: Data
+        public var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    public static func request(
+        port: Int, method: String, path: String, headers: [String: String] = [:], body: Data? = nil, timeout: TimeInterval = 10
+    ) throws -> Answer {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SheetsTestServerError(message: "socket failed") }
+        defer { close(fd) }
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw SheetsTestServerError(message: "cannot connect to 127.0.0.1:\(port)") }
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += "Content-Length: \(body?.count ?? 0)\r\n\r\n"
+        var out = Data(head.utf8)
+        if let body { out.append(body) }
+        try out.withUnsafeBytes { raw in
+            var sent = 0
+            while sent < raw.count {
+                let n = send(fd, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
+                guard n > 0 else { throw SheetsTestServerError(message: "send failed") }
+                sent += n
+            }
+        }
+        var received = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            received.append(contentsOf: buffer[0..<n])
+        }
+        guard let split = received.range(of: Data("\r\n\r\n".utf8)) else {
+            throw SheetsTestServerError(message: "no HTTP answer from 127.0.0.1:\(port)\(path)")
+        }
+        let headText = String(decoding: received[..<split.lowerBound], as: UTF8.self)
+        var lines = headText.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ")
+        let status = statusLine.count > 1 ? Int(statusLine[1]) ?? 0 : 0
+        var parsed: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            parsed[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return Answer(status: status, headers: parsed, body: Data(received[split.upperBound...]))
+    }
+}
+
+public struct SheetsTestServerError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# What the core's tests need: sqlite3 (to make a foreign database) and setpriv (to test an unreadable file as root).
+set -euo pipefail
+need=()
+command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "please install: ${need[*]}" >&2
+    exit 1
+  fi
+fi
