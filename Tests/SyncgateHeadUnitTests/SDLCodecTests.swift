@@ -127,6 +127,11 @@ struct SDLCodecTests {
         running.update(data[0..<3333])
         running.update(data[3333...])
         #expect(running.value == CRC32.checksum(data))
+        for split in [0, 1, 7, 8, 3333, 9_999, 10_000] {
+            let a = CRC32.checksum(data[0..<split])
+            let b = CRC32.checksum(data[split...])
+            #expect(CRC32.combine(a, b, length: 10_000 - split) == CRC32.checksum(data), "split \(split)")
+        }
     }
 
     @Test("headers of every version round-trip")
