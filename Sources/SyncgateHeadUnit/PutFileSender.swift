@@ -85,6 +85,7 @@ struct PutFileSender {
             let response = try SDLResponse(try await entry.future.get())
             guard response.code.isSuccess else {
                 await connection.noteNoneRejectionIf(response.code)
+                await connection.noteResult(response.code)
                 throw ResultClassifier.error(
                     response.code, info: response.info, function: "PutFile",
                     subject: "\"\(remoteName)\" at offset \(entry.start) of \(size)", hmiLevel: await connection.hmiLevel)

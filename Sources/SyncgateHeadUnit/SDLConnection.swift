@@ -289,7 +289,16 @@ actor SDLConnection {
         _ functionID: UInt32, _ parameters: [String: JSONValue], bulk: ByteBuffer = ByteBuffer()
     ) async throws -> SDLResponse {
         let future = try await send(functionID, parameters, bulk: bulk)
-        return try SDLResponse(try await future.get())
+        let response = try SDLResponse(try await future.get())
+        noteResult(response.code)
+        return response
+    }
+
+    /// A head unit that says the app is not registered has dropped the session: start afresh next time.
+    func noteResult(_ code: ResultCode) {
+        if code == .applicationNotRegistered {
+            markClosed(.retryable("the head unit no longer has the app registered", code: "APPLICATION_NOT_REGISTERED"))
+        }
     }
 
     // MARK: Session
