@@ -12,6 +12,11 @@ final class SimulatorSession: ChannelInboundHandler {
     let registry: SessionRegistry
     private var channel: Channel?
     var sessionChannel: Channel? { channel }
+    var isRegistered: Bool { registered }
+    func forgetRegistration() {
+        registered = false
+        level = "NONE"
+    }
     private var assembler: MessageAssembler
     private var version: UInt8 = 1
     private let sessionID: UInt8 = 1
@@ -432,6 +437,15 @@ final class SimulatorSession: ChannelInboundHandler {
 }
 
 extension SimulatorSession {
+    /// Drops the app's registration (control port "unregister"): with OnAppInterfaceUnregistered, or
+    /// silently so that the next request is answered APPLICATION_NOT_REGISTERED.
+    func unregisterApp(notify sendNotification: Bool) {
+        guard isRegistered else { return }
+        forgetRegistration()
+        SimulatorLog.line("UNREGISTERED by control\(sendNotification ? "" : " (silently)")")
+        if sendNotification { notify(FunctionID.onAppInterfaceUnregistered, ["reason": .string("IGNITION_OFF")]) }
+    }
+
     /// Drops the connection (control port "ignition-off").
     func closeConnection() {
         sessionChannel?.close(promise: nil)
