@@ -59,6 +59,7 @@ final class SimulatorSession: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = Self.unwrapInboundIn(data)
+        if settings.verbose { SimulatorLog.line("FRAME \(frame.header)") }
         if frame.header.frameType != .control && frame.header.messageID == 0 && frame.header.version > 1 {
             // Core silently drops a non-control frame with message id 0.
             SimulatorLog.line("DROP frame with message id 0")
