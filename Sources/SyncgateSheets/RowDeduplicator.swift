@@ -47,6 +47,8 @@ actor RowDeduplicator {
     func outcomeUnknown(file: String) {
         unknownOutcome.insert(file)
         known = nil
+        // A read already under way may have started before that append landed: the next caller starts anew.
+        loading = nil
     }
 
     func hadUnknownOutcome(file: String) -> Bool { unknownOutcome.contains(file) }

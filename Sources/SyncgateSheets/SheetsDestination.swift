@@ -14,7 +14,10 @@ public struct SheetsDestination: Destination {
         type: "sheets", summary: "Google Sheets rows (Sheets API v4 values.append, or an Apps Script web app)"
     ) { setup in
         var config = try setup.decode(SheetsConfig.self)
-        if let file = config.credentialsFile { config.credentialsFile = setup.resolvePath(file) }
+        if let file = config.credentialsFile {
+            config.credentialsFile = setup.resolvePath(file)
+            setup.warnIfReadableByOthers(setup.resolvePath(file), what: "service-account key file")
+        }
         return SheetsDestination(name: setup.name, config: config, logger: setup.logger)
     }
 
@@ -90,7 +93,12 @@ public struct SheetsDestination: Destination {
 
     public func list() async throws -> RemoteListing {
         guard let sheets, config.addsRowID else { return RemoteListing(entries: []) }
-        let ids = try await sheets.column(range: range.column(at: 0))
+        let ids: [String]
+        do {
+            ids = try await sheets.column(range: range.column(at: 0))
+        } catch let error as TransportError {
+            throw DestinationError.retryable("values.get \(range.column(at: 0)): \(error)", code: "connection")
+        }
         var names: [String] = []
         var seen = Set<String>()
         for id in ids where id != SheetsConfig.rowIDColumn {

@@ -21,6 +21,7 @@ Modes:
 import argparse
 import asyncio
 import json
+import signal
 import socket
 import struct
 import sys
@@ -200,6 +201,8 @@ async def control(proxy, reader, writer):
 
 
 async def main():
+    # Started from a test runner's worker thread, this process may inherit SIGTERM and SIGINT blocked.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     parser = argparse.ArgumentParser()
     parser.add_argument("--listen", type=int, required=True)
     parser.add_argument("--target", required=True)

@@ -135,8 +135,8 @@ struct EndToEndTests {
             usleep(useconds_t(delay * 1_000_000))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            #expect(process.terminationReason == .uncaughtSignal)
             if index == 0 {
+                #expect(process.terminationReason == .uncaughtSignal)
                 let delivered = FileManager.default.enumerator(atPath: dir.file("synced").path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".bin") }.count ?? 0
                 #expect(delivered < 400, "the first run must be cut off mid-way for this test to mean anything")
             }

@@ -41,7 +41,10 @@ public final class SheetsTestServer: @unchecked Sendable {
         for id in spreadsheets { arguments += ["--spreadsheet", id] }
         for id in forbidden { arguments += ["--forbidden", id] }
         if let appsScriptSecret { arguments += ["--apps-script-secret", appsScriptSecret] }
-        process = try ProcessRunner.start(ProcessRunner.which("python3")!, ["-u"] + arguments, logFile: logFile)
+        let logFile = self.logFile
+        process = try SheetsTestServer.withTerminationSignalsUnblocked {
+            try ProcessRunner.start(ProcessRunner.which("python3")!, ["-u"] + arguments, logFile: logFile)
+        }
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if !process.isRunning { break }
@@ -63,6 +66,20 @@ public final class SheetsTestServer: @unchecked Sendable {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
         directory.remove()
+    }
+
+    /// Runs `body` (which starts a process) with SIGTERM and SIGINT unblocked on this thread, so that the child
+    /// does not inherit them blocked (worker threads of the test runner block signals; a child started from one
+    /// then ignores `terminate()`). The thread's mask is restored afterwards.
+    public static func withTerminationSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGTERM)
+        sigaddset(&set, SIGINT)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_UNBLOCK, &set, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        return try body()
     }
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
