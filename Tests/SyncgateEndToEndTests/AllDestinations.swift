@@ -111,8 +111,9 @@ final class AllDestinations {
         files[path] = data
     }
 
-    func run(_ arguments: [String], timeout: TimeInterval = 300) throws -> ProcessResult {
-        try ProcessRunner.run(TestPaths.executable("syncgate"), arguments, environment: environment, currentDirectory: dir.url, timeout: timeout)
+    func run(_ arguments: [String], timeout: TimeInterval = 300, overriding: [String: String] = [:]) throws -> ProcessResult {
+        try ProcessRunner.run(TestPaths.executable("syncgate"), arguments, environment: environment.merging(overriding) { $1 },
+                              currentDirectory: dir.url, timeout: timeout)
     }
 
     func start(_ arguments: [String]) throws -> Process {
