@@ -325,4 +325,18 @@ struct HeadUnitDestinationTests {
             await destination.finish()
         }
     }
+
+    @Test("finish does not wait out a head unit that stopped answering")
+    func finishIsBounded() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let destination = HeadUnitFixtures.destination(sim, responseTimeout: .seconds(30))
+            _ = try await destination.upload(try files.item("f.png", HeadUnitFixtures.bytes(10, seed: 1))) { _ in }
+            #expect(try sim.control("delay 20000") == "ok")
+            let started = ContinuousClock.now
+            await destination.finish()
+            #expect(ContinuousClock.now - started < .seconds(10))
+        }
+    }
 }
