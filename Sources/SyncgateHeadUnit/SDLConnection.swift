@@ -104,6 +104,8 @@ actor SDLConnection {
             } catch {
                 markClosed(.retryable("the head unit sent a malformed frame: \(error)", code: "protocol-error"))
             }
+        case .failed(let error as SDLError):
+            markClosed(.retryable("the head unit sent a frame this gateway refuses: \(error)", code: "protocol-error"))
         case .failed(let error):
             markClosed(.retryable("connection to the head unit at \(endpoint) failed: \(error)", code: "connection-lost"))
         case .closed:
