@@ -126,12 +126,9 @@ public final class HeadUnitDestination: Destination {
         }
         let candidates = items.filter { rejected[$0.remoteName] == nil }
         guard !candidates.isEmpty else { return rejected }
-        let connection: SDLConnection
-        do {
-            connection = try await link.current()
-        } catch {
-            // The uploads will meet the same error and report it per file.
-            logger.debug("space check skipped: \(error)")
+        // Without a head unit the uploads meet the connection error themselves and report it per file.
+        guard let connection = await link.currentUnlessRecentlyFailed() else {
+            logger.debug("space check skipped: no connection to the head unit")
             return rejected
         }
         guard var remaining = await connection.spaceAvailable else { return rejected }
