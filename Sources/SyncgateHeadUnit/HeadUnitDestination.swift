@@ -35,6 +35,9 @@ public final class HeadUnitDestination: Destination {
     /// Sessions established so far (tests and diagnostics).
     public var sessionCount: Int { get async { await link.sessions } }
 
+    /// A new SDL session (after a dropped link) lets a file's failure count start afresh, as the SDL libraries do.
+    public var connectionGeneration: Int { get async { await link.sessions } }
+
     static func checkName(_ name: String) throws {
         guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
             throw DestinationError.permanent("\"\(name)\" is not a valid head-unit file name (no \"/\", not \".\" or \"..\")", code: "INVALID_NAME")

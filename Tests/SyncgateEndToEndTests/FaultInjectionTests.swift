@@ -129,7 +129,7 @@ struct FaultInjectionTests {
 
         func start() throws -> (Process, URL) {
             let out = dir.file("events.jsonl")
-            FileManager.default.createFile(atPath: out.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: out.path, contents: nil)
             let process = Process()
             process.executableURL = TestPaths.executable("syncgate")
             process.arguments = ["sync", "--json"]
