@@ -129,14 +129,7 @@ final class S3Client: @unchecked Sendable {
 
     /// `Retry-After`: delay-seconds or an HTTP date (RFC 9110); nil when unreadable.
     static func retryAfter(_ value: String, now: Date) -> Duration? {
-        let text = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(text) { return seconds >= 0 ? .seconds(seconds) : nil }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: text) else { return nil }
-        return .milliseconds(max(0, Int64((date.timeIntervalSince(now) * 1000).rounded())))
+        RetryAfter.parse(value, now: now)
     }
 
     /// A failure before an HTTP answer: connection refused or reset, timeouts, TLS. Classified by the core's

@@ -22,7 +22,13 @@ public final class S3XMLElement: @unchecked Sendable {
     public func value(_ name: String) -> String? { child(name)?.text }
 
     /// Parses a document; `nil` when it is not well-formed XML.
+    ///
+    /// S3 answers are plain UTF-8 documents: an optional XML declaration, then elements. Anything else is refused
+    /// before it reaches Foundation's XMLParser, which on Linux crashes on some malformed input (found by fuzzing,
+    /// kept as regression tests in S3ParserFuzzTests): invalid UTF-8 in an element name (a trap), a processing
+    /// instruction without data (a NULL strlen). A DOCTYPE (entities) is refused too.
     public static func parse(_ data: Data) -> S3XMLElement? {
+        guard isPlainDocument(data) else { return nil }
         let parser = XMLParser(data: data)
         parser.shouldProcessNamespaces = true
         parser.shouldResolveExternalEntities = false
@@ -30,6 +36,18 @@ public final class S3XMLElement: @unchecked Sendable {
         parser.delegate = builder
         guard parser.parse(), let root = builder.root else { return nil }
         return root
+    }
+
+    /// Valid UTF-8, no processing instruction but a leading `<?xml ...?>` declaration, no `<!DOCTYPE`/`<!ENTITY`.
+    static func isPlainDocument(_ data: Data) -> Bool {
+        guard let text = String(validating: data, as: UTF8.self) else { return false }
+        var rest = Substring(text)
+        if rest.hasPrefix("<?xml ") {
+            // The declaration: attributes only, up to the first "?>".
+            guard let end = rest.range(of: "?>"), !rest[rest.index(rest.startIndex, offsetBy: 2)..<end.lowerBound].contains("<") else { return false }
+            rest = rest[end.upperBound...]
+        }
+        return !rest.contains("<?") && !rest.contains("<!DOCTYPE") && !rest.contains("<!ENTITY") && !rest.contains("<!doctype")
     }
 
     private final class Builder: NSObject, XMLParserDelegate {

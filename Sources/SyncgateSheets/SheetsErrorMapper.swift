@@ -22,18 +22,7 @@ enum SheetsErrorMapper {
 
     /// `Retry-After` as seconds (delta form) or an HTTP date.
     static func retryAfter(_ headers: HTTPHeaders) -> Duration? {
-        guard let raw = headers.first(name: "retry-after")?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
-        if let seconds = Double(raw), seconds >= 0, seconds.isFinite {
-            return .milliseconds(Int64(min(seconds, 3600) * 1000))
-        }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        if let date = formatter.date(from: raw) {
-            let delta = max(0, min(date.timeIntervalSinceNow, 3600))
-            return .milliseconds(Int64(delta * 1000))
-        }
-        return nil
+        guard let raw = headers.first(name: "retry-after") else { return nil }
+        return RetryAfter.parse(raw, now: Date())
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 /// bytes, and hands it to the target, which must return or throw, never crash or hang. The seed of a run is
 /// `SYNCGATE_FUZZ_SEED` (default: fixed, so CI is repeatable) and the number of rounds `SYNCGATE_FUZZ_ROUNDS`
 /// (default per target); a crash prints nothing useful by itself, so the current input is written to
-/// `$TMPDIR/syncgate-fuzz-<target>.bin` before each round: keep it as a regression seed.
+/// `$TMPDIR/syncgate-fuzz-<target>-<pid>.bin` before each round: keep it as a regression seed.
 public struct Fuzzer {
     public let name: String
     public let seeds: [[UInt8]]
@@ -75,11 +75,11 @@ public struct Fuzzer {
     /// Runs the target over `rounds` inputs; returns the number of executions.
     @discardableResult
     public mutating func run(_ target: ([UInt8]) -> Void) -> Int {
-        let crashFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("syncgate-fuzz-\(name).bin")
+        let crashFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("syncgate-fuzz-\(name)-\(getpid()).bin")
         for seed in seeds { target(seed) }
         for round in 0..<rounds {
             let bytes = input()
-            if round % 64 == 0 || rounds <= 5000 { try? Data(bytes).write(to: crashFile) }
+            try? Data(bytes).write(to: crashFile)
             target(bytes)
         }
         try? FileManager.default.removeItem(at: crashFile)
