@@ -258,3 +258,33 @@ struct ConnectionGenerationTests {
         #expect(hopeless.attempts == 2 * DeliveryLayer.connectionResetLimit)
     }
 }
+
+@Suite("a long Retry-After is honoured by scheduling")
+struct LongRetryAfterTests {
+    @Test func aRetryAfterLongerThanAMinuteEndsTheRunAndSchedulesTheNextNoSooner() async throws {
+        let dir = try TemporaryDirectory("sg-retry-after")
+        defer { dir.remove() }
+        let url = try dir.write("a.txt", "a")
+        let stat = try #require(FileStat.of(url.path))
+        let item = UploadItem(source: "s", relativePath: "a.txt", absolutePath: url.path, remoteName: "a.txt", size: stat.size,
+                              modificationTime: stat.modificationTime, sha256: "x", isArtwork: false)
+        let destination = FlakyDestination(transientFailures: 1, retryAfter: .seconds(1800))
+        let clock = VirtualClock()
+        let settings = DeliverySettings(concurrency: 1, retry: RetrySettings(file: 3, artwork: 3, baseDelay: .seconds(1), maxDelay: .seconds(20),
+                                                                             jitter: .none, maxRetryInterval: .seconds(3600), giveUpAfter: .seconds(86400)),
+                                        recentCompleted: .seconds(1), recentFailed: .seconds(1), attemptTimeout: .seconds(30))
+        let layer = DeliveryLayer(destinationName: "d", destination: destination, settings: settings, clock: clock)
+        let result = await layer.deliver(item)
+        guard case .failure(let failure) = result else {
+            Issue.record("expected the run to stop trying")
+            return
+        }
+        #expect(clock.sleeps.isEmpty, "no in-run sleep of half an hour")
+        #expect(failure.retryAfter == .seconds(1800))
+        let ledger = try Ledger(path: dir.file("state.sqlite").path)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        try ledger.recordPending([Ledger.Pending(file: item.key, destination: "d", size: 1, modificationTime: now, sha256: "x", contentChanged: false)], at: now)
+        try ledger.markFailed(item.key, destination: "d", failure: failure, retry: settings.retry, at: now)
+        #expect(try ledger.entry(item.key, destination: "d")?.nextRetryAt == now + 1800)
+    }
+}

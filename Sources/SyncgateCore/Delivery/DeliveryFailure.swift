@@ -5,12 +5,15 @@ public struct DeliveryFailure: Error, Sendable, Hashable, CustomStringConvertibl
     public var code: String?
     /// Attempts made in this run.
     public var attempts: Int
+    /// A server's Retry-After too long to wait for within a run: the next run is scheduled no sooner.
+    public var retryAfter: Duration?
 
-    public init(message: String, failureClass: FailureClass, code: String? = nil, attempts: Int) {
+    public init(message: String, failureClass: FailureClass, code: String? = nil, attempts: Int, retryAfter: Duration? = nil) {
         self.message = message
         self.failureClass = failureClass
         self.code = code
         self.attempts = attempts
+        self.retryAfter = retryAfter
     }
 
     /// The transfer was not started or was stopped because the batch was cancelled.

@@ -79,6 +79,13 @@ public struct DeliveryLayer: Sendable {
                     await emit(item, .failed(failure))
                     return .failure(failure)
                 }
+                if case .retryable(let after?) = failureClass, after > maximumWait, !interrupted {
+                    // Honoured by scheduling, not by sleeping: a later run tries again no sooner than asked.
+                    var scheduled = failure
+                    scheduled.retryAfter = after
+                    await emit(item, .failed(scheduled))
+                    return .failure(scheduled)
+                }
                 switch failureClass {
                 case .permanent:
                     await emit(item, .failed(failure))
@@ -129,6 +136,10 @@ public struct DeliveryLayer: Sendable {
     private func emit(_ item: UploadItem, _ kind: DeliveryEvent.Kind) async {
         await onEvent(DeliveryEvent(file: item.key, destination: destinationName, size: item.size, kind: kind, time: clock.now()))
     }
+
+    /// The longest a server's Retry-After is waited for within a run (`max_delay`, at least a minute); a longer one
+    /// ends the file's attempts for this run and schedules the next no sooner.
+    public var maximumWait: Duration { max(settings.retry.maxDelay, .seconds(60)) }
 
     /// How many times a file's retry count may start afresh on new connections within one run.
     public static let connectionResetLimit = 4

@@ -310,7 +310,9 @@ public final class Ledger: Sendable {
             var next: Double? = nil
             if failure.failureClass.isRetryable {
                 let givenUp = now.timeIntervalSince1970 - firstFailed >= retry.giveUpAfter.seconds
-                if !givenUp { next = now.timeIntervalSince1970 + Ledger.retryInterval(failedRuns: failedRuns, retry: retry) }
+                if !givenUp {
+                    next = now.timeIntervalSince1970 + max(Ledger.retryInterval(failedRuns: failedRuns, retry: retry), failure.retryAfter?.seconds ?? 0)
+                }
             }
             try db.cachedStatement(sql: """
                 UPDATE files SET status = 'failed', last_error = ?, error_class = ?, error_code = ?, next_retry_at = ?,
