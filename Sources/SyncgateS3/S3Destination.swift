@@ -124,13 +124,14 @@ public final class S3Destination: Destination, @unchecked Sendable {
 
     /// ListObjectsV2 under the prefix, following continuation tokens; stops after `maxKeys` (then `complete`
     /// is false).
-    func listObjects(maxKeys: Int?) async throws -> (entries: [RemoteListing.Entry], complete: Bool) {
+    func listObjects(maxKeys: Int?, pageSize: Int? = nil) async throws -> (entries: [RemoteListing.Entry], complete: Bool) {
         var entries: [RemoteListing.Entry] = []
         var token: String?
         repeat {
             var query: [(name: String, value: String)] = [("list-type", "2"), ("encoding-type", "url")]
             if !settings.prefix.isEmpty { query.append(("prefix", settings.prefix)) }
             if let token { query.append(("continuation-token", token)) }
+            if let pageSize { query.append(("max-keys", String(pageSize))) }
             let response = try await client.send(
                 .GET, key: nil, query: query, context: "ListObjectsV2 s3://\(settings.bucket)/\(settings.prefix)")
             guard let root = S3XMLElement.parse(response.body), root.name == "ListBucketResult" else {
@@ -163,10 +164,14 @@ public final class S3Destination: Destination, @unchecked Sendable {
     /// key's own error (keys not in the result were deleted or were not there). Throws when a whole request
     /// fails.
     public func delete(remoteNames: [String]) async throws -> [String: DestinationError] {
+        try await delete(remoteNames: remoteNames, batchSize: S3Destination.deleteBatchSize)
+    }
+
+    func delete(remoteNames: [String], batchSize: Int) async throws -> [String: DestinationError] {
         var failures: [String: DestinationError] = [:]
         var start = 0
         while start < remoteNames.count {
-            let batch = Array(remoteNames[start..<min(start + S3Destination.deleteBatchSize, remoteNames.count)])
+            let batch = Array(remoteNames[start..<min(start + batchSize, remoteNames.count)])
             start += batch.count
             var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>true</Quiet>"
             for key in batch { xml += "<Object><Key>\(S3XMLEscape.escape(key))</Key></Object>" }
