@@ -68,7 +68,7 @@ let package = Package(
         // Tests. Integration tests run the built executables against servers on loopback.
         .target(name: "SyncgateTestSupport", path: "Tests/SyncgateTestSupport"),
         .testTarget(name: "SyncgateCoreTests", dependencies: ["SyncgateCore", "SyncgateLocal", "SyncgateTestSupport"]),
-        .testTarget(name: "SyncgateEndToEndTests", dependencies: ["SyncgateCore", "SyncgateTestSupport", "syncgate"]),
+        .testTarget(name: "SyncgateEndToEndTests", dependencies: ["SyncgateCore", "SyncgateTestSupport", "syncgate", "syncgate-headunit-sim"]),
         .testTarget(name: "SyncgateS3Tests", dependencies: ["SyncgateS3", "SyncgateCore", "SyncgateTestSupport", "syncgate"]),
         .testTarget(
             name: "SyncgateHeadUnitTests",

@@ -33,6 +33,21 @@ struct PutFileSender {
         return mtu - RPCMessage.headerSize - json
     }
 
+    /// Reads up to `count` bytes at `offset` straight into a buffer (pread, no intermediate array).
+    static func read(_ reader: FileReader, at offset: Int64, count: Int) throws -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: count)
+        _ = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+            var filled = 0
+            while filled < count {
+                let n = try reader.read(at: offset + Int64(filled), into: UnsafeMutableRawBufferPointer(rebasing: raw[filled..<count]))
+                if n == 0 { break }
+                filled += n
+            }
+            return filled
+        }
+        return buffer
+    }
+
     func send(
         remoteName: String, reader: FileReader, size: Int64, persistent: Bool,
         progress: @escaping @Sendable (Int64) -> Void
@@ -43,7 +58,7 @@ struct PutFileSender {
         guard chunk >= 256 else {
             throw DestinationError.permanent("the head unit's MTU of \(mtu) bytes leaves no room for file data", code: "protocol-error")
         }
-        var whole = CRC32()
+        var whole: UInt32?
         var offset: Int64 = 0
         var inFlight: [(future: EventLoopFuture<RPCMessage>, start: Int64, end: Int64)] = []
         var space: Int64?
@@ -51,24 +66,26 @@ struct PutFileSender {
         progress(0)
         while offset < size || !inFlight.isEmpty {
             if offset < size && inFlight.count < window {
-                let bytes = try reader.read(at: offset, count: Int(min(Int64(chunk), size - offset)))
-                guard !bytes.isEmpty else {
+                let bulk = try PutFileSender.read(reader, at: offset, count: Int(min(Int64(chunk), size - offset)))
+                guard bulk.readableBytes > 0 else {
                     throw DestinationError.retryable("\(reader.path) shrank while it was being sent", code: "file-changed")
                 }
-                whole.update(bytes)
+                var crc = CRC32()
+                crc.update(bulk)
+                whole = whole.map { CRC32.combine($0, crc.value, length: bulk.readableBytes) } ?? crc.value
                 let params = PutFileSender.parameters(
                     name: remoteName, fileType: fileType, persistent: persistent, offset: offset,
-                    length: offset == 0 ? size : Int64(bytes.count), crc: CRC32.checksum(bytes))
-                let future = try await connection.send(
-                    FunctionID.putFile, params, bulk: ByteBuffer(bytes: bytes), service: ServiceType.bulk)
-                inFlight.append((future, offset, offset + Int64(bytes.count)))
-                offset += Int64(bytes.count)
+                    length: offset == 0 ? size : Int64(bulk.readableBytes), crc: crc.value)
+                let future = try await connection.send(FunctionID.putFile, params, bulk: bulk, service: ServiceType.bulk)
+                inFlight.append((future, offset, offset + Int64(bulk.readableBytes)))
+                offset += Int64(bulk.readableBytes)
                 continue
             }
             let entry = inFlight.removeFirst()
             let response = try SDLResponse(try await entry.future.get())
             guard response.code.isSuccess else {
                 await connection.noteNoneRejectionIf(response.code)
+                await connection.noteResult(response.code)
                 throw ResultClassifier.error(
                     response.code, info: response.info, function: "PutFile",
                     subject: "\"\(remoteName)\" at offset \(entry.start) of \(size)", hmiLevel: await connection.hmiLevel)
@@ -81,6 +98,6 @@ struct PutFileSender {
             throw DestinationError.retryable("\(reader.path) changed size while it was being sent", code: "file-changed")
         }
         await connection.noteStored(remoteName, spaceAvailable: space)
-        return Outcome(crc: whole.value, spaceAvailable: space, size: size)
+        return Outcome(crc: whole ?? 0, spaceAvailable: space, size: size)
     }
 }

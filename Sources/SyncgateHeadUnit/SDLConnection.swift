@@ -241,13 +241,35 @@ actor SDLConnection {
             _ = Task { await self.expire(correlationID, timeoutError) }
         }
         pending[correlationID] = Pending(promise: promise, timeout: scheduled, name: name)
-        let frames = MessageFragmenter.frames(
-            version: version, serviceType: service, sessionID: sessionID, messageID: takeMessageID(),
-            payload: rpc.encoded(), maxPayload: mtu)
-        var buffer = channel.allocator.buffer(capacity: rpc.encodedSize + 12 * (frames.count))
-        for frame in frames { frame.write(to: &buffer) }
+        let messageID = takeMessageID()
+        let write: EventLoopFuture<Void>
+        if rpc.encodedSize <= mtu {
+            // One frame: header, RPC header and JSON in a small buffer, then the bulk data as it is (no copy).
+            var head = channel.allocator.buffer(capacity: 24 + rpc.json.count)
+            FrameHeader(
+                version: version, frameType: .single, serviceType: service, frameInfo: 0, sessionID: sessionID,
+                dataSize: UInt32(rpc.encodedSize), messageID: messageID
+            ).write(to: &head)
+            head.writeInteger((UInt32(rpc.type.rawValue) << 28) | rpc.functionID)
+            head.writeInteger(rpc.correlationID)
+            head.writeInteger(UInt32(rpc.json.count))
+            head.writeBytes(rpc.json)
+            if bulk.readableBytes > 0 {
+                channel.write(head, promise: nil)
+                write = channel.writeAndFlush(bulk)
+            } else {
+                write = channel.writeAndFlush(head)
+            }
+        } else {
+            let frames = MessageFragmenter.frames(
+                version: version, serviceType: service, sessionID: sessionID, messageID: messageID,
+                payload: rpc.encoded(), maxPayload: mtu)
+            var buffer = channel.allocator.buffer(capacity: rpc.encodedSize + 12 * frames.count)
+            for frame in frames { frame.write(to: &buffer) }
+            write = channel.writeAndFlush(buffer)
+        }
         do {
-            try await channel.writeAndFlush(buffer).get()
+            try await write.get()
         } catch {
             markClosed(.retryable("lost the connection to the head unit while sending \(name): \(error)", code: "connection-lost"))
             throw closedReason ?? DestinationError.retryable("connection lost", code: "connection-lost")
@@ -267,7 +289,16 @@ actor SDLConnection {
         _ functionID: UInt32, _ parameters: [String: JSONValue], bulk: ByteBuffer = ByteBuffer()
     ) async throws -> SDLResponse {
         let future = try await send(functionID, parameters, bulk: bulk)
-        return try SDLResponse(try await future.get())
+        let response = try SDLResponse(try await future.get())
+        noteResult(response.code)
+        return response
+    }
+
+    /// A head unit that says the app is not registered has dropped the session: start afresh next time.
+    func noteResult(_ code: ResultCode) {
+        if code == .applicationNotRegistered {
+            markClosed(.retryable("the head unit no longer has the app registered", code: "APPLICATION_NOT_REGISTERED"))
+        }
     }
 
     // MARK: Session

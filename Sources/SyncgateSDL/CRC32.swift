@@ -59,6 +59,45 @@ public struct CRC32: Sendable {
         buffer.withUnsafeReadableBytes { update($0) }
     }
 
+    /// The CRC-32 of A followed by B, from the CRC of A, the CRC of B and B's length (zlib's crc32_combine:
+    /// multiplies by x^(8·length) in GF(2) with squared operator matrices).
+    public static func combine(_ crcA: UInt32, _ crcB: UInt32, length: Int) -> UInt32 {
+        guard length > 0 else { return crcA }
+        func times(_ matrix: [UInt32], _ vector: UInt32) -> UInt32 {
+            var sum: UInt32 = 0
+            var vector = vector
+            var index = 0
+            while vector != 0 {
+                if vector & 1 != 0 { sum ^= matrix[index] }
+                vector >>= 1
+                index += 1
+            }
+            return sum
+        }
+        func square(_ matrix: [UInt32]) -> [UInt32] { (0..<32).map { times(matrix, matrix[$0]) } }
+        var odd = [UInt32](repeating: 0, count: 32)
+        odd[0] = 0xEDB8_8320
+        var row: UInt32 = 1
+        for n in 1..<32 {
+            odd[n] = row
+            row <<= 1
+        }
+        var even = square(odd)  // 2 zero bits
+        odd = square(even)  // 4 zero bits
+        var crc = crcA
+        var remaining = length
+        repeat {
+            even = square(odd)
+            if remaining & 1 != 0 { crc = times(even, crc) }
+            remaining >>= 1
+            if remaining == 0 { break }
+            odd = square(even)
+            if remaining & 1 != 0 { crc = times(odd, crc) }
+            remaining >>= 1
+        } while remaining != 0
+        return crc ^ crcB
+    }
+
     static let flat: [UInt32] = tables.flatMap { $0 }
 
     /// The CRC-32 of `bytes`.

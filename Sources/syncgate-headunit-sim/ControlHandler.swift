@@ -4,6 +4,7 @@ import NIOCore
 /// The simulator's control port: one command per line, answered with one line.
 ///   level NONE|BACKGROUND|LIMITED|FULL   set (and hold) the HMI level of every session
 ///   ignition-off                         drop non-persistent files and every connection
+///   unregister [silently]                drop the app's registration (with OnAppInterfaceUnregistered or not)
 ///   generic-errors N | corrupt N | cut-after BYTES [CONNECTIONS] | delay MS
 ///   stats                                counters
 final class ControlHandler: ChannelInboundHandler {
@@ -54,6 +55,10 @@ final class ControlHandler: ChannelInboundHandler {
             let gone = store.dropVolatile()
             registry.forEach { session in session.closeConnection() }
             return "ok dropped \(gone.count)"
+        case "unregister":
+            let silently = words.count > 1 && words[1] == "silently"
+            registry.forEach { $0.unregisterApp(notify: !silently) }
+            return "ok"
         case "generic-errors":
             guard let number else { return "error: generic-errors N" }
             settings.set(genericErrors: number)

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The head unit's file storage: one app's files as plain files in a folder, so tests compare bytes.
 /// The folder is the truth: ListFiles reads it, so a test may delete a file to play "ignition off".
@@ -25,16 +28,51 @@ final class FileStore: @unchecked Sendable {
         }
     }
 
+    /// Size of a stored regular file (plain stat: FileManager's attributes would look up owner names
+    /// in /etc/passwd for every call).
     func size(of name: String) -> Int64? {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path(name)),
-            (attributes[.type] as? FileAttributeType) == .typeRegular
-        else { return nil }
-        return (attributes[.size] as? NSNumber)?.int64Value
+        var info = stat()
+        guard stat(path(name), &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int64(info.st_size)
     }
 
     func exists(_ name: String) -> Bool { size(of: name) != nil }
 
-    func used() -> Int64 { names().reduce(0) { $0 + (size(of: $1) ?? 0) } }
+    /// Bytes stored. Cached and kept current by this store's own writes; a change of the folder's mtime by
+    /// anyone else (a test deleting a file) forces a rescan.
+    func used() -> Int64 {
+        let stamp = folderStamp()
+        if let cached = lock.withLock({ cachedUsed.flatMap { stamp == cachedStamp ? $0 : nil } }) { return cached }
+        let total = names().reduce(0) { $0 + (size(of: $1) ?? 0) }
+        lock.withLock {
+            cachedUsed = total
+            cachedStamp = stamp
+        }
+        return total
+    }
+
+    private var cachedUsed: Int64?
+    private var cachedStamp: [Int] = []
+
+    private func folderStamp() -> [Int] {
+        var info = stat()
+        guard stat(folder.path, &info) == 0 else { return [] }
+        return [Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec), Int(info.st_ino)]
+    }
+
+    /// Runs a change of `name` and keeps the cached total right (or drops it when it was stale already).
+    private func tracking<T>(_ name: String, _ change: () -> T) -> T {
+        let valid = cachedUsed != nil && folderStamp() == cachedStamp
+        let before = size(of: name) ?? 0
+        let result = change()
+        if valid, let used = cachedUsed {
+            cachedUsed = used - before + (size(of: name) ?? 0)
+            cachedStamp = folderStamp()
+        } else {
+            cachedUsed = nil
+        }
+        return result
+    }
 
     func spaceAvailable() -> Int64 { max(0, quota - used()) }
 
@@ -43,7 +81,7 @@ final class FileStore: @unchecked Sendable {
     /// Writes `bytes` at `offset`: offset 0 replaces the file, any other offset must equal the stored size.
     func write(_ name: String, offset: Int64, bytes: [UInt8], persistent: Bool) -> WriteResult {
         if name == "." || name == ".." || name.isEmpty { return .failed }
-        return lock.withLock {
+        return lock.withLock { tracking(name) { () -> WriteResult in
             let target = path(name)
             if offset == 0 {
                 guard FileManager.default.createFile(atPath: target, contents: Data(bytes)) else { return .failed }
@@ -58,14 +96,16 @@ final class FileStore: @unchecked Sendable {
             }
             if persistent { volatileNames.remove(name) } else { volatileNames.insert(name) }
             return .ok
-        }
+        } }
     }
 
     func delete(_ name: String) -> Bool {
         guard exists(name) else { return false }
         return lock.withLock {
-            volatileNames.remove(name)
-            return (try? FileManager.default.removeItem(atPath: path(name))) != nil
+            tracking(name) {
+                volatileNames.remove(name)
+                return (try? FileManager.default.removeItem(atPath: path(name))) != nil
+            }
         }
     }
 
@@ -75,6 +115,7 @@ final class FileStore: @unchecked Sendable {
             let gone = volatileNames.sorted()
             for name in gone { try? FileManager.default.removeItem(atPath: path(name)) }
             volatileNames.removeAll()
+            cachedUsed = nil
             return gone
         }
     }

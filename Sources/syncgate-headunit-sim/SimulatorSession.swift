@@ -12,6 +12,11 @@ final class SimulatorSession: ChannelInboundHandler {
     let registry: SessionRegistry
     private var channel: Channel?
     var sessionChannel: Channel? { channel }
+    var isRegistered: Bool { registered }
+    func forgetRegistration() {
+        registered = false
+        level = "NONE"
+    }
     private var assembler: MessageAssembler
     private var version: UInt8 = 1
     private let sessionID: UInt8 = 1
@@ -54,6 +59,7 @@ final class SimulatorSession: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = Self.unwrapInboundIn(data)
+        if settings.verbose { SimulatorLog.line("FRAME \(frame.header)") }
         if frame.header.frameType != .control && frame.header.messageID == 0 && frame.header.version > 1 {
             // Core silently drops a non-control frame with message id 0.
             SimulatorLog.line("DROP frame with message id 0")
@@ -432,6 +438,15 @@ final class SimulatorSession: ChannelInboundHandler {
 }
 
 extension SimulatorSession {
+    /// Drops the app's registration (control port "unregister"): with OnAppInterfaceUnregistered, or
+    /// silently so that the next request is answered APPLICATION_NOT_REGISTERED.
+    func unregisterApp(notify sendNotification: Bool) {
+        guard isRegistered else { return }
+        forgetRegistration()
+        SimulatorLog.line("UNREGISTERED by control\(sendNotification ? "" : " (silently)")")
+        if sendNotification { notify(FunctionID.onAppInterfaceUnregistered, ["reason": .string("IGNITION_OFF")]) }
+    }
+
     /// Drops the connection (control port "ignition-off").
     func closeConnection() {
         sessionChannel?.close(promise: nil)

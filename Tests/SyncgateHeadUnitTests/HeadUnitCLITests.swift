@@ -147,6 +147,27 @@ struct HeadUnitCLITests {
         }
     }
 
+    @Test("a file that cannot fit in the head unit's space fails alone, before it is sent")
+    func noSpace() async throws {
+        try await HeadUnitTestEnvironment.withSimulator(["--quota", "100000"]) { sim in
+            let run = try HeadUnitCLIRun(sim: sim)
+            defer { run.remove() }
+            try run.source("a.bin", HeadUnitFixtures.bytes(60_000, seed: 1))
+            try run.source("b.bin", HeadUnitFixtures.bytes(60_000, seed: 2))
+            let result = try run.sync()
+            #expect(result.status == 1, "\(result.result.output)")
+            let failed = events(result.events, "failed")
+            #expect(failed.count == 1)
+            #expect("\(failed.first ?? [:])".contains("OUT_OF_MEMORY"))
+            #expect(events(result.events, "synced").count == 1)
+            // The refused file was never sent.
+            let refused = failed.first?["path"] as? String ?? "?"
+            #expect(!sim.rpcLines("PutFile").contains { $0.contains("name=\(refused) ") })
+            let rows = try run.statusFiles().filter { $0["path"] as? String == refused }
+            #expect((rows.first?["last_error"] as? String)?.contains("free for this app") == true, "\(rows)")
+        }
+    }
+
     @Test("syncgate validate accepts the example config and rejects a bad port with its location")
     func validate() async throws {
         try await HeadUnitTestEnvironment.withSimulator { sim in

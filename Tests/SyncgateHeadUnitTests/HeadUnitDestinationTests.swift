@@ -283,4 +283,46 @@ struct HeadUnitDestinationTests {
             await destination.finish()
         }
     }
+
+    @Test("the head unit drops the registration: the next call registers again (notified or not)")
+    func reRegisters() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let destination = HeadUnitFixtures.destination(sim)
+            _ = try await destination.upload(try files.item("one.png", HeadUnitFixtures.bytes(100, seed: 1))) { _ in }
+            #expect(try sim.control("unregister") == "ok")
+            try await Task.sleep(for: .milliseconds(200))
+            _ = try await destination.upload(try files.item("two.png", HeadUnitFixtures.bytes(100, seed: 2))) { _ in }
+            #expect(await destination.sessionCount == 2)
+            #expect(try sim.control("unregister silently") == "ok")
+            try await Task.sleep(for: .milliseconds(200))
+            let three = try files.item("three.png", HeadUnitFixtures.bytes(100, seed: 3))
+            _ = await expectFailure({ _ = try await destination.upload(three) { _ in } }, code: "APPLICATION_NOT_REGISTERED", "retryable")
+            _ = try await destination.upload(three) { _ in }
+            #expect(await destination.sessionCount == 3)
+            for name in ["one.png", "two.png", "three.png"] { #expect(sim.storage.exists(name)) }
+            await destination.finish()
+        }
+    }
+
+    @Test("a small MTU: chunks shrink to fit, and a ListFiles answer spread over First/Consecutive frames is reassembled")
+    func smallMTU() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        let preloaded = (1...100).map { String(format: "preloaded-file-with-a-longish-name-%03d.bin", $0) }
+        try await HeadUnitTestEnvironment.withSimulator(["--mtu", "2048"], prepare: { storage in
+            for name in preloaded { try storage.write(name, Data([1])) }
+        }) { sim in
+            let destination = HeadUnitFixtures.destination(sim)
+            let item = try files.item("small-mtu.bin", HeadUnitFixtures.bytes(50_000, seed: 21))
+            _ = try await destination.upload(item) { _ in }
+            #expect(try sim.storage.read("small-mtu.bin") == HeadUnitFixtures.bytes(50_000, seed: 21))
+            let puts = sim.rpcLines("PutFile")
+            #expect(puts.count >= 26 && puts.allSatisfy { $0.hasSuffix("-> SUCCESS") }, "\(puts.count) PutFiles")
+            let listing = try await destination.list()
+            #expect(listing.names == Set(preloaded + ["small-mtu.bin"]))
+            await destination.finish()
+        }
+    }
 }

@@ -4,11 +4,12 @@ import SyncgateSDL
 import SyncgateTestSupport
 import Testing
 
+private let needsShared: Comment = "needs ../shared: testdata/sdl/core-8.2.0-session.txt (the recorded Core session)"
+
 @Suite("SDL frames, BSON and RPC against the frames of a real SDL Core 8.2.0")
 struct SDLCodecTests {
-    static let needsShared = "needs ../shared: testdata/sdl/core-8.2.0-session.txt (the recorded Core session)"
 
-    @Test("every recorded header decodes and encodes back to the same bytes", .enabled(if: SessionRecording.available, "needs ../shared"))
+    @Test("every recorded header decodes and encodes back to the same bytes", .enabled(if: SessionRecording.available, needsShared))
     func headersRoundTrip() throws {
         let recording = try SessionRecording.load()
         #expect(recording.frames.count > 40)
@@ -24,7 +25,7 @@ struct SDLCodecTests {
         #expect(start.serviceType == ServiceType.rpc && start.sessionID == 0)
     }
 
-    @Test("StartService BSON: ours is byte-identical to the recorded request", .enabled(if: SessionRecording.available, "needs ../shared"))
+    @Test("StartService BSON: ours is byte-identical to the recorded request", .enabled(if: SessionRecording.available, needsShared))
     func startServiceBSON() throws {
         let recording = try SessionRecording.load()
         let payload = recording.frames[0].payload
@@ -33,7 +34,7 @@ struct SDLCodecTests {
         #expect(BSONDocument([.init("protocolVersion", .string("5.4.1"))]).encoded() == payload)
     }
 
-    @Test("Core's StartService ACK: v5, session 1, BSON with hashId (int32) and mtu (int64)", .enabled(if: SessionRecording.available, "needs ../shared"))
+    @Test("Core's StartService ACK: v5, session 1, BSON with hashId (int32) and mtu (int64)", .enabled(if: SessionRecording.available, needsShared))
     func startServiceACK() throws {
         let recording = try SessionRecording.load()
         let ack = recording.frames[1]
@@ -51,7 +52,7 @@ struct SDLCodecTests {
         #expect(doc.encoded() == ack.payload)
     }
 
-    @Test("every complete Core frame decodes to an RPC whose JSON parses", .enabled(if: SessionRecording.available, "needs ../shared"))
+    @Test("every complete Core frame decodes to an RPC whose JSON parses", .enabled(if: SessionRecording.available, needsShared))
     func coreRPCs() throws {
         let recording = try SessionRecording.load()
         let parser = FrameParser(maxPayload: 131_072)
@@ -79,7 +80,7 @@ struct SDLCodecTests {
         #expect(responses[15]!.functionID == FunctionID.setAppIcon)
     }
 
-    @Test("PutFile CRCs: zlib's CRC-32 of the bulk matches every recorded crc", .enabled(if: SessionRecording.available, "needs ../shared"))
+    @Test("PutFile CRCs: zlib's CRC-32 of the bulk matches every recorded crc", .enabled(if: SessionRecording.available, needsShared))
     func putFileCRCs() throws {
         let frames = try SessionRecording.load().completed()
         var checked = 0
@@ -97,7 +98,7 @@ struct SDLCodecTests {
         #expect(mismatched == ["badcrc.txt"])
     }
 
-    @Test("the multi-frame PutFile: reassembled, and our fragmenter cuts it exactly as recorded", .enabled(if: SessionRecording.available, "needs ../shared"))
+    @Test("the multi-frame PutFile: reassembled, and our fragmenter cuts it exactly as recorded", .enabled(if: SessionRecording.available, needsShared))
     func multiFrame() throws {
         let frames = try SessionRecording.completed(try SessionRecording.load())
         let group = try frames.filter { try $0.outbound && $0.decoded.messageID == 13 }
@@ -127,6 +128,11 @@ struct SDLCodecTests {
         running.update(data[0..<3333])
         running.update(data[3333...])
         #expect(running.value == CRC32.checksum(data))
+        for split in [0, 1, 7, 8, 3333, 9_999, 10_000] {
+            let a = CRC32.checksum(data[0..<split])
+            let b = CRC32.checksum(data[split...])
+            #expect(CRC32.combine(a, b, length: 10_000 - split) == CRC32.checksum(data), "split \(split)")
+        }
     }
 
     @Test("headers of every version round-trip")

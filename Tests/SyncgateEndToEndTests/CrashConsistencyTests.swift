@@ -1,0 +1,72 @@
+import Foundation
+import SyncgateTestSupport
+import Testing
+
+/// `kill -9` and Ctrl-C at random moments of a sync to every destination type; then runs until done and checks that
+/// every file is delivered exactly once in effect and that the ledger agrees with what the destinations hold.
+/// CI runs `SYNCGATE_CRASH_KILLS` kills (default 8); `scripts/crash-loop` runs the full count (25).
+@Suite("crash consistency across all destinations", .serialized, .enabled(if: AllDestinations.shouldRun, "needs moto, the Sheets test server and the head-unit simulator"))
+struct CrashConsistencyTests {
+    static var kills: Int { Int(ProcessInfo.processInfo.environment["SYNCGATE_CRASH_KILLS"] ?? "") ?? 8 }
+
+    @Test func killNineAtRandomMomentsLosesAndDuplicatesNothing() throws {
+        let all = try AllDestinations()
+        defer { all.stop() }
+        try all.makeOutbox(binaries: 240, csvs: 40)
+        var generator = SplitMix(seed: UInt64(Date().timeIntervalSince1970))
+        var moments: [Int] = []
+        var cutShort = 0
+        for _ in 0..<Self.kills {
+            let delay = 50 + Int(generator.next() % 1500)
+            moments.append(delay)
+            let process = try all.start(["sync"])
+            usleep(useconds_t(delay * 1000))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            if process.terminationReason == .uncaughtSignal { cutShort += 1 }
+        }
+        #expect(cutShort >= 1, "no run was cut short (moments \(moments) ms)")
+        let final = try all.syncUntilDone()
+        #expect(final.status == 0, "\(final.stderr.suffix(2000))")
+        let problems = try all.verifyDelivered()
+        #expect(problems.isEmpty, "after kills at \(moments) ms: \(problems.prefix(10))")
+        let status = try all.status()
+        let destinations = status["destinations"] as? [[String: Any]] ?? []
+        #expect(destinations.count == 5)
+        for d in destinations {
+            #expect(d["pending"] as? Int == 0 && d["failed"] as? Int == 0 && d["uploading"] as? Int == 0, "\(d)")
+        }
+        let expected: [String: Int] = ["archive": 285, "bucket": 285, "car": 285, "sheet": 40, "tracker": 5]
+        for d in destinations {
+            #expect(d["synced"] as? Int == expected[d["name"] as? String ?? ""], "\(d)")
+        }
+        #expect(try all.s3.openMultipartUploads(bucket: "crash") == 0)
+    }
+
+    @Test func ctrlCExits130QuicklyWithAConsistentLedger() throws {
+        let all = try AllDestinations()
+        defer { all.stop() }
+        try all.makeOutbox(binaries: 200, csvs: 20)
+        var generator = SplitMix(seed: UInt64(Date().timeIntervalSince1970) ^ 0xABCDEF)
+        for _ in 0..<3 {
+            let process = try all.start(["sync"])
+            usleep(useconds_t((200 + Int(generator.next() % 800)) * 1000))
+            let sent = Date()
+            kill(process.processIdentifier, SIGINT)
+            let deadline = Date().addingTimeInterval(15)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            let running = process.isRunning
+            if running { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            #expect(!running, "Ctrl-C did not stop the run within 15 s")
+            if process.terminationStatus == 0 { continue }  // it had finished before the signal
+            #expect(process.terminationStatus == 130)
+            #expect(Date().timeIntervalSince(sent) < 8, "exit took \(Date().timeIntervalSince(sent)) s")
+            let files = try all.status()["files"] as? [[String: Any]] ?? []
+            #expect(!files.contains { $0["status"] as? String == "uploading" }, "no row is left uploading")
+        }
+        let final = try all.syncUntilDone()
+        #expect(final.status == 0, "\(final.stderr.suffix(2000))")
+        #expect(try all.verifyDelivered().isEmpty)
+    }
+}
