@@ -23,6 +23,7 @@ public final class S3Destination: Destination, @unchecked Sendable {
     public let settings: S3Settings
     let client: S3Client
     let logger: Logger
+    let resumeStore = S3MultipartResumeStore()
 
     public init(settings: S3Settings, logger: Logger = Logger(label: "syncgate.s3")) {
         self.settings = settings
@@ -66,7 +67,8 @@ public final class S3Destination: Destination, @unchecked Sendable {
             logger.debug("multipart upload", metadata: ["key": "\(display)", "size": "\(size)", "part_size": "\(partSize)"])
             let upload = S3MultipartUpload(
                 client: client, key: key, reader: reader, size: size, partSize: partSize,
-                concurrency: settings.multipart.concurrency, headers: headers)
+                concurrency: settings.multipart.concurrency, headers: headers, sha256: item.sha256,
+                resumeStore: resumeStore)
             etag = try await upload.run(progress: progress)
         } else {
             let digest = try S3RangeDigest.compute(reader, offset: 0, length: size, sha256: false)
@@ -197,6 +199,12 @@ public final class S3Destination: Destination, @unchecked Sendable {
     }
 
     public func finish() async {
+        // Uploads kept for a next attempt that did not come: abort them, so no orphan parts are left.
+        for (key, uploadID) in resumeStore.drain() {
+            _ = try? await client.send(
+                .DELETE, key: key, query: [("uploadId", uploadID)], context: "AbortMultipartUpload \(settings.display(key: key))",
+                timeout: .seconds(30))
+        }
         await client.shutdown()
     }
 

@@ -43,7 +43,7 @@ struct S3FaultTests {
         await destination.finish()
     }
 
-    @Test func connectionResetMidMultipartIsRetryableAndAborted() async throws {
+    @Test func connectionResetMidMultipartIsRetryableKeptThenAbortedByFinish() async throws {
         let server = try S3TestServer(buckets: ["reset"])
         defer { server.stop() }
         let proxy = try FaultProxy.start(targetPort: server.port)
@@ -53,9 +53,8 @@ struct S3FaultTests {
         let content = S3TestFiles.bytes(12 << 20, seed: 21)
         try files.write("big.bin", content)
         let item = try S3TestFiles.item(files, "big.bin")
-        let destination = Self.destination(
-            server, proxy: proxy, bucket: "reset",
-            multipart: S3MultipartConfig(threshold: 5 << 20, partSize: 5 << 20, concurrency: 1))
+        let multipart = S3MultipartConfig(threshold: 5 << 20, partSize: 5 << 20, concurrency: 1)
+        let destination = Self.destination(server, proxy: proxy, bucket: "reset", multipart: multipart)
         // Every connection is reset once 3 MiB of request bytes went through it: no 5 MiB part can get through,
         // the small requests (CreateMultipartUpload, AbortMultipartUpload) do.
         try proxy.set(["mode": "reset", "after": 3 << 20])
@@ -65,14 +64,69 @@ struct S3FaultTests {
         } catch {
             #expect(destination.classify(error).isRetryable, "\(error)")
         }
+        #expect(try server.openMultipartUploads(bucket: "reset") == 1, "kept for the next attempt")
+        // No next attempt: finishing the destination aborts it.
+        await destination.finish()
         #expect(server.requests("DELETE").contains { $0.contains("uploadId=") }, "AbortMultipartUpload sent")
         #expect(try server.openMultipartUploads(bucket: "reset") == 0, "no orphan parts")
 
         try proxy.pass()
-        _ = try await destination.upload(item, progress: { _ in })
-        await destination.finish()
+        let again = Self.destination(server, proxy: proxy, bucket: "reset", multipart: multipart)
+        _ = try await again.upload(item, progress: { _ in })
+        await again.finish()
         let readBack = try TemporaryDirectory("s3-reset-readback")
         defer { readBack.remove() }
         #expect(try server.objects(bucket: "reset", into: readBack.url)["big.bin"]?.data == content)
+    }
+
+    /// A retryable failure in the middle of a multipart upload: the next attempt sends only the missing parts.
+    @Test func nextAttemptResumesTheMultipartUpload() async throws {
+        let server = try S3TestServer(buckets: ["resume"])
+        defer { server.stop() }
+        let proxy = try FaultProxy.start(targetPort: server.port)
+        defer { proxy.stop() }
+        let files = try TemporaryDirectory("s3-resume")
+        defer { files.remove() }
+        let content = S3TestFiles.bytes(12 << 20, seed: 33)  // parts of 5, 5 and 2 MiB
+        try files.write("big.bin", content)
+        let item = try S3TestFiles.item(files, "big.bin")
+        let destination = Self.destination(
+            server, proxy: proxy, bucket: "resume",
+            multipart: S3MultipartConfig(threshold: 5 << 20, partSize: 5 << 20, concurrency: 1))
+        // moto answers HTTP/1.0 (one request per connection): once part 2's last byte is handed over, the next
+        // connection (part 3's) is set to be reset 1 MiB in.
+        let seen = S3ProgressLog()
+        let armed = S3ProgressLog()
+        do {
+            _ = try await destination.upload(item, progress: { bytes in
+                seen.add(bytes)
+                if bytes >= 10 << 20, armed.last == nil {
+                    armed.add(1)
+                    try? proxy.set(["mode": "reset", "after": 1 << 20, "count": 1])
+                }
+            })
+            Issue.record("the upload survived a reset")
+        } catch {
+            #expect(destination.classify(error).isRetryable, "\(error)")
+        }
+        let okParts = { (number: Int) in
+            server.requests("PUT").filter { $0.contains("partNumber=\(number)&") && $0.contains("\" 200") }.count
+        }
+        try #require(okParts(1) == 1 && okParts(2) == 1, "parts 1 and 2 arrived before the reset: \(server.requests("PUT"))")
+        #expect(okParts(3) == 0)
+
+        try proxy.pass()
+        let resumed = S3ProgressLog()
+        let receipt = try await destination.upload(item, progress: { resumed.add($0) })
+        #expect(receipt.etag?.hasSuffix("-3") == true)
+        #expect(okParts(1) == 1 && okParts(2) == 1, "parts 1 and 2 were not sent again")
+        #expect(okParts(3) == 1)
+        #expect(server.requests("POST").filter { $0.contains("?uploads") }.count == 1, "one CreateMultipartUpload")
+        #expect((resumed.last ?? 0) == 12 << 20)
+        await destination.finish()
+        #expect(try server.openMultipartUploads(bucket: "resume") == 0)
+        let readBack = try TemporaryDirectory("s3-resume-readback")
+        defer { readBack.remove() }
+        #expect(try server.objects(bucket: "resume", into: readBack.url)["big.bin"]?.data == content)
     }
 }
