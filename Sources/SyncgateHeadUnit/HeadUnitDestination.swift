@@ -35,6 +35,9 @@ public final class HeadUnitDestination: Destination {
     /// Sessions established so far (tests and diagnostics).
     public var sessionCount: Int { get async { await link.sessions } }
 
+    /// A new SDL session (after a dropped link) lets a file's failure count start afresh, as the SDL libraries do.
+    public var connectionGeneration: Int { get async { await link.sessions } }
+
     static func checkName(_ name: String) throws {
         guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
             throw DestinationError.permanent("\"\(name)\" is not a valid head-unit file name (no \"/\", not \".\" or \"..\")", code: "INVALID_NAME")
@@ -126,12 +129,9 @@ public final class HeadUnitDestination: Destination {
         }
         let candidates = items.filter { rejected[$0.remoteName] == nil }
         guard !candidates.isEmpty else { return rejected }
-        let connection: SDLConnection
-        do {
-            connection = try await link.current()
-        } catch {
-            // The uploads will meet the same error and report it per file.
-            logger.debug("space check skipped: \(error)")
+        // Without a head unit the uploads meet the connection error themselves and report it per file.
+        guard let connection = await link.currentUnlessRecentlyFailed() else {
+            logger.debug("space check skipped: no connection to the head unit")
             return rejected
         }
         guard var remaining = await connection.spaceAvailable else { return rejected }

@@ -12,6 +12,8 @@ actor HeadUnitLink {
     private var connecting: Task<SDLConnection, any Error>?
     /// How many sessions were established (1 for the first).
     private(set) var sessions = 0
+    /// When the last attempt to establish a session failed.
+    private var lastFailure: ContinuousClock.Instant?
 
     init(config: HeadUnitConfig, logger: Logger) {
         self.config = config
@@ -29,11 +31,20 @@ actor HeadUnitLink {
             let established = try await task.value
             connecting = nil
             connection = established
+            lastFailure = nil
             return established
         } catch {
             connecting = nil
+            lastFailure = .now
             throw error
         }
+    }
+
+    /// The open connection, or a new one unless establishing one failed within the last response timeout
+    /// (then `nil`): for optional work such as the space check, which should not wait out a dead head unit twice.
+    func currentUnlessRecentlyFailed() async -> SDLConnection? {
+        if let lastFailure, ContinuousClock.now - lastFailure < config.responseTimeout.duration { return nil }
+        return try? await current()
     }
 
     private func establish() async throws -> SDLConnection {

@@ -104,6 +104,8 @@ actor SDLConnection {
             } catch {
                 markClosed(.retryable("the head unit sent a malformed frame: \(error)", code: "protocol-error"))
             }
+        case .failed(let error as SDLError):
+            markClosed(.retryable("the head unit sent a frame this gateway refuses: \(error)", code: "protocol-error"))
         case .failed(let error):
             markClosed(.retryable("connection to the head unit at \(endpoint) failed: \(error)", code: "connection-lost"))
         case .closed:
@@ -227,7 +229,7 @@ actor SDLConnection {
     /// the request is handed to the socket, so callers can pipeline.
     func send(
         _ functionID: UInt32, _ parameters: [String: JSONValue], bulk: ByteBuffer = ByteBuffer(),
-        service: UInt8 = ServiceType.rpc
+        service: UInt8 = ServiceType.rpc, timeout: Duration? = nil
     ) async throws -> EventLoopFuture<RPCMessage> {
         if let closedReason { throw closedReason }
         let correlationID = nextCorrelationID
@@ -235,9 +237,10 @@ actor SDLConnection {
         let name = FunctionID.name(functionID)
         let rpc = RPCMessage(type: .request, functionID: functionID, correlationID: correlationID, parameters: parameters, bulk: bulk)
         let promise = channel.eventLoop.makePromise(of: RPCMessage.self)
+        let limit = timeout ?? responseTimeout
         let timeoutError = DestinationError.retryable(
-            "the head unit did not answer \(name) within \(timeoutText)", code: "timeout")
-        let scheduled = channel.eventLoop.scheduleTask(in: nanos(responseTimeout)) {
+            "the head unit did not answer \(name) within \(limit.syncgateText)", code: "timeout")
+        let scheduled = channel.eventLoop.scheduleTask(in: nanos(limit)) {
             _ = Task { await self.expire(correlationID, timeoutError) }
         }
         pending[correlationID] = Pending(promise: promise, timeout: scheduled, name: name)
@@ -406,7 +409,7 @@ actor SDLConnection {
     func close() async {
         guard closedReason == nil else { return }
         let bounded: Duration = min(responseTimeout, .seconds(2))
-        if let future = try? await send(FunctionID.unregisterAppInterface, [:]) {
+        if let future = try? await send(FunctionID.unregisterAppInterface, [:], timeout: bounded) {
             _ = try? await future.get()
         }
         if closedReason == nil {

@@ -201,3 +201,60 @@ final class FractionLog: @unchecked Sendable {
     var values: [Double] { lock.withLock { fractions } }
     var errors: [String] { lock.withLock { failed } }
 }
+
+/// A destination whose every attempt fails on a fresh connection.
+final class DroppingDestination: Destination, @unchecked Sendable {
+    private let lock = NSLock()
+    private var connections = 0
+    private(set) var attempts = 0
+    let succeedAt: Int
+
+    init(succeedAt: Int) { self.succeedAt = succeedAt }
+
+    var connectionGeneration: Int { get async { lock.withLock { connections } } }
+
+    func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
+        let n = lock.withLock { () -> Int in
+            connections += 1
+            attempts += 1
+            return attempts
+        }
+        if n < succeedAt { throw DestinationError.retryable("connection lost", code: "connection-lost") }
+        return Receipt(remoteName: item.remoteName)
+    }
+    func delete(remoteName: String) async throws {}
+    func list() async throws -> RemoteListing { RemoteListing(entries: []) }
+}
+
+@Suite("failure counts per connection")
+struct ConnectionGenerationTests {
+    func item(_ dir: TemporaryDirectory) throws -> UploadItem {
+        let url = try dir.write("a.txt", "a")
+        let stat = try #require(FileStat.of(url.path))
+        return UploadItem(source: "s", relativePath: "a.txt", absolutePath: url.path, remoteName: "a.txt", size: stat.size,
+                          modificationTime: stat.modificationTime, sha256: "x", isArtwork: false)
+    }
+
+    func settings(retries: Int) -> DeliverySettings {
+        DeliverySettings(concurrency: 1, retry: RetrySettings(file: retries, artwork: retries, baseDelay: .seconds(1), maxDelay: .seconds(2),
+                                                              jitter: .none, maxRetryInterval: .seconds(60), giveUpAfter: .seconds(600)),
+                         recentCompleted: .seconds(1), recentFailed: .seconds(1), attemptTimeout: .seconds(30))
+    }
+
+    @Test func countsStartAfreshOnANewConnectionUpToACap() async throws {
+        let dir = try TemporaryDirectory("sg-generation")
+        defer { dir.remove() }
+        // One retry allowed, but every failure happened on its own connection: a fifth attempt still goes out.
+        let recovering = DroppingDestination(succeedAt: 5)
+        let layer = DeliveryLayer(destinationName: "car", destination: recovering, settings: settings(retries: 1), clock: VirtualClock())
+        _ = try await layer.deliver(try item(dir)).get()
+        #expect(recovering.attempts == 5)
+
+        // Never recovering: bounded by (retries + 1) * connectionResetLimit attempts.
+        let hopeless = DroppingDestination(succeedAt: 1000)
+        let bounded = DeliveryLayer(destinationName: "car", destination: hopeless, settings: settings(retries: 1), clock: VirtualClock())
+        let result = await bounded.deliver(try item(dir))
+        #expect((try? result.get()) == nil)
+        #expect(hopeless.attempts == 2 * DeliveryLayer.connectionResetLimit)
+    }
+}

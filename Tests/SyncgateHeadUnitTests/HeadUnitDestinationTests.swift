@@ -325,4 +325,41 @@ struct HeadUnitDestinationTests {
             await destination.finish()
         }
     }
+
+    @Test("finish does not wait out a head unit that stopped answering")
+    func finishIsBounded() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let destination = HeadUnitFixtures.destination(sim, responseTimeout: .seconds(30))
+            _ = try await destination.upload(try files.item("f.png", HeadUnitFixtures.bytes(10, seed: 1))) { _ in }
+            #expect(try sim.control("delay 20000") == "ok")
+            let started = ContinuousClock.now
+            await destination.finish()
+            #expect(ContinuousClock.now - started < .seconds(10))
+        }
+    }
+
+    @Test("a head unit that answers with a frame announcing 4 GiB: a protocol error, no crash, no huge allocation")
+    func hostileFrame() async throws {
+        let files = try HeadUnitFixtures()
+        defer { files.remove() }
+        for answer in [
+            [0x50, 0x07, 0x02, 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0] as [UInt8],  // oversized ACK
+            [0x70, 0x07, 0x02, 0x01, 0, 0, 0, 0, 0, 0, 0, 0],  // protocol version 7
+            [0x50, 0x07, 0x02, 0x01, 0, 0, 0, 5, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0x7F, 0],  // ACK with lying BSON
+        ] {
+            let peer = try HeadUnitHostilePeer(answer: answer)
+            defer { peer.stop() }
+            let destination = HeadUnitDestination(
+                config: HeadUnitConfig(
+                    port: peer.port, app: .init(name: "Build Tracker", id: "1"),
+                    connectTimeout: ConfigDuration(.seconds(2)), responseTimeout: ConfigDuration(.seconds(3))))
+            let item = try files.item("x.png", HeadUnitFixtures.bytes(10, seed: 1))
+            let started = ContinuousClock.now
+            _ = await expectFailure({ _ = try await destination.upload(item) { _ in } }, code: "protocol-error", "retryable")
+            #expect(ContinuousClock.now - started < .seconds(2))
+            await destination.finish()
+        }
+    }
 }

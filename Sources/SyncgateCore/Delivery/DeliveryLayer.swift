@@ -34,9 +34,12 @@ public struct DeliveryLayer: Sendable {
         progress: @escaping @Sendable (Int64) -> Void = { _ in }
     ) async -> Result<Receipt, DeliveryFailure> {
         let retries = settings.retry.retries(isArtwork: item.isArtwork)
+        // Failure counts start afresh on a new connection, but a run never makes more than this many attempts.
+        let attemptCap = (retries + 1) * DeliveryLayer.connectionResetLimit
         var attempt = 0
         var retriesUsed = 0
         var deferredWait = Duration.zero
+        var generationOfLastFailure: Int? = nil
 
         if item.outcomeUnknown, let existing = try? await destination.existingCopy(of: item) {
             var receipt = existing
@@ -66,6 +69,11 @@ public struct DeliveryLayer: Sendable {
                     code: (error as? DestinationError)?.code, attempts: attempt
                 )
                 let interrupted = cancellation.isCancelled || Task.isCancelled
+                if failureClass.isRetryable {
+                    let generation = await destination.connectionGeneration
+                    if let previous = generationOfLastFailure, previous != generation, attempt < attemptCap { retriesUsed = 0 }
+                    generationOfLastFailure = generation
+                }
                 if error is FileChangedError {
                     // Sending the same planned version again cannot help: the next run plans the new content.
                     await emit(item, .failed(failure))
@@ -121,6 +129,9 @@ public struct DeliveryLayer: Sendable {
     private func emit(_ item: UploadItem, _ kind: DeliveryEvent.Kind) async {
         await onEvent(DeliveryEvent(file: item.key, destination: destinationName, size: item.size, kind: kind, time: clock.now()))
     }
+
+    /// How many times a file's retry count may start afresh on new connections within one run.
+    public static let connectionResetLimit = 4
 
     // MARK: - Many files
 

@@ -41,6 +41,11 @@ public protocol Destination: Sendable {
 
     /// Called once after the batch, whatever happened (close connections, unregister).
     func finish() async
+
+    /// A number that changes whenever the destination opens a new connection or session (0 for destinations
+    /// without one). As the SDL libraries do, a file's failure count starts afresh on a new connection; the
+    /// delivery layer still bounds a run's attempts per file (see ``DeliveryLayer``) and the ledger keeps the total.
+    var connectionGeneration: Int { get async }
 }
 
 extension Destination {
@@ -50,4 +55,5 @@ extension Destination {
     public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] { [:] }
     public func existingCopy(of item: UploadItem) async throws -> Receipt? { nil }
     public func finish() async {}
+    public var connectionGeneration: Int { get async { 0 } }
 }
