@@ -23,13 +23,49 @@ public final class S3XMLElement: @unchecked Sendable {
 
     /// Parses a document; `nil` when it is not well-formed XML.
     public static func parse(_ data: Data) -> S3XMLElement? {
-        let parser = XMLParser(data: data)
+        // Foundation's XMLParser on Linux traps on names holding invalid UTF-8 or NUL bytes (found by fuzzing):
+        // refuse anything that is not valid UTF-8 made of XML 1.0 characters before it gets there.
+        guard isXMLText(data) else { return nil }
+        // It also crashes on processing instructions named like the declaration (`<?xml?>`, `<?XML?>`): S3 answers
+        // are UTF-8 and hold no processing instruction or DTD, so drop the leading declaration and refuse any other
+        // `<?` or `<!DOCTYPE` (no entity expansion either).
+        let body = withoutDeclaration(data)
+        guard body.firstRange(of: Data("<?".utf8)) == nil, body.firstRange(of: Data("<!DOCTYPE".utf8)) == nil,
+            body.firstRange(of: Data("<!ENTITY".utf8)) == nil
+        else { return nil }
+        let parser = XMLParser(data: body)
         parser.shouldProcessNamespaces = true
         parser.shouldResolveExternalEntities = false
         let builder = Builder()
         parser.delegate = builder
         guard parser.parse(), let root = builder.root else { return nil }
         return root
+    }
+
+    /// The document without a leading `<?xml ...?>` declaration (and byte-order mark).
+    static func withoutDeclaration(_ data: Data) -> Data {
+        var bytes = data[...]
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+        while let first = bytes.first, first == 0x20 || first == 0x09 || first == 0x0A || first == 0x0D { bytes = bytes.dropFirst() }
+        guard bytes.starts(with: Array("<?xml".utf8)) else { return Data(bytes) }
+        let end = Array("?>".utf8)
+        var index = bytes.startIndex + 5
+        while index + 1 < bytes.endIndex {
+            if bytes[index] == end[0] && bytes[index + 1] == end[1] { return Data(bytes[(index + 2)...]) }
+            index += 1
+        }
+        return Data()
+    }
+
+    /// Valid UTF-8 without the control characters XML 1.0 forbids (all of C0 but tab, LF and CR) or U+FFFE/U+FFFF.
+    static func isXMLText(_ data: Data) -> Bool {
+        guard let text = String(validating: data, as: UTF8.self) else { return false }
+        for scalar in text.unicodeScalars {
+            let value = scalar.value
+            if value < 0x20 && value != 0x09 && value != 0x0A && value != 0x0D { return false }
+            if value == 0xFFFE || value == 0xFFFF { return false }
+        }
+        return true
     }
 
     private final class Builder: NSObject, XMLParserDelegate {
