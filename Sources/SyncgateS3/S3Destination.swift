@@ -23,6 +23,7 @@ public final class S3Destination: Destination, @unchecked Sendable {
     public let settings: S3Settings
     let client: S3Client
     let logger: Logger
+    let resumeStore = S3MultipartResumeStore()
 
     public init(settings: S3Settings, logger: Logger = Logger(label: "syncgate.s3")) {
         self.settings = settings
@@ -66,7 +67,8 @@ public final class S3Destination: Destination, @unchecked Sendable {
             logger.debug("multipart upload", metadata: ["key": "\(display)", "size": "\(size)", "part_size": "\(partSize)"])
             let upload = S3MultipartUpload(
                 client: client, key: key, reader: reader, size: size, partSize: partSize,
-                concurrency: settings.multipart.concurrency, headers: headers)
+                concurrency: settings.multipart.concurrency, headers: headers, sha256: item.sha256,
+                resumeStore: resumeStore)
             etag = try await upload.run(progress: progress)
         } else {
             let digest = try S3RangeDigest.compute(reader, offset: 0, length: size, sha256: false)
@@ -124,13 +126,14 @@ public final class S3Destination: Destination, @unchecked Sendable {
 
     /// ListObjectsV2 under the prefix, following continuation tokens; stops after `maxKeys` (then `complete`
     /// is false).
-    func listObjects(maxKeys: Int?) async throws -> (entries: [RemoteListing.Entry], complete: Bool) {
+    func listObjects(maxKeys: Int?, pageSize: Int? = nil) async throws -> (entries: [RemoteListing.Entry], complete: Bool) {
         var entries: [RemoteListing.Entry] = []
         var token: String?
         repeat {
             var query: [(name: String, value: String)] = [("list-type", "2"), ("encoding-type", "url")]
             if !settings.prefix.isEmpty { query.append(("prefix", settings.prefix)) }
             if let token { query.append(("continuation-token", token)) }
+            if let pageSize { query.append(("max-keys", String(pageSize))) }
             let response = try await client.send(
                 .GET, key: nil, query: query, context: "ListObjectsV2 s3://\(settings.bucket)/\(settings.prefix)")
             guard let root = S3XMLElement.parse(response.body), root.name == "ListBucketResult" else {
@@ -163,10 +166,14 @@ public final class S3Destination: Destination, @unchecked Sendable {
     /// key's own error (keys not in the result were deleted or were not there). Throws when a whole request
     /// fails.
     public func delete(remoteNames: [String]) async throws -> [String: DestinationError] {
+        try await delete(remoteNames: remoteNames, batchSize: S3Destination.deleteBatchSize)
+    }
+
+    func delete(remoteNames: [String], batchSize: Int) async throws -> [String: DestinationError] {
         var failures: [String: DestinationError] = [:]
         var start = 0
         while start < remoteNames.count {
-            let batch = Array(remoteNames[start..<min(start + S3Destination.deleteBatchSize, remoteNames.count)])
+            let batch = Array(remoteNames[start..<min(start + batchSize, remoteNames.count)])
             start += batch.count
             var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>true</Quiet>"
             for key in batch { xml += "<Object><Key>\(S3XMLEscape.escape(key))</Key></Object>" }
@@ -192,6 +199,12 @@ public final class S3Destination: Destination, @unchecked Sendable {
     }
 
     public func finish() async {
+        // Uploads kept for a next attempt that did not come: abort them, so no orphan parts are left.
+        for (key, uploadID) in resumeStore.drain() {
+            _ = try? await client.send(
+                .DELETE, key: key, query: [("uploadId", uploadID)], context: "AbortMultipartUpload \(settings.display(key: key))",
+                timeout: .seconds(30))
+        }
         await client.shutdown()
     }
 

@@ -4,8 +4,10 @@ import SyncgateCore
 
 /// One multipart upload of one file: CreateMultipartUpload, parts sent `concurrency` at a time (each with its
 /// own Content-MD5 and SHA-256, streamed from disk, its ETag checked against the MD5), CompleteMultipartUpload
-/// with the parts in order. On any failure the upload is aborted so that no orphan parts are left.
-/// Memory: one 1 MiB hashing buffer and one 256 KiB send chunk per part in flight, whatever `part_size` is.
+/// with the parts in order. On a permanent failure (or a cancellation) the upload is aborted so that no orphan parts
+/// are left; after a retryable one it is kept for the next attempt, which sends only the missing parts (and the
+/// destination aborts whatever is still kept when it finishes).
+/// Memory: one 256 KiB hashing buffer and one 256 KiB send chunk per part in flight, whatever `part_size` is.
 struct S3MultipartUpload: Sendable {
     let client: S3Client
     let key: String
@@ -17,7 +19,22 @@ struct S3MultipartUpload: Sendable {
 
     var partCount: Int { Int((size + partSize - 1) / partSize) }
 
+    /// The file's SHA-256 (an interrupted upload is resumed only for the same bytes).
+    let sha256: String
+    let resumeStore: S3MultipartResumeStore
+
     func run(progress: @escaping @Sendable (Int64) -> Void) async throws -> String {
+        if let previous = resumeStore.take(key) {
+            if previous.size == size && previous.partSize == partSize && previous.sha256 == sha256 {
+                do {
+                    return try await run(resuming: previous, progress: progress)
+                } catch let error as DestinationError where error.code == "NoSuchUpload" {
+                    // The server forgot the upload (aborted, expired): start afresh.
+                }
+            } else {
+                await abort(previous.uploadID)
+            }
+        }
         let display = client.settings.display(key: key)
         let created = try await client.send(
             .POST, key: key, query: [("uploads", "")], headers: headers,
@@ -25,46 +42,73 @@ struct S3MultipartUpload: Sendable {
         guard let root = S3XMLElement.parse(created.body), let uploadID = root.value("UploadId"), !uploadID.isEmpty else {
             throw DestinationError.retryable("CreateMultipartUpload \(display): the answer holds no UploadId", code: "MalformedXML")
         }
+        let fresh = S3MultipartResumeStore.Pending(uploadID: uploadID, size: size, partSize: partSize, sha256: sha256, etags: [:])
+        return try await run(resuming: fresh, progress: progress)
+    }
+
+    /// Sends the parts `upload` does not hold yet, then completes it. On a retryable failure (not a cancellation)
+    /// the upload and its acknowledged parts are kept for the next attempt; on any other failure it is aborted.
+    private func run(resuming upload: S3MultipartResumeStore.Pending, progress: @escaping @Sendable (Int64) -> Void) async throws -> String {
+        let parts = S3PartLedger(upload.etags)
         do {
-            let etags = try await sendParts(uploadID: uploadID, progress: progress)
-            return try await complete(uploadID: uploadID, etags: etags)
+            let etags = try await sendParts(uploadID: upload.uploadID, parts: parts, progress: progress)
+            return try await complete(uploadID: upload.uploadID, etags: etags)
         } catch {
-            // Abort even when this task is cancelled: a fresh task is not.
-            let client = self.client
-            let key = self.key
-            let abort = Task {
-                _ = try? await client.send(
-                    .DELETE, key: key, query: [("uploadId", uploadID)], context: "AbortMultipartUpload \(display)",
-                    timeout: .seconds(30))
+            let resumable = FailureClass.classify(error).isRetryable && !Task.isCancelled && !(error is CancellationError)
+                && (error as? DestinationError)?.code != "NoSuchUpload"
+            if resumable {
+                var kept = upload
+                kept.etags = parts.snapshot
+                resumeStore.keep(key, kept)
+            } else {
+                await abort(upload.uploadID)
             }
-            await abort.value
             throw error
         }
     }
 
-    private func sendParts(uploadID: String, progress: @escaping @Sendable (Int64) -> Void) async throws -> [String] {
+    /// AbortMultipartUpload, best effort, even when this task is cancelled (a fresh task is not).
+    func abort(_ uploadID: String) async {
+        let client = self.client
+        let key = self.key
+        let display = client.settings.display(key: key)
+        let task = Task {
+            _ = try? await client.send(
+                .DELETE, key: key, query: [("uploadId", uploadID)], context: "AbortMultipartUpload \(display)",
+                timeout: .seconds(30))
+        }
+        await task.value
+    }
+
+    private func sendParts(uploadID: String, parts: S3PartLedger, progress: @escaping @Sendable (Int64) -> Void) async throws -> [String] {
         let counter = S3ProgressCounter(total: progress)
-        var etags = [String](repeating: "", count: partCount)
-        try await withThrowingTaskGroup(of: (Int, String).self) { group in
+        let done = parts.snapshot
+        for number in done.keys { counter.set(part: number, bytes: partLength(number)) }
+        let missing = (1...partCount).filter { done[$0] == nil }
+        try await withThrowingTaskGroup(of: Void.self) { group in
             var next = 0
             func add() {
-                let number = next + 1
+                let number = missing[next]
                 next += 1
-                group.addTask { (number, try await sendPart(number, uploadID: uploadID, counter: counter)) }
+                group.addTask { parts.record(number, try await sendPart(number, uploadID: uploadID, counter: counter)) }
             }
-            while next < min(concurrency, partCount) { add() }
-            while let (number, etag) = try await group.next() {
-                etags[number - 1] = etag
-                if next < partCount { add() }
+            while next < min(concurrency, missing.count) { add() }
+            while try await group.next() != nil {
+                if next < missing.count { add() }
             }
         }
-        return etags
+        let etags = parts.snapshot
+        return (1...partCount).map { etags[$0] ?? "" }
+    }
+
+    private func partLength(_ number: Int) -> Int64 {
+        min(partSize, size - Int64(number - 1) * partSize)
     }
 
     private func sendPart(_ number: Int, uploadID: String, counter: S3ProgressCounter) async throws -> String {
         try Task.checkCancellation()
         let offset = Int64(number - 1) * partSize
-        let length = min(partSize, size - offset)
+        let length = partLength(number)
         let digest = try S3RangeDigest.compute(reader, offset: offset, length: length, sha256: true)
         let display = client.settings.display(key: key)
         let response = try await client.send(

@@ -22,14 +22,18 @@ public final class S3XMLElement: @unchecked Sendable {
     public func value(_ name: String) -> String? { child(name)?.text }
 
     /// Parses a document; `nil` when it is not well-formed XML.
-    ///
-    /// S3 answers are plain UTF-8 documents: an optional XML declaration, then elements. Anything else is refused
-    /// before it reaches Foundation's XMLParser, which on Linux crashes on some malformed input (found by fuzzing,
-    /// kept as regression tests in S3ParserFuzzTests): invalid UTF-8 in an element name (a trap), a processing
-    /// instruction without data (a NULL strlen). A DOCTYPE (entities) is refused too.
     public static func parse(_ data: Data) -> S3XMLElement? {
-        guard isPlainDocument(data) else { return nil }
-        let parser = XMLParser(data: data)
+        // Foundation's XMLParser on Linux traps on names holding invalid UTF-8 or NUL bytes (found by fuzzing):
+        // refuse anything that is not valid UTF-8 made of XML 1.0 characters before it gets there.
+        guard isXMLText(data) else { return nil }
+        // It also crashes on processing instructions named like the declaration (`<?xml?>`, `<?XML?>`): S3 answers
+        // are UTF-8 and hold no processing instruction or DTD, so drop the leading declaration and refuse any other
+        // `<?` or `<!DOCTYPE` (no entity expansion either).
+        let body = withoutDeclaration(data)
+        guard body.firstRange(of: Data("<?".utf8)) == nil, body.firstRange(of: Data("<!DOCTYPE".utf8)) == nil,
+            body.firstRange(of: Data("<!ENTITY".utf8)) == nil
+        else { return nil }
+        let parser = XMLParser(data: body)
         parser.shouldProcessNamespaces = true
         parser.shouldResolveExternalEntities = false
         let builder = Builder()
@@ -38,16 +42,30 @@ public final class S3XMLElement: @unchecked Sendable {
         return root
     }
 
-    /// Valid UTF-8, no processing instruction but a leading `<?xml ...?>` declaration, no `<!DOCTYPE`/`<!ENTITY`.
-    static func isPlainDocument(_ data: Data) -> Bool {
-        guard let text = String(validating: data, as: UTF8.self) else { return false }
-        var rest = Substring(text)
-        if rest.hasPrefix("<?xml ") {
-            // The declaration: attributes only, up to the first "?>".
-            guard let end = rest.range(of: "?>"), !rest[rest.index(rest.startIndex, offsetBy: 2)..<end.lowerBound].contains("<") else { return false }
-            rest = rest[end.upperBound...]
+    /// The document without a leading `<?xml ...?>` declaration (and byte-order mark).
+    static func withoutDeclaration(_ data: Data) -> Data {
+        var bytes = data[...]
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+        while let first = bytes.first, first == 0x20 || first == 0x09 || first == 0x0A || first == 0x0D { bytes = bytes.dropFirst() }
+        guard bytes.starts(with: Array("<?xml".utf8)) else { return Data(bytes) }
+        let end = Array("?>".utf8)
+        var index = bytes.startIndex + 5
+        while index + 1 < bytes.endIndex {
+            if bytes[index] == end[0] && bytes[index + 1] == end[1] { return Data(bytes[(index + 2)...]) }
+            index += 1
         }
-        return !rest.contains("<?") && !rest.contains("<!DOCTYPE") && !rest.contains("<!ENTITY") && !rest.contains("<!doctype")
+        return Data()
+    }
+
+    /// Valid UTF-8 without the control characters XML 1.0 forbids (all of C0 but tab, LF and CR) or U+FFFE/U+FFFF.
+    static func isXMLText(_ data: Data) -> Bool {
+        guard let text = String(validating: data, as: UTF8.self) else { return false }
+        for scalar in text.unicodeScalars {
+            let value = scalar.value
+            if value < 0x20 && value != 0x09 && value != 0x0A && value != 0x0D { return false }
+            if value == 0xFFFE || value == 0xFFFF { return false }
+        }
+        return true
     }
 
     private final class Builder: NSObject, XMLParserDelegate {

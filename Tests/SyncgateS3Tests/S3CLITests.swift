@@ -120,7 +120,14 @@ struct S3CLITests {
         #expect(after["outbox-a.txt"] == nil && after["outbox-empty.txt"] == nil)
         #expect(after["outbox-big.bin"]?.data == big)
 
-        let everything = [first, second, third, ls, rm].map(\.output).joined()
+        try work.dir.write("outbox/new.txt", "planned, not sent")
+        let dryRun = try work.run(["sync", "--dry-run"])
+        #expect(dryRun.status == 0, "\(dryRun.output)")
+        #expect(dryRun.output.contains("new.txt"))
+        let validate = try work.run(["validate"])
+        #expect(validate.status == 0, "\(validate.output)")
+        let status = try work.run(["status", "--json"])
+        let everything = [first, second, third, ls, rm, dryRun, validate, status].map(\.output).joined()
         #expect(!everything.contains(server.secretAccessKey), "the secret leaked into output")
     }
 

@@ -269,4 +269,34 @@ struct S3DestinationMotoTests {
         defer { readBack.remove() }
         #expect(try server.objects(bucket: "cancel", into: readBack.url).isEmpty)
     }
+
+    /// ListObjectsV2 follows continuation tokens; DeleteObjects splits into batches (small pages and batches here, so
+    /// a handful of objects exercise both).
+    @Test func listingPagesAndDeleteBatches() async throws {
+        let server = try S3TestServer(buckets: ["pages"])
+        defer { server.stop() }
+        let files = try TemporaryDirectory("s3-pages")
+        defer { files.remove() }
+        let destination = Self.destination(server, bucket: "pages")
+        defer { Task { await destination.finish() } }
+        var names: Set<String> = []
+        for index in 0..<7 {
+            try files.write("f\(index).txt", "file \(index)")
+            let item = try S3TestFiles.item(files, "f\(index).txt")
+            _ = try await destination.upload(item, progress: { _ in })
+            names.insert(item.remoteName)
+        }
+        let paged = try await destination.listObjects(maxKeys: nil, pageSize: 2)
+        #expect(paged.complete)
+        #expect(Set(paged.entries.map(\.name)) == names)
+        #expect(paged.entries.count == 7)
+        #expect(server.requests("GET").filter { $0.contains("list-type=2") }.count == 4, "4 pages of at most 2")
+        let capped = try await destination.listObjects(maxKeys: 3, pageSize: 2)
+        #expect(!capped.complete)
+
+        let failures = try await destination.delete(remoteNames: Array(names), batchSize: 3)
+        #expect(failures.isEmpty)
+        #expect(server.requests("POST").filter { $0.contains("?delete") }.count == 3, "7 keys in batches of 3")
+        #expect(try await destination.list().entries.isEmpty)
+    }
 }

@@ -54,4 +54,19 @@ struct S3XMLTests {
         #expect(S3Client.retryAfter("Wed, 21 Oct 2015 07:28:30 GMT", now: now) == .seconds(30))
         #expect(S3Client.retryAfter("soon", now: now) == nil)
     }
+
+    /// Inputs that crash Foundation's XMLParser on Linux are refused before they reach it.
+    @Test func refusesWhatCrashesFoundationsParser() {
+        let hostile: [Data] = [
+            Data("<?XML?><b/>".utf8), Data("<a><?xml?></a>".utf8),
+            Data("<Er2or><Co".utf8) + Data([0, 0, 0xFF, 0xFF]) + Data("t>x</Co></Er2or>".utf8),
+            Data("<!DOCTYPE x [<!ENTITY e \"boom\">]><x>&e;</x>".utf8),
+        ]
+        for data in hostile { #expect(S3XMLElement.parse(data) == nil) }
+        // A broken leading declaration is dropped, not handed to the parser.
+        #expect(S3XMLElement.parse(Data("<?xml?><Error><Code>X</Code></Error>".utf8))?.value("Code") == "X")
+        // A normal answer with its declaration and a byte-order mark still parses.
+        let normal = Data([0xEF, 0xBB, 0xBF]) + Data("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code></Error>".utf8)
+        #expect(S3XMLElement.parse(normal)?.value("Code") == "NoSuchKey")
+    }
 }

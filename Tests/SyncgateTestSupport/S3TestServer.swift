@@ -56,8 +56,13 @@ public final class S3TestServer: @unchecked Sendable {
         }
     }
 
-    /// Stops the server (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. Idempotent.
+    /// Stops the server (SIGTERM, then SIGKILL after 5 s), waits for it to exit and removes its log. Idempotent.
     public func stop() {
+        terminate()
+        try? FileManager.default.removeItem(at: logFile)
+    }
+
+    private func terminate() {
         guard let process else { return }
         self.process = nil
         if process.isRunning {
