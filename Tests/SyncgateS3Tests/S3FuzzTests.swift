@@ -17,10 +17,16 @@ struct S3FuzzTests {
         "<a><![CDATA[<b>]]></a>", "<!DOCTYPE x [<!ENTITY e \"&#60;\">]><x>&e;</x>",
         // Inputs that crashed Foundation's XMLParser before S3XMLElement screened them (regression seeds).
         "<?xml?><Err version=\"F-8\"?><Error><Code>SignatureDoesNotMatch</Code></Error>", "<?XML?><b/>", "<a><?xml?></a>",
-    ].map { Array($0.utf8) } + [Array("<Er2or><Co".utf8) + [0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF] + Array("t>x</Co></Er2or>".utf8)]
+        "<?xm?><Error><Code>SlowDown</Code></Error>", "<Error><?pi?><Code>SlowDown</Code></Error>",
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?4258><Error><Code>Slow</Code></Error>><?pi?><Code>x</Code>",
+    ].map { Array($0.utf8) } + [
+        Array("<Er2or><Co".utf8) + [0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF] + Array("t>x</Co></Er2or>".utf8),
+        Array("<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToke".utf8) + [0xFF, 0xFF, 0xFF, 0xFF]
+            + Array("eGcx=</NextContinuationToken></ListBucketResult>".utf8),
+    ]
 
     @Test func xmlAnswers() {
-        var fuzzer = Fuzzer("s3-xml", seeds: Self.xmlSeeds, rounds: 4000)
+        var fuzzer = Fuzzer("s3-xml", seeds: Self.xmlSeeds, rounds: 15_000)
         let runs = fuzzer.run { bytes in
             let data = Data(bytes)
             if let root = S3XMLElement.parse(data) {
@@ -30,7 +36,7 @@ struct S3FuzzTests {
             _ = error.destinationError("fuzz").message
             _ = S3DeleteResult(data, display: { $0 })
         }
-        #expect(runs > 4000)
+        #expect(runs > 15_000)
     }
 
     @Test func urlEncodedKeysRoundTrip() {
