@@ -3,6 +3,7 @@ import PackageDescription
 
 let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
 let nioPosix = Target.Dependency.product(name: "NIOPosix", package: "swift-nio")
+let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
 let httpClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
@@ -40,13 +41,13 @@ let package = Package(
 
         // Destination plugins: one folder each, registered in Sources/syncgate/BuiltinPlugins.swift.
         .target(name: "SyncgateLocal", dependencies: ["SyncgateCore"]),
-        .target(name: "SyncgateS3", dependencies: ["SyncgateCore", httpClient, crypto, nioCore, logging]),
+        .target(name: "SyncgateS3", dependencies: ["SyncgateCore", httpClient, crypto, nioCore, nioHTTP1, logging]),
         .target(name: "SyncgateSDL", dependencies: [nioCore]),  // SDL wire format: frames, BSON, RPC messages
         .target(name: "SyncgateHeadUnit", dependencies: ["SyncgateCore", "SyncgateSDL", nioCore, nioPosix, logging]),
         .target(
             name: "SyncgateSheets",
             dependencies: [
-                "SyncgateCore", httpClient, crypto, nioCore, logging,
+                "SyncgateCore", httpClient, crypto, nioCore, nioHTTP1, logging,
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),

@@ -165,6 +165,9 @@ public final class S3Destination: Destination, @unchecked Sendable {
     /// Deletes many keys with DeleteObjects, up to 1000 per request (each with its Content-MD5). Returns each
     /// key's own error (keys not in the result were deleted or were not there). Throws when a whole request
     /// fails.
+    /// DeleteObjects: up to 1000 keys a request.
+    public var supportsBatchDelete: Bool { true }
+
     public func delete(remoteNames: [String]) async throws -> [String: DestinationError] {
         try await delete(remoteNames: remoteNames, batchSize: S3Destination.deleteBatchSize)
     }

@@ -288,3 +288,39 @@ struct LongRetryAfterTests {
         #expect(try ledger.entry(item.key, destination: "d")?.nextRetryAt == now + 1800)
     }
 }
+
+/// A destination that deletes in batches; the first batch call fails for one name retryably.
+final class BatchDeleting: Destination, @unchecked Sendable {
+    private let lock = NSLock()
+    private(set) var calls: [[String]] = []
+    var supportsBatchDelete: Bool { true }
+    func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt { Receipt(remoteName: item.remoteName) }
+    func delete(remoteName: String) async throws { Issue.record("the batch call must be used") }
+    func list() async throws -> RemoteListing { RemoteListing(entries: []) }
+    func delete(remoteNames: [String]) async throws -> [String: DestinationError] {
+        let first = lock.withLock { () -> Bool in
+            calls.append(remoteNames)
+            return calls.count == 1
+        }
+        var failures: [String: DestinationError] = [:]
+        if remoteNames.contains("denied") { failures["denied"] = .permanent("AccessDenied", code: "AccessDenied") }
+        if first, remoteNames.contains("busy") { failures["busy"] = .retryable("SlowDown", code: "SlowDown") }
+        return failures
+    }
+}
+
+@Suite("batch deletes")
+struct BatchDeleteTests {
+    @Test func retryableNamesAreRetriedAloneAndEachNameHasItsResult() async {
+        let destination = BatchDeleting()
+        let settings = DeliverySettings(concurrency: 1, retry: RetrySettings(file: 2, artwork: 2, baseDelay: .seconds(1), maxDelay: .seconds(2), jitter: .none,
+                                                                             maxRetryInterval: .seconds(60), giveUpAfter: .seconds(600)),
+                                        recentCompleted: .seconds(1), recentFailed: .seconds(1), attemptTimeout: .seconds(30))
+        let clock = VirtualClock()
+        let failures = await DeliveryLayer(destinationName: "d", destination: destination, settings: settings, clock: clock).deleteMany(["a", "busy", "denied", "b"])
+        #expect(Set(failures.keys) == ["denied"])
+        #expect(failures["denied"]?.failureClass == .permanent)
+        #expect(destination.calls == [["a", "busy", "denied", "b"], ["busy"]])
+        #expect(clock.sleeps == [.seconds(1)])
+    }
+}

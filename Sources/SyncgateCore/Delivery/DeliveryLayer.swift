@@ -203,6 +203,7 @@ public struct DeliveryLayer: Sendable {
     /// Deletes many remote names, at most `concurrency` at once, each with the retry policy for files.
     /// Returns the per-name error map (empty when all were deleted).
     public func deleteMany(_ names: [String], cancellation: CancellationHandle = CancellationHandle()) async -> [String: DeliveryFailure] {
+        if destination.supportsBatchDelete { return await deleteInBatches(names, cancellation: cancellation) }
         let concurrency = max(1, settings.concurrency)
         return await withTaskGroup(of: (String, DeliveryFailure?).self) { group in
             var failures: [String: DeliveryFailure] = [:]
@@ -220,6 +221,45 @@ public struct DeliveryLayer: Sendable {
             }
             return failures
         }
+    }
+
+    /// Deletes through the destination's batch call, retrying the names that failed retryably.
+    private func deleteInBatches(_ names: [String], cancellation: CancellationHandle) async -> [String: DeliveryFailure] {
+        var failures: [String: DeliveryFailure] = [:]
+        var remaining = names
+        var attempt = 0
+        while !remaining.isEmpty {
+            if cancellation.isCancelled {
+                for name in remaining { failures[name] = .cancelled(attempts: attempt) }
+                break
+            }
+            attempt += 1
+            var retryable: [String: DeliveryFailure] = [:]
+            var after: Duration? = nil
+            do {
+                for (name, error) in try await destination.delete(remoteNames: remaining) {
+                    let failure = DeliveryFailure(message: Redactor.shared.redact(error.description), failureClass: error.failureClass, code: error.code, attempts: attempt)
+                    if error.failureClass.isRetryable { retryable[name] = failure } else { failures[name] = failure }
+                    if case .retryable(let a?) = error.failureClass { after = max(after ?? .zero, a) }
+                }
+            } catch {
+                let failureClass = classify(error)
+                let failure = DeliveryFailure(message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: failureClass,
+                                              code: (error as? DestinationError)?.code, attempts: attempt)
+                for name in remaining {
+                    if failureClass.isRetryable { retryable[name] = failure } else { failures[name] = failure }
+                }
+                if case .retryable(let a?) = failureClass { after = a }
+            }
+            remaining = names.filter { retryable[$0] != nil }
+            if remaining.isEmpty { break }
+            if attempt > settings.retry.file {
+                for (name, failure) in retryable { failures[name] = failure }
+                break
+            }
+            if (try? await clock.sleep(for: backoff.delay(forRetry: attempt, retryAfter: after))) == nil { continue }
+        }
+        return failures
     }
 
     private func deleteOne(_ name: String, cancellation: CancellationHandle) async -> DeliveryFailure? {

@@ -42,6 +42,13 @@ public protocol Destination: Sendable {
     /// Called once after the batch, whatever happened (close connections, unregister).
     func finish() async
 
+    /// `true` when ``delete(remoteNames:)`` deletes many names in few requests (S3's DeleteObjects).
+    var supportsBatchDelete: Bool { get }
+
+    /// Deletes many names; returns each name's own error (names not in the map were deleted). Throws when the
+    /// whole request failed. Only called when ``supportsBatchDelete`` is `true`.
+    func delete(remoteNames: [String]) async throws -> [String: DestinationError]
+
     /// A number that changes whenever the destination opens a new connection or session (0 for destinations
     /// without one). As the SDL libraries do, a file's failure count starts afresh on a new connection; the
     /// delivery layer still bounds a run's attempts per file (see ``DeliveryLayer``) and the ledger keeps the total.
@@ -56,4 +63,16 @@ extension Destination {
     public func existingCopy(of item: UploadItem) async throws -> Receipt? { nil }
     public func finish() async {}
     public var connectionGeneration: Int { get async { 0 } }
+    public var supportsBatchDelete: Bool { false }
+    public func delete(remoteNames: [String]) async throws -> [String: DestinationError] {
+        var failures: [String: DestinationError] = [:]
+        for name in remoteNames {
+            do {
+                try await delete(remoteName: name)
+            } catch {
+                failures[name] = error as? DestinationError ?? DestinationError(classify(error), DeliveryLayer.describe(error))
+            }
+        }
+        return failures
+    }
 }
