@@ -340,28 +340,22 @@ public final class Ledger: Sendable {
     /// Makes failed rows (of a destination, of some paths) due now, whatever their class or age (`syncgate retry`).
     @discardableResult
     public func requestRetry(destination: String?, paths: [String], at now: Date) throws -> Int {
-        try write { db in
-            var sql = "UPDATE files SET status = 'pending', next_retry_at = NULL, first_failed_at = NULL, failed_runs = 0, updated_at = ? WHERE status = 'failed'"
-            var arguments: [any DatabaseValueConvertible] = [now.timeIntervalSince1970]
-            if let destination {
-                sql += " AND destination = ?"
-                arguments.append(destination)
-            }
-            if !paths.isEmpty {
-                sql += " AND path IN (\(paths.map { _ in "?" }.joined(separator: ",")))"
-                arguments.append(contentsOf: paths)
-            }
-            try db.execute(sql: sql, arguments: StatementArguments(arguments))
-            return db.changesCount
-        }
+        try changeFailed(
+            "UPDATE files SET status = 'pending', next_retry_at = NULL, first_failed_at = NULL, failed_runs = 0, updated_at = ?",
+            [now.timeIntervalSince1970], destination: destination, paths: paths)
     }
 
     /// Drops failed rows (of a destination, of some paths). The files are then new to the next run.
     @discardableResult
     public func forgetFailed(destination: String?, paths: [String]) throws -> Int {
+        try changeFailed("DELETE FROM files", [], destination: destination, paths: paths)
+    }
+
+    /// Runs `statement` on the failed rows of a destination (all when nil) and paths (all when empty).
+    private func changeFailed(_ statement: String, _ leading: [any DatabaseValueConvertible], destination: String?, paths: [String]) throws -> Int {
         try write { db in
-            var sql = "DELETE FROM files WHERE status = 'failed'"
-            var arguments: [any DatabaseValueConvertible] = []
+            var sql = statement + " WHERE status = 'failed'"
+            var arguments = leading
             if let destination {
                 sql += " AND destination = ?"
                 arguments.append(destination)
