@@ -15,8 +15,6 @@ struct LocalDestinationTests {
         let item = UploadItem(source: "s", relativePath: "a/b.bin", absolutePath: source.path,
                               remoteName: try destination.remoteName(forRelativePath: "a/b.bin"), size: stat.size,
                               modificationTime: stat.modificationTime, sha256: try FileHasher.sha256(path: source.path), isArtwork: false)
-        let progress = FractionLog()
-        _ = progress
         let receipt = try await destination.upload(item) { _ in }
         #expect(receipt.remoteName == "a/b.bin")
         #expect(try dir.read("dst/a/b.bin") == (try Data(contentsOf: source)))

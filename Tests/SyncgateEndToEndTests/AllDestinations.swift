@@ -24,7 +24,7 @@ final class AllDestinations {
 
     static var shouldRun: Bool { unavailableReason == nil || TestPaths.serversRequired }
 
-    init(s3Secret override: String? = nil, retries: Int = 2) throws {
+    init(retries: Int = 2) throws {
         dir = try TemporaryDirectory("sg-all")
         s3 = try S3TestServer(buckets: ["crash"])
         sheets = try SheetsTestServer(appsScriptSecret: appsScriptSecret)
@@ -78,7 +78,6 @@ final class AllDestinations {
               - match: ["reports/**"]
                 to: [tracker]
             """)
-        _ = override
     }
 
     var environment: [String: String] {

@@ -131,10 +131,10 @@ public final class SyncEngine: Sendable {
                         if plan.sha256 == nil, hashed() == nil { break }
                         plan.action = .upload(reason: "retry due")
                     } else {
-                        plan.action = .skip(reason: "retry scheduled at \(ISO8601DateFormatter().string(from: next))", stillFailed: .retryable())
+                        plan.action = .skip(reason: "retry scheduled at \(JSONText.time(next))", stillFailed: .retryable())
                     }
                 } else {
-                    plan.action = .skip(reason: "gave up after failing since \(entry.firstFailedAt.map { ISO8601DateFormatter().string(from: $0) } ?? "?") (run syncgate retry)", stillFailed: .permanent)
+                    plan.action = .skip(reason: "gave up after failing since \(entry.firstFailedAt.map { "\(JSONText.time($0))" } ?? "?") (run syncgate retry)", stillFailed: .permanent)
                 }
             }
             plans.append(plan)

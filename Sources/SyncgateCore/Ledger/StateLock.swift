@@ -25,7 +25,13 @@ public final class StateLock: @unchecked Sendable {
         try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw LedgerError(path: path, message: "cannot open lock file: \(String(cString: strerror(errno)))") }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        // `status` takes the lock for a moment to see whether a sync runs: wait out such a glance (300 ms at most).
+        var locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+        for _ in 0..<30 where !locked {
+            usleep(10_000)
+            locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+        }
+        if !locked {
             var buffer = [UInt8](repeating: 0, count: 64)
             let n = pread(fd, &buffer, 64, 0)
             close(fd)
@@ -50,7 +56,13 @@ public final class StateLock: @unchecked Sendable {
         let fd = open(statePath + ".lock", O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 { return true }
+        // `status` takes the lock for a moment to see whether a sync runs: wait out such a glance (300 ms at most).
+        var locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+        for _ in 0..<30 where !locked {
+            usleep(10_000)
+            locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+        }
+        if !locked { return true }
         flock(fd, LOCK_UN)
         return false
     }
