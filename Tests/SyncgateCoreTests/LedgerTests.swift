@@ -109,14 +109,14 @@ struct LedgerTests {
         #expect(try again.entries().count == 1)
     }
 
-    @Test func damagedOrForeignStateFilesAreReportedNotReplaced() throws {
+    @Test func damagedOrForeignStateFilesAreReportedNotReplaced() async throws {
         defer { dir.remove() }
         let garbage = try dir.write("garbage.sqlite", String(repeating: "not a database ", count: 400))
         #expect(throws: LedgerError.self) { try Ledger(path: garbage.path) }
         #expect(try Data(contentsOf: garbage) == Data(String(repeating: "not a database ", count: 400).utf8))
 
         let foreign = dir.file("foreign.sqlite").path
-        let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), [foreign, "CREATE TABLE invoices (id INTEGER); INSERT INTO invoices VALUES (7);"])
+        let result = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), [foreign, "CREATE TABLE invoices (id INTEGER); INSERT INTO invoices VALUES (7);"])
         try #require(result.status == 0, "sqlite3 is needed: \(result.stderr)")
         do {
             _ = try Ledger(path: foreign)
@@ -124,7 +124,7 @@ struct LedgerTests {
         } catch let error as LedgerError {
             #expect(error.message.contains("another program"))
         }
-        let check = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), [foreign, "SELECT id FROM invoices;"])
+        let check = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), [foreign, "SELECT id FROM invoices;"])
         #expect(check.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "7")
     }
 

@@ -24,11 +24,11 @@ final class AllDestinations {
 
     static var shouldRun: Bool { unavailableReason == nil || TestPaths.serversRequired }
 
-    init(retries: Int = 2) throws {
+    init(retries: Int = 2) async throws {
         dir = try TemporaryDirectory("sg-all")
-        s3 = try S3TestServer(buckets: ["crash"])
-        sheets = try SheetsTestServer(appsScriptSecret: appsScriptSecret)
-        headUnit = try HeadUnitSimulatorProcess()
+        s3 = try await S3TestServer(buckets: ["crash"])
+        sheets = try await SheetsTestServer(appsScriptSecret: appsScriptSecret)
+        headUnit = try await HeadUnitSimulatorProcess()
         try dir.write("plugins.yaml", """
             version: 1
             state: .syncgate/state.sqlite
@@ -110,8 +110,8 @@ final class AllDestinations {
         files[path] = data
     }
 
-    func run(_ arguments: [String], timeout: TimeInterval = 300, overriding: [String: String] = [:]) throws -> ProcessResult {
-        try ProcessRunner.run(TestPaths.executable("syncgate"), arguments, environment: environment.merging(overriding) { $1 },
+    func run(_ arguments: [String], timeout: TimeInterval = 300, overriding: [String: String] = [:]) async throws -> ProcessResult {
+        try await ProcessRunner.run(TestPaths.executable("syncgate"), arguments, environment: environment.merging(overriding) { $1 },
                               currentDirectory: dir.url, timeout: timeout)
     }
 
@@ -131,25 +131,25 @@ final class AllDestinations {
     }
 
     /// Runs `sync` until it exits 0 (at most `runs` times); returns the last result.
-    func syncUntilDone(runs: Int = 4) throws -> ProcessResult {
-        var last = try run(["sync", "--json"])
+    func syncUntilDone(runs: Int = 4) async throws -> ProcessResult {
+        var last = try await run(["sync", "--json"])
         var count = 1
         while last.status != 0 && count < runs {
-            last = try run(["sync", "--json"])
+            last = try await run(["sync", "--json"])
             count += 1
         }
         return last
     }
 
     /// Checks that every destination holds exactly what the outbox holds, once; returns the problems found.
-    func verifyDelivered() throws -> [String] {
+    func verifyDelivered() async throws -> [String] {
         var problems: [String] = []
         for (path, data) in files {
             if (try? dir.read("synced/" + path)) != data { problems.append("local: \(path)") }
             let carName = path.replacingOccurrences(of: "/", with: "_")
             if (try? headUnit.storage.read(carName)) != data { problems.append("head unit: \(carName)") }
         }
-        let objects = try s3.objects(bucket: "crash", into: dir.file("readback"))
+        let objects = try await s3.objects(bucket: "crash", into: dir.file("readback"))
         for (path, data) in files where objects["out/" + path]?.data != data { problems.append("s3: \(path)") }
         if objects.count != files.count { problems.append("s3: \(objects.count) objects for \(files.count) files") }
         let rows = try sheets.textRows(sheet: "Records")
@@ -168,8 +168,8 @@ final class AllDestinations {
     }
 
     /// The ledger, through `status --json`.
-    func status() throws -> [String: Any] {
-        (try? JSONSerialization.jsonObject(with: Data(try run(["status", "--json"]).stdout.utf8))) as? [String: Any] ?? [:]
+    func status() async throws -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(try await run(["status", "--json"]).stdout.utf8))) as? [String: Any] ?? [:]
     }
 
     func stop() {

@@ -15,9 +15,9 @@ struct BrokenConfigTests {
     }
 
     @Test(arguments: files)
-    func exits78WithALocatedMessage(_ name: String) throws {
+    func exits78WithALocatedMessage(_ name: String) async throws {
         let path = Self.folder.appendingPathComponent(name).path
-        let result = try ProcessRunner.run(SyncgateCLI.binary, ["sync", "--config", path], timeout: 60)
+        let result = try await ProcessRunner.run(SyncgateCLI.binary, ["sync", "--config", path], timeout: 60)
         #expect(result.status == 78, "\(name): exit \(result.status): \(result.stderr)")
         let firstLine = result.stderr.split(separator: "\n").first.map(String.init) ?? ""
         let pattern = "^syncgate: " + NSRegularExpression.escapedPattern(for: path) + ":[0-9]+:[0-9]+: .+"

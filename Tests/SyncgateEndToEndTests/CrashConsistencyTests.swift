@@ -9,8 +9,8 @@ import Testing
 struct CrashConsistencyTests {
     static var kills: Int { Int(ProcessInfo.processInfo.environment["SYNCGATE_CRASH_KILLS"] ?? "") ?? 8 }
 
-    @Test func killNineAtRandomMomentsLosesAndDuplicatesNothing() throws {
-        let all = try AllDestinations()
+    @Test func killNineAtRandomMomentsLosesAndDuplicatesNothing() async throws {
+        let all = try await AllDestinations()
         defer { all.stop() }
         try all.makeOutbox(binaries: 240, csvs: 40)
         var generator = SplitMix(seed: UInt64(Date().timeIntervalSince1970))
@@ -20,17 +20,17 @@ struct CrashConsistencyTests {
             let delay = 50 + Int(generator.next() % 1500)
             moments.append(delay)
             let process = try all.start(["sync"])
-            usleep(useconds_t(delay * 1000))
+            try await Task.sleep(for: .milliseconds(delay))
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            await ProcessRunner.waitForExit(process)
             if process.terminationReason == .uncaughtSignal { cutShort += 1 }
         }
         #expect(cutShort >= 1, "no run was cut short (moments \(moments) ms)")
-        let final = try all.syncUntilDone()
+        let final = try await all.syncUntilDone()
         #expect(final.status == 0, "\(final.stderr.suffix(2000))")
-        let problems = try all.verifyDelivered()
+        let problems = try await all.verifyDelivered()
         #expect(problems.isEmpty, "after kills at \(moments) ms: \(problems.prefix(10))")
-        let status = try all.status()
+        let status = try await all.status()
         let destinations = status["destinations"] as? [[String: Any]] ?? []
         #expect(destinations.count == 5)
         for d in destinations {
@@ -40,33 +40,31 @@ struct CrashConsistencyTests {
         for d in destinations {
             #expect(d["synced"] as? Int == expected[d["name"] as? String ?? ""], "\(d)")
         }
-        #expect(try all.s3.openMultipartUploads(bucket: "crash") == 0)
+        #expect(try await all.s3.openMultipartUploads(bucket: "crash") == 0)
     }
 
-    @Test func ctrlCExits130QuicklyWithAConsistentLedger() throws {
-        let all = try AllDestinations()
+    @Test func ctrlCExits130QuicklyWithAConsistentLedger() async throws {
+        let all = try await AllDestinations()
         defer { all.stop() }
         try all.makeOutbox(binaries: 200, csvs: 20)
         var generator = SplitMix(seed: UInt64(Date().timeIntervalSince1970) ^ 0xABCDEF)
         for _ in 0..<3 {
             let process = try all.start(["sync"])
-            usleep(useconds_t((200 + Int(generator.next() % 800)) * 1000))
+            try await Task.sleep(for: .milliseconds(200 + Int(generator.next() % 800)))
             let sent = Date()
             kill(process.processIdentifier, SIGINT)
-            let deadline = Date().addingTimeInterval(15)
-            while process.isRunning && Date() < deadline { usleep(20_000) }
-            let running = process.isRunning
+            let running = !(await ProcessRunner.waitForExit(process, timeout: 15))
             if running { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
             #expect(!running, "Ctrl-C did not stop the run within 15 s")
             if process.terminationStatus == 0 { continue }  // it had finished before the signal
             #expect(process.terminationStatus == 130)
             #expect(Date().timeIntervalSince(sent) < 8, "exit took \(Date().timeIntervalSince(sent)) s")
-            let files = try all.status()["files"] as? [[String: Any]] ?? []
+            let files = try await all.status()["files"] as? [[String: Any]] ?? []
             #expect(!files.contains { $0["status"] as? String == "uploading" }, "no row is left uploading")
         }
-        let final = try all.syncUntilDone()
+        let final = try await all.syncUntilDone()
         #expect(final.status == 0, "\(final.stderr.suffix(2000))")
-        #expect(try all.verifyDelivered().isEmpty)
+        #expect(try await all.verifyDelivered().isEmpty)
     }
 }

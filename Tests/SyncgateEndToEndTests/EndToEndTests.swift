@@ -38,7 +38,7 @@ struct EndToEndTests {
         SyncgateCLI.events(result.stdout).last { $0["event"] as? String == "summary" }
     }
 
-    @Test func firstSyncDeliversAllSecondUploadsNothingChangedIsResent() throws {
+    @Test func firstSyncDeliversAllSecondUploadsNothingChangedIsResent() async throws {
         defer { dir.remove() }
         try writeConfig()
         try dir.write("outbox/a.txt", "alpha")
@@ -46,7 +46,7 @@ struct EndToEndTests {
         try dir.write("outbox/deep/x/y/z.json", "{\"k\": 1}")
         try dir.write("outbox/.hidden", "secret-ish")
 
-        var result = try cli.run(["sync", "--json"])
+        var result = try await cli.run(["sync", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(summary(result)?["uploaded"] as? Int == 3)
         #expect(try dir.read("synced/art/cover.png") == Data([0x89, 0x50, 0x4E, 0x47, 1, 2, 3]))
@@ -57,21 +57,21 @@ struct EndToEndTests {
         #expect(kinds.filter { $0 == "started" }.count == 3)
         #expect(kinds.filter { $0 == "synced" }.count == 3)
 
-        result = try cli.run(["sync", "--json"])
+        result = try await cli.run(["sync", "--json"])
         #expect(result.status == 0)
         #expect(summary(result)?["uploaded"] as? Int == 0)
         #expect(summary(result)?["up_to_date"] as? Int == 3)
         #expect(!SyncgateCLI.events(result.stdout).contains { $0["event"] as? String == "started" })
 
         try dir.write("outbox/a.txt", "alpha, version two")
-        result = try cli.run(["sync", "--json"])
+        result = try await cli.run(["sync", "--json"])
         #expect(summary(result)?["uploaded"] as? Int == 1)
         let queued = SyncgateCLI.events(result.stdout).first { $0["event"] as? String == "queued" }
         #expect(queued?["path"] as? String == "a.txt")
         #expect(queued?["reason"] as? String == "changed")
         #expect(try dir.read("synced/a.txt") == Data("alpha, version two".utf8))
 
-        let status = try cli.run(["status", "--json"])
+        let status = try await cli.run(["status", "--json"])
         #expect(status.status == 0)
         let report = try #require(SyncgateCLI.json(status.stdout))
         let destinations = try #require(report["destinations"] as? [[String: Any]])
@@ -84,7 +84,7 @@ struct EndToEndTests {
     }
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv to drop root"))
-    func unreadableFileFailsAloneWhileTheRestSync() throws {
+    func unreadableFileFailsAloneWhileTheRestSync() async throws {
         defer { dir.remove() }
         try writeConfig()
         try dir.write("outbox/ok-1.txt", "one")
@@ -100,7 +100,7 @@ struct EndToEndTests {
             chmod(dir.file("outbox/ok-1.txt").path, 0o644)
             chmod(dir.file("outbox/ok-2.txt").path, 0o644)
         }
-        let result = try cli.run(["sync", "--json"], asUser: user)
+        let result = try await cli.run(["sync", "--json"], asUser: user)
         #expect(result.status == 75, "retryable failure scheduled: \(result.stderr)")
         #expect(try dir.read("synced/ok-1.txt") == Data("one".utf8))
         #expect(try dir.read("synced/ok-2.txt") == Data("two".utf8))
@@ -109,7 +109,7 @@ struct EndToEndTests {
         #expect(failed?["path"] as? String == "locked.txt")
         #expect((failed?["error"] as? String)?.contains("Permission denied") == true)
 
-        let status = try cli.run(["status", "--json", "--failed"], asUser: user)
+        let status = try await cli.run(["status", "--json", "--failed"], asUser: user)
         let files = try #require(SyncgateCLI.json(status.stdout)?["files"] as? [[String: Any]])
         #expect(files.count == 1)
         #expect(files.first?["path"] as? String == "locked.txt")
@@ -119,7 +119,7 @@ struct EndToEndTests {
         #expect(files.first?["last_attempt_at"] != nil)
     }
 
-    @Test func killedRunResumesWithNothingLostOrLeftBehind() throws {
+    @Test func killedRunResumesWithNothingLostOrLeftBehind() async throws {
         defer { dir.remove() }
         try writeConfig(concurrency: 1)
         var expected: [String: Data] = [:]
@@ -129,84 +129,95 @@ struct EndToEndTests {
             try dir.write("outbox/" + path, data)
             expected[path] = data
         }
-        // Kill -9 at several moments, then let a run finish.
-        for (index, delay) in [0.15, 0.3, 0.6].enumerated() {
+        // Kill -9 at several moments (just after start, at the first delivered file, 40 files later), then let a
+        // run finish. The moments follow the run's progress, not the clock, so a loaded machine cannot turn them
+        // into "after the run ended".
+        var cutMidDelivery = 0
+        let synced = dir.file("synced").path
+        for stage in 0..<3 {
+            let before = Self.delivered(synced)
             let process = try cli.start(["sync"])
-            usleep(useconds_t(delay * 1_000_000))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            if index == 0 {
-                #expect(process.terminationReason == .uncaughtSignal)
-                let delivered = FileManager.default.enumerator(atPath: dir.file("synced").path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".bin") }.count ?? 0
-                #expect(delivered < 400, "the first run must be cut off mid-way for this test to mean anything")
+            let pid = process.processIdentifier
+            let started = Date()
+            let reached = await ProcessRunner.when(process) {
+                stage == 0 ? Date().timeIntervalSince(started) > 0.02 : Self.delivered(synced) >= before + (stage == 1 ? 1 : 40)
+            } then: {
+                kill(pid, SIGKILL)
             }
+            if !reached { kill(pid, SIGKILL) }
+            await ProcessRunner.waitForExit(process)
+            if reached, process.terminationReason == .uncaughtSignal, stage > 0, Self.delivered(synced) < 400 { cutMidDelivery += 1 }
         }
-        let result = try cli.run(["sync", "--json"])
+        #expect(cutMidDelivery >= 1, "no run was cut off mid-delivery, so this test means nothing")
+        let result = try await cli.run(["sync", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         for (path, data) in expected {
             #expect(try dir.read("synced/" + path) == data, "\(path)")
         }
         let leftovers = FileManager.default.enumerator(atPath: dir.file("synced").path)?.compactMap { $0 as? String }.filter { $0.contains(".syncgate-tmp-") } ?? []
         #expect(leftovers.isEmpty, "temporary files left: \(leftovers.prefix(3))")
-        let status = try #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
+        let status = try await #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
         let line = try #require((status["destinations"] as? [[String: Any]])?.first)
         #expect(line["synced"] as? Int == 400)
         #expect(line["pending"] as? Int == 0)
     }
 
-    @Test func ctrlCExits130AndTheNextRunFinishes() throws {
+    @Test func ctrlCExits130AndTheNextRunFinishes() async throws {
         defer { dir.remove() }
         try writeConfig(concurrency: 1)
         for i in 0..<600 { try dir.write("outbox/file-\(i).bin", Data(repeating: UInt8(i % 256), count: 128 * 1024)) }
+        let destination = dir.file("synced").path
         let process = try cli.start(["sync"])
-        usleep(300_000)
+        let pid = process.processIdentifier
+        // Interrupted once files are arriving (the moment follows progress, not the clock).
+        let midway = await ProcessRunner.when(process) { Self.delivered(destination) >= 5 } then: { kill(pid, SIGINT) }
+        #expect(midway, "the run ended before it could be interrupted")
         let sent = Date()
-        kill(process.processIdentifier, SIGINT)
-        process.waitUntilExit()
+        await ProcessRunner.waitForExit(process, timeout: 60)
         #expect(process.terminationStatus == 130)
         #expect(Date().timeIntervalSince(sent) < 5)
-        let status = try #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
+        let status = try await #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
         let files = (status["files"] as? [[String: Any]]) ?? []
         #expect(!files.contains { $0["status"] as? String == "uploading" || $0["status"] as? String == "failed" })
-        let result = try cli.run(["sync", "--json"])
+        let result = try await cli.run(["sync", "--json"])
         #expect(result.status == 0)
         let synced = (summary(result)?["uploaded"] as? Int ?? 0) + (summary(result)?["up_to_date"] as? Int ?? 0)
         #expect(synced == 600)
     }
 
-    @Test func configErrorsExit78WithFileLineColumnAndKey() throws {
+    @Test func configErrorsExit78WithFileLineColumnAndKey() async throws {
         defer { dir.remove() }
         try writeConfig()
         var text = try String(contentsOf: dir.file("plugins.yaml"), encoding: .utf8)
         text = text.replacingOccurrences(of: "retry: { file: 1,", with: "retry: { file: -2,")
         try dir.write("plugins.yaml", text)
-        let result = try cli.run(["sync"])
+        let result = try await cli.run(["sync"])
         #expect(result.status == 78)
         #expect(result.stderr.contains("plugins.yaml:12:20: destinations[0].retry.file: must be >= 0"), "\(result.stderr)")
-        let missing = try cli.run(["sync", "--config", "nope.yaml"])
+        let missing = try await cli.run(["sync", "--config", "nope.yaml"])
         #expect(missing.status == 78)
         #expect(missing.stderr.contains("nope.yaml: no such file"))
     }
 
-    @Test func usageErrorsExit64() throws {
+    @Test func usageErrorsExit64() async throws {
         defer { dir.remove() }
         try writeConfig()
-        #expect(try cli.run(["sync", "--no-such-flag"]).status == 64)
-        #expect(try cli.run(["sync", "--destination", "nowhere"]).status == 64)
+        #expect(try await cli.run(["sync", "--no-such-flag"]).status == 64)
+        #expect(try await cli.run(["sync", "--destination", "nowhere"]).status == 64)
     }
 
-    @Test func dryRunPrintsThePlanAndChangesNothing() throws {
+    @Test func dryRunPrintsThePlanAndChangesNothing() async throws {
         defer { dir.remove() }
         try writeConfig()
         try dir.write("outbox/a.txt", "a")
-        let result = try cli.run(["sync", "--dry-run"])
+        let result = try await cli.run(["sync", "--dry-run"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("upload  archive  a.txt  (new)"))
         #expect(!dir.exists("synced"))
         #expect(!dir.exists(".syncgate/state.sqlite"))
     }
 
-    @Test func aSecondSyncWhileOneRunsIsRefusedClearly() throws {
+    @Test func aSecondSyncWhileOneRunsIsRefusedClearly() async throws {
         defer { dir.remove() }
         try writeConfig(concurrency: 1)
         for i in 0..<400 { try dir.write("outbox/file-\(i).bin", Data(repeating: 1, count: 128 * 1024)) }
@@ -215,42 +226,55 @@ struct EndToEndTests {
             kill(first.processIdentifier, SIGKILL)
             first.waitUntilExit()
         }
-        let lockPath = dir.file(".syncgate/state.sqlite.lock").path
-        let deadline = Date().addingTimeInterval(20)
-        while !FileManager.default.fileExists(atPath: lockPath), Date() < deadline { usleep(20_000) }
-        let second = try cli.run(["sync"])
+        // Once the first run is delivering (it holds the lock), it is paused with SIGSTOP, so the second run
+        // meets it mid-way however slow the machine is; then it is let go and must finish normally.
+        let synced = dir.file("synced").path
+        let pid = first.processIdentifier
+        let paused = await ProcessRunner.when(first) { Self.delivered(synced) >= 1 } then: { kill(pid, SIGSTOP) }
+        #expect(paused, "the first run ended before the second could meet it")
+        let second = try await cli.run(["sync"])
+        kill(first.processIdentifier, SIGCONT)
         #expect(second.status == 75)
         #expect(second.stderr.contains("another syncgate"))
+        #expect(await ProcessRunner.waitForExit(first, timeout: 120))
+        #expect(first.terminationStatus == 0)
+        #expect(Self.delivered(dir.file("synced").path) == 400)
     }
 
-    @Test func lsRmAndPrometheus() throws {
+    /// Delivered files (not temporaries) in a destination folder.
+    static func delivered(_ folder: String) -> Int {
+        FileManager.default.enumerator(atPath: folder)?
+            .compactMap { $0 as? String }.filter { $0.hasSuffix(".bin") && !$0.contains(".syncgate-tmp-") }.count ?? 0
+    }
+
+    @Test func lsRmAndPrometheus() async throws {
         defer { dir.remove() }
         try writeConfig()
         try dir.write("outbox/a.txt", "a")
         try dir.write("outbox/b/c.txt", "c")
-        #expect(try cli.run(["sync"]).status == 0)
-        let ls = try cli.run(["ls", "--destination", "archive", "--json"])
+        #expect(try await cli.run(["sync"]).status == 0)
+        let ls = try await cli.run(["ls", "--destination", "archive", "--json"])
         let names = (SyncgateCLI.json(ls.stdout)?["files"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
         #expect(names == ["a.txt", "b/c.txt"])
 
-        let rm = try cli.run(["rm", "--destination", "archive", "--json", "b/c.txt", "missing.txt"])
+        let rm = try await cli.run(["rm", "--destination", "archive", "--json", "b/c.txt", "missing.txt"])
         #expect(rm.status == 1)
         let results = try #require(SyncgateCLI.json(rm.stdout)?["results"] as? [[String: Any]])
         #expect(results.first { $0["name"] as? String == "b/c.txt" }?["deleted"] as? Bool == true)
         #expect(results.first { $0["name"] as? String == "missing.txt" }?["deleted"] as? Bool == false)
         #expect(!dir.exists("synced/b/c.txt"))
         // Still in the source, so the next sync sends it again.
-        let again = try cli.run(["sync", "--json"])
+        let again = try await cli.run(["sync", "--json"])
         #expect(summary(again)?["uploaded"] as? Int == 1)
         #expect(dir.exists("synced/b/c.txt"))
 
-        let prom = try cli.run(["status", "--prometheus", dir.file("syncgate.prom").path])
+        let prom = try await cli.run(["status", "--prometheus", dir.file("syncgate.prom").path])
         #expect(prom.status == 0)
         let text = try String(contentsOf: dir.file("syncgate.prom"), encoding: .utf8)
         #expect(text.contains("syncgate_files{destination=\"archive\",type=\"local\",status=\"synced\"} 2"))
     }
 
-    @Test func permanentFailureThenRetryAndForget() throws {
+    @Test func permanentFailureThenRetryAndForget() async throws {
         defer { dir.remove() }
         try writeConfig()
         try dir.write("outbox/ok.txt", "fine")
@@ -259,7 +283,7 @@ struct EndToEndTests {
         // A plain file where the destination needs folders: writing under it fails permanently (not a directory).
         try dir.write("synced/sub", "in the way")
         try dir.write("synced/other", "in the way")
-        var result = try cli.run(["sync", "--json"])
+        var result = try await cli.run(["sync", "--json"])
         #expect(result.status == 1, "\(result.stderr)")
         let failed = SyncgateCLI.events(result.stdout).filter { $0["event"] as? String == "failed" }
         #expect(Set(failed.compactMap { $0["path"] as? String }) == ["sub/x.txt", "other/y.txt"])
@@ -267,33 +291,33 @@ struct EndToEndTests {
         #expect(failed.allSatisfy { $0["attempts"] as? Int == 1 })
 
         // Not retried automatically.
-        result = try cli.run(["sync", "--json"])
+        result = try await cli.run(["sync", "--json"])
         #expect(result.status == 1)
         #expect(!SyncgateCLI.events(result.stdout).contains { $0["event"] as? String == "started" })
 
         // Fixed: `retry` re-attempts now, only the named file.
         try FileManager.default.removeItem(at: dir.file("synced/sub"))
-        result = try cli.run(["retry", "--json", "sub/x.txt"])
+        result = try await cli.run(["retry", "--json", "sub/x.txt"])
         #expect(result.status == 1, "other/y.txt still fails")
         #expect(try dir.read("synced/sub/x.txt") == Data("blocked".utf8))
         let started = SyncgateCLI.events(result.stdout).filter { $0["event"] as? String == "started" }.compactMap { $0["path"] as? String }
         #expect(started == ["sub/x.txt"])
 
         // forget drops the failed entry: the file is new to the next run.
-        result = try cli.run(["forget", "other/y.txt"])
+        result = try await cli.run(["forget", "other/y.txt"])
         #expect(result.stdout.contains("forgot 1 failed entry"))
-        let status = try #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
+        let status = try await #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
         #expect((status["files"] as? [Any])?.isEmpty == true)
         try FileManager.default.removeItem(at: dir.file("synced/other"))
-        result = try cli.run(["sync", "--json"])
+        result = try await cli.run(["sync", "--json"])
         #expect(result.status == 0)
         #expect(try dir.read("synced/other/y.txt") == Data("blocked too".utf8))
     }
 
-    @Test func validatePrintsThePlan() throws {
+    @Test func validatePrintsThePlan() async throws {
         defer { dir.remove() }
         try writeConfig()
-        let result = try cli.run(["validate"])
+        let result = try await cli.run(["validate"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("archive (local)"))
         #expect(result.stdout.contains("retries file 1 / artwork 1"))

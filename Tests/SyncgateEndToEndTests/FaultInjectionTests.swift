@@ -48,14 +48,14 @@ struct FaultInjectionTests {
         var files: [String: Data] = [:]
         var keys: [String] = []
 
-        init(_ target: Target) throws {
+        init(_ target: Target) async throws {
             self.target = target
             dir = try TemporaryDirectory("sg-fault")
             let upstream: Int
             var destination: String
             switch target {
             case .s3:
-                let server = try S3TestServer(buckets: ["faults"])
+                let server = try await S3TestServer(buckets: ["faults"])
                 s3 = server
                 upstream = server.port
                 destination = """
@@ -67,7 +67,7 @@ struct FaultInjectionTests {
                     secret_access_key: ${S3_SECRET}
                 """
             case .sheets:
-                let server = try SheetsTestServer()
+                let server = try await SheetsTestServer()
                 sheets = server
                 upstream = server.port
                 destination = """
@@ -83,7 +83,7 @@ struct FaultInjectionTests {
                     request_timeout: 2s
                 """
             case .headunit:
-                let server = try HeadUnitSimulatorProcess()
+                let server = try await HeadUnitSimulatorProcess()
                 sim = server
                 upstream = server.port
                 destination = """
@@ -95,7 +95,7 @@ struct FaultInjectionTests {
                     response_timeout: 2s
                 """
             }
-            proxy = try FaultProxy.start(targetPort: upstream)
+            proxy = try await FaultProxy.start(targetPort: upstream)
             destination = destination.replacingOccurrences(of: "PROXY", with: "\(proxy.port)")
             try dir.write("plugins.yaml", """
                 version: 1
@@ -142,13 +142,13 @@ struct FaultInjectionTests {
             return (process, out)
         }
 
-        func delivered() throws -> [String] {
+        func delivered() async throws -> [String] {
             var problems: [String] = []
             switch target {
             case .s3:
-                let objects = try s3!.objects(bucket: "faults", into: dir.file("readback"))
+                let objects = try await s3!.objects(bucket: "faults", into: dir.file("readback"))
                 for (path, data) in files where objects[path]?.data != data { problems.append(path) }
-                if try s3!.openMultipartUploads(bucket: "faults") != 0 { problems.append("orphan multipart uploads") }
+                if try await s3!.openMultipartUploads(bucket: "faults") != 0 { problems.append("orphan multipart uploads") }
             case .sheets:
                 let ids = try sheets!.textRows(sheet: "Rows").compactMap(\.first)
                 if ids.sorted() != keys.sorted() { problems.append("rows \(ids.sorted()) for \(keys.sorted())") }
@@ -179,21 +179,19 @@ struct FaultInjectionTests {
     }
 
     @Test(arguments: cases)
-    func faultThenRecovery(_ target: Target, _ fault: Fault) throws {
-        let bench = try Bench(target)
+    func faultThenRecovery(_ target: Target, _ fault: Fault) async throws {
+        let bench = try await Bench(target)
         defer { bench.stop() }
         try bench.proxy.set(fault.json())
         let (process, out) = try bench.start()
         // The fault lasts 2.5 seconds, then clears.
-        usleep(2_500_000)
+        try await Task.sleep(for: .milliseconds(2500))
         try bench.proxy.pass()
-        let deadline = Date().addingTimeInterval(120)
-        while process.isRunning && Date() < deadline { usleep(50_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if !(await ProcessRunner.waitForExit(process, timeout: 120)) { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         let events = Self.events(out)
         #expect(process.terminationStatus == 0, "\(target) \(fault): exit \(process.terminationStatus); \(events.filter { $0["event"] as? String == "failed" }.prefix(2))")
-        let problems = try bench.delivered()
+        let problems = try await bench.delivered()
         #expect(problems.isEmpty, "\(target) \(fault): \(problems.prefix(5))")
         let proxied = try bench.proxy.log().filter { $0["mode"] as? String != "pass" }
         let retries = events.filter { $0["event"] as? String == "retrying" }
@@ -223,8 +221,8 @@ struct FaultInjectionTests {
     }
 
     @Test(arguments: Target.allCases)
-    func aPermanentErrorIsNotRetried(_ target: Target) throws {
-        let bench = try Bench(target)
+    func aPermanentErrorIsNotRetried(_ target: Target) async throws {
+        let bench = try await Bench(target)
         defer { bench.stop() }
         switch target {
         case .headunit:

@@ -5,7 +5,7 @@ import Testing
 /// Sources full of awkward names and things that are not plain files.
 @Suite("hostile file names in sources")
 struct HostileNameTests {
-    @Test func awkwardNamesRoundTripAndSpecialFilesAreSkippedWithWarnings() throws {
+    @Test func awkwardNamesRoundTripAndSpecialFilesAreSkippedWithWarnings() async throws {
         let dir = try TemporaryDirectory("sg-names")
         defer { dir.remove() }
         try dir.write("plugins.yaml", """
@@ -26,7 +26,7 @@ struct HostileNameTests {
         #expect(mkfifo(dir.file("outbox/fifo").path, 0o600) == 0)
 
         let cli = SyncgateCLI(dir: dir)
-        let result = try cli.run(["sync", "--json"], timeout: 60)
+        let result = try await cli.run(["sync", "--json"], timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
         for (index, name) in names.enumerated() {
             #expect(try dir.read("synced/" + name) == Data("content \(index)".utf8), "\(name.debugDescription)")
@@ -38,13 +38,13 @@ struct HostileNameTests {
         #expect(warned == ["outside-link", "loop", "dangling", "fifo"])
         #expect(!dir.exists("synced/outside-link"))
 
-        let again = try cli.run(["sync", "--json"], timeout: 60)
+        let again = try await cli.run(["sync", "--json"], timeout: 60)
         let summary = SyncgateCLI.events(again.stdout).last
         #expect(summary?["uploaded"] as? Int == 0)
         #expect(summary?["up_to_date"] as? Int == names.count)
     }
 
-    @Test func linksAreFollowedWhenConfiguredButNeverInALoop() throws {
+    @Test func linksAreFollowedWhenConfiguredButNeverInALoop() async throws {
         let dir = try TemporaryDirectory("sg-links")
         defer { dir.remove() }
         try dir.write("plugins.yaml", """
@@ -56,7 +56,7 @@ struct HostileNameTests {
         try dir.write("elsewhere/b.txt", "b")
         try FileManager.default.createSymbolicLink(atPath: dir.file("outbox/linked").path, withDestinationPath: dir.file("elsewhere").path)
         try FileManager.default.createSymbolicLink(atPath: dir.file("outbox/loop").path, withDestinationPath: dir.file("outbox").path)
-        let result = try SyncgateCLI(dir: dir).run(["sync", "--json"], timeout: 60)
+        let result = try await SyncgateCLI(dir: dir).run(["sync", "--json"], timeout: 60)
         #expect(result.status == 0)
         #expect(try dir.read("synced/linked/b.txt") == Data("b".utf8))
         let warned = SyncgateCLI.events(result.stdout).filter { $0["event"] as? String == "warning" }
@@ -65,7 +65,7 @@ struct HostileNameTests {
     }
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
-    func unreadableFolderIsReportedAndTheRestSyncs() throws {
+    func unreadableFolderIsReportedAndTheRestSyncs() async throws {
         let dir = try TemporaryDirectory("sg-unreadable")
         defer {
             chmod(dir.file("outbox/closed").path, 0o755)
@@ -83,7 +83,7 @@ struct HostileNameTests {
         chmod(dir.file("plugins.yaml").path, 0o644)
         chmod(dir.file("outbox/closed").path, 0o000)
         let user: String? = geteuid() == 0 ? "65534" : nil
-        let result = try SyncgateCLI(dir: dir).run(["sync", "--json"], asUser: user)
+        let result = try await SyncgateCLI(dir: dir).run(["sync", "--json"], asUser: user)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try dir.read("synced/open/a.txt") == Data("a".utf8))
         let warning = SyncgateCLI.events(result.stdout).first { $0["event"] as? String == "warning" }

@@ -14,13 +14,13 @@ struct StateDatabaseTests {
             """)
     }
 
-    @Test func aDamagedStateFileIsReportedAndLeftAlone() throws {
+    @Test func aDamagedStateFileIsReportedAndLeftAlone() async throws {
         let dir = try TemporaryDirectory("sg-corrupt")
         defer { dir.remove() }
         try config(dir, state: "state.sqlite")
         try dir.write("outbox/a.txt", "a")
         let cli = SyncgateCLI(dir: dir)
-        #expect(try cli.run(["sync"]).status == 0)
+        #expect(try await cli.run(["sync"]).status == 0)
         // Overwrite the middle of the database with garbage.
         let handle = try FileHandle(forUpdating: dir.file("state.sqlite"))
         try handle.seek(toOffset: 0)
@@ -28,7 +28,7 @@ struct StateDatabaseTests {
         try handle.close()
         let damaged = try dir.read("state.sqlite")
         for command in [["sync"], ["status"]] {
-            let result = try cli.run(command)
+            let result = try await cli.run(command)
             #expect(result.status == 78, "\(command): \(result.stderr)")
             #expect(result.stderr.contains("state file"), "\(result.stderr)")
             #expect(result.stderr.contains("damaged") || result.stderr.contains("not a syncgate state file"), "\(result.stderr)")
@@ -36,14 +36,14 @@ struct StateDatabaseTests {
         #expect(try dir.read("state.sqlite") == damaged, "never silently replaced")
     }
 
-    @Test func aForeignDatabaseIsRefused() throws {
+    @Test func aForeignDatabaseIsRefused() async throws {
         let dir = try TemporaryDirectory("sg-foreign")
         defer { dir.remove() }
         try config(dir, state: "app.db")
         try dir.write("outbox/a.txt", "a")
-        let made = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), [dir.file("app.db").path, "CREATE TABLE users (id INTEGER);"])
+        let made = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), [dir.file("app.db").path, "CREATE TABLE users (id INTEGER);"])
         try #require(made.status == 0)
-        let result = try SyncgateCLI(dir: dir).run(["sync"])
+        let result = try await SyncgateCLI(dir: dir).run(["sync"])
         #expect(result.status == 78)
         #expect(result.stderr.contains("another program"))
         #expect(!dir.exists("synced/a.txt"), "nothing is sent without a ledger")
@@ -51,32 +51,32 @@ struct StateDatabaseTests {
 
     /// The state on a 256 KiB tmpfs fills up: the run fails loudly, rows written before stay, and after the disk
     /// is grown a run completes.
-    @Test func aFullDiskFailsLoudlyWithoutLosingEarlierRows() throws {
+    @Test func aFullDiskFailsLoudlyWithoutLosingEarlierRows() async throws {
         let dir = try TemporaryDirectory("sg-full")
         defer { dir.remove() }
         let mountPoint = dir.file("state")
         try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
-        let mount = try ProcessRunner.run(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=256k", "tmpfs", mountPoint.path])
+        let mount = try await ProcessRunner.run(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=256k", "tmpfs", mountPoint.path])
         try #require(mount.status == 0 || !TestPaths.serversRequired, "mount a tmpfs: \(mount.stderr)")
         guard mount.status == 0 else { return }  // no permission to mount here (a user's machine): nothing to test
-        defer { _ = try? ProcessRunner.run(URL(fileURLWithPath: "/bin/umount"), [mountPoint.path]) }
+        defer { _ = try? ProcessRunner.runBlocking(URL(fileURLWithPath: "/bin/umount"), [mountPoint.path]) }
         try config(dir, state: "state/state.sqlite")
         let cli = SyncgateCLI(dir: dir)
         try dir.write("outbox/first.txt", "first")
-        #expect(try cli.run(["sync"]).status == 0)
+        #expect(try await cli.run(["sync"]).status == 0)
 
         let longName = String(repeating: "n", count: 200)
         for i in 0..<1500 { try dir.write("outbox/many/\(longName)-\(i).txt", "\(i)") }
-        let full = try cli.run(["sync"])
+        let full = try await cli.run(["sync"])
         #expect(full.status != 0)
         #expect(full.stderr.contains("disk is full"), "\(full.stderr)")
 
-        _ = try ProcessRunner.run(URL(fileURLWithPath: "/bin/mount"), ["-o", "remount,size=64m", mountPoint.path])
-        let status = try #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
+        _ = try await ProcessRunner.run(URL(fileURLWithPath: "/bin/mount"), ["-o", "remount,size=64m", mountPoint.path])
+        let status = try await #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
         #expect((status["destinations"] as? [[String: Any]])?.first?["synced"] as? Int ?? 0 >= 1, "the earlier row is still there")
-        let again = try cli.run(["sync", "--json"])
+        let again = try await cli.run(["sync", "--json"])
         #expect(again.status == 0, "\(again.stderr)")
-        let after = try #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
+        let after = try await #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
         #expect((after["destinations"] as? [[String: Any]])?.first?["synced"] as? Int == 1501)
     }
 }

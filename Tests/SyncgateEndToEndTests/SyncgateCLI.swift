@@ -8,13 +8,13 @@ struct SyncgateCLI {
 
     static let binary = TestPaths.executable("syncgate")
 
-    func run(_ arguments: [String], timeout: TimeInterval = 120, asUser user: String? = nil) throws -> ProcessResult {
+    func run(_ arguments: [String], timeout: TimeInterval = 120, asUser user: String? = nil) async throws -> ProcessResult {
         if let user {
             let setpriv = URL(fileURLWithPath: "/usr/bin/setpriv")
-            return try ProcessRunner.run(setpriv, ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", SyncgateCLI.binary.path] + arguments,
+            return try await ProcessRunner.run(setpriv, ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", SyncgateCLI.binary.path] + arguments,
                                          environment: environment, currentDirectory: dir.url, timeout: timeout)
         }
-        return try ProcessRunner.run(SyncgateCLI.binary, arguments, environment: environment, currentDirectory: dir.url, timeout: timeout)
+        return try await ProcessRunner.run(SyncgateCLI.binary, arguments, environment: environment, currentDirectory: dir.url, timeout: timeout)
     }
 
     func start(_ arguments: [String]) throws -> Process {

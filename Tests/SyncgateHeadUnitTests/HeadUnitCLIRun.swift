@@ -39,15 +39,15 @@ struct HeadUnitCLIRun {
 
     func source(_ relative: String, _ data: Data) throws { try folder.write("src/" + relative, data) }
 
-    func run(_ arguments: [String], timeout: TimeInterval = 60) throws -> ProcessResult {
-        try ProcessRunner.run(
+    func run(_ arguments: [String], timeout: TimeInterval = 60) async throws -> ProcessResult {
+        try await ProcessRunner.run(
             TestPaths.executable("syncgate"), arguments + ["--config", config.path], currentDirectory: folder.url,
             timeout: timeout)
     }
 
     /// `syncgate sync --json`: the exit status and the JSON events.
-    func sync(_ extra: [String] = []) throws -> (status: Int32, events: [[String: Any]], result: ProcessResult) {
-        let result = try run(["sync", "--json"] + extra)
+    func sync(_ extra: [String] = []) async throws -> (status: Int32, events: [[String: Any]], result: ProcessResult) {
+        let result = try await run(["sync", "--json"] + extra)
         let events = result.stdout.split(separator: "\n").compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
         }
@@ -55,8 +55,8 @@ struct HeadUnitCLIRun {
     }
 
     /// `syncgate status --json`: the per-file rows.
-    func statusFiles() throws -> [[String: Any]] {
-        let result = try run(["status", "--json"])
+    func statusFiles() async throws -> [[String: Any]] {
+        let result = try await run(["status", "--json"])
         let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         return object?["files"] as? [[String: Any]] ?? []
     }

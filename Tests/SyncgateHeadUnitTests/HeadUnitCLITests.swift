@@ -22,7 +22,7 @@ struct HeadUnitCLITests {
                 "data/map.bin": HeadUnitFixtures.bytes(1_048_576, seed: 5),
             ]
             for (path, data) in files { try run.source(path, data) }
-            let first = try run.sync()
+            let first = try await run.sync()
             #expect(first.status == 0, "\(first.result.output)")
             #expect(events(first.events, "synced").count == files.count)
             for (path, data) in files {
@@ -33,17 +33,17 @@ struct HeadUnitCLITests {
             #expect(putsAfterFirst == 1 + 1 + 3 + 1 + 9)
             #expect(sim.rpcLines("UnregisterAppInterface").count == 1)
 
-            let second = try run.sync()
+            let second = try await run.sync()
             #expect(second.status == 0, "\(second.result.output)")
             #expect(events(second.events, "synced").isEmpty)
             #expect(sim.rpcLines("PutFile").count == putsAfterFirst)
 
-            let ls = try run.run(["ls", "--destination", "car"])
+            let ls = try await run.run(["ls", "--destination", "car"])
             #expect(ls.status == 0, "\(ls.output)")
             #expect(ls.stdout.contains("data_map.bin") && ls.stdout.contains("icons_app.png"))
             #expect(ls.stdout.contains("5 file(s)") && ls.stdout.contains("available"))
 
-            let rm = try run.run(["rm", "--destination", "car", "prompts_chime.mp3", "not-there.png"])
+            let rm = try await run.run(["rm", "--destination", "car", "prompts_chime.mp3", "not-there.png"])
             #expect(rm.status != 0)
             #expect(rm.output.contains("prompts_chime.mp3"))
             #expect(rm.output.contains("not-there.png"))
@@ -59,9 +59,9 @@ struct HeadUnitCLITests {
             defer { run.remove() }
             try run.source("a.png", HeadUnitFixtures.bytes(1_000, seed: 1))
             try run.source("b.png", HeadUnitFixtures.bytes(1_000, seed: 2))
-            #expect(try run.sync().status == 0)
+            #expect(try await run.sync().status == 0)
             try FileManager.default.removeItem(at: sim.storage.file("b.png"))
-            let again = try run.sync()
+            let again = try await run.sync()
             #expect(again.status == 0, "\(again.result.output)")
             #expect(events(again.events, "synced").compactMap { $0["path"] as? String } == ["b.png"])
             #expect(try sim.storage.read("b.png") == HeadUnitFixtures.bytes(1_000, seed: 2))
@@ -74,7 +74,7 @@ struct HeadUnitCLITests {
             let run = try HeadUnitCLIRun(sim: sim)
             defer { run.remove() }
             try run.source("big.bin", HeadUnitFixtures.bytes(1_048_576, seed: 7))
-            let result = try run.sync()
+            let result = try await run.sync()
             #expect(result.status == 0, "\(result.result.output)")
             #expect(!events(result.events, "retrying").isEmpty)
             #expect(try sim.storage.read("big.bin") == HeadUnitFixtures.bytes(1_048_576, seed: 7))
@@ -89,7 +89,7 @@ struct HeadUnitCLITests {
             let run = try HeadUnitCLIRun(sim: sim, retries: 1)
             defer { run.remove() }
             try run.source("cover.png", HeadUnitFixtures.bytes(50_000, seed: 8))
-            let result = try run.sync()
+            let result = try await run.sync()
             #expect(result.status == 0, "\(result.result.output)")
             let retrying = events(result.events, "retrying")
             #expect(retrying.count == 1)
@@ -104,7 +104,7 @@ struct HeadUnitCLITests {
             let run = try HeadUnitCLIRun(sim: sim, retries: 0)
             defer { run.remove() }
             for i in 1...8 { try run.source("art/\(i).png", HeadUnitFixtures.bytes(500 + i, seed: UInt64(i))) }
-            let result = try run.sync()
+            let result = try await run.sync()
             #expect(result.status == 0, "\(result.result.output)")
             #expect(events(result.events, "failed").isEmpty)
             #expect(events(result.events, "synced").count == 8)
@@ -119,9 +119,9 @@ struct HeadUnitCLITests {
             let run = try HeadUnitCLIRun(sim: sim, responseTimeout: "500ms", retries: 0)
             defer { run.remove() }
             try run.source("x.png", HeadUnitFixtures.bytes(100, seed: 1))
-            let result = try run.sync()
+            let result = try await run.sync()
             #expect(result.status == 75, "\(result.result.output)")
-            let rows = try run.statusFiles()
+            let rows = try await run.statusFiles()
             #expect(rows.count == 1)
             let error = rows.first?["last_error"] as? String ?? ""
             #expect(error.contains("no StartService ACK"), "\(rows)")
@@ -137,7 +137,7 @@ struct HeadUnitCLITests {
             try run.source("a/b.png", HeadUnitFixtures.bytes(10, seed: 1))
             try run.source("a_b.png", HeadUnitFixtures.bytes(10, seed: 2))
             try run.source("fine.png", HeadUnitFixtures.bytes(10, seed: 3))
-            let result = try run.sync()
+            let result = try await run.sync()
             #expect(result.status == 1, "\(result.result.output)")
             let failed = events(result.events, "failed")
             #expect(Set(failed.compactMap { $0["path"] as? String }) == ["a/b.png", "a_b.png"])
@@ -154,7 +154,7 @@ struct HeadUnitCLITests {
             defer { run.remove() }
             try run.source("a.bin", HeadUnitFixtures.bytes(60_000, seed: 1))
             try run.source("b.bin", HeadUnitFixtures.bytes(60_000, seed: 2))
-            let result = try run.sync()
+            let result = try await run.sync()
             #expect(result.status == 1, "\(result.result.output)")
             let failed = events(result.events, "failed")
             #expect(failed.count == 1)
@@ -163,7 +163,7 @@ struct HeadUnitCLITests {
             // The refused file was never sent.
             let refused = failed.first?["path"] as? String ?? "?"
             #expect(!sim.rpcLines("PutFile").contains { $0.contains("name=\(refused) ") })
-            let rows = try run.statusFiles().filter { $0["path"] as? String == refused }
+            let rows = try await run.statusFiles().filter { $0["path"] as? String == refused }
             #expect((rows.first?["last_error"] as? String)?.contains("free for this app") == true, "\(rows)")
         }
     }
@@ -173,11 +173,11 @@ struct HeadUnitCLITests {
         try await HeadUnitTestEnvironment.withSimulator { sim in
             let run = try HeadUnitCLIRun(sim: sim)
             defer { run.remove() }
-            let ok = try run.run(["validate"])
+            let ok = try await run.run(["validate"])
             #expect(ok.status == 0, "\(ok.output)")
             let text = try String(contentsOf: run.config, encoding: .utf8).replacingOccurrences(of: "port: \(sim.port)", with: "port: 70000")
             try text.write(to: run.config, atomically: true, encoding: .utf8)
-            let bad = try run.run(["validate"])
+            let bad = try await run.run(["validate"])
             #expect(bad.status == 78, "\(bad.output)")
             #expect(bad.output.contains("port") && bad.output.contains("65535"), "\(bad.output)")
             #expect(sim.log.components(separatedBy: "START-SERVICE").count == 1)  // validate never connects

@@ -12,7 +12,7 @@ enum HeadUnitTestEnvironment {
         _ arguments: [String] = [], prepare: (TemporaryDirectory) throws -> Void = { _ in },
         _ body: (HeadUnitSimulatorProcess) async throws -> T
     ) async throws -> T {
-        let simulator = try HeadUnitSimulatorProcess(arguments, prepare: prepare)
+        let simulator = try await HeadUnitSimulatorProcess(arguments, prepare: prepare)
         do {
             let result = try await body(simulator)
             if ProcessInfo.processInfo.environment["HEADUNIT_SIM_LOG"] != nil { print(simulator.log) }

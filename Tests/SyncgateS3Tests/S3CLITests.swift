@@ -41,8 +41,8 @@ struct S3CLITests {
             try FileManager.default.createDirectory(at: dir.file("outbox"), withIntermediateDirectories: true)
         }
 
-        func run(_ arguments: [String]) throws -> ProcessResult {
-            try ProcessRunner.run(
+        func run(_ arguments: [String]) async throws -> ProcessResult {
+            try await ProcessRunner.run(
                 S3CLITests.binary, arguments + ["--config", dir.file("plugins.yaml").path], environment: environment,
                 currentDirectory: dir.url, timeout: 120)
         }
@@ -55,8 +55,8 @@ struct S3CLITests {
             events(result.stdout).last { $0["event"] as? String == "summary" }
         }
 
-        func status() throws -> [String: Any] {
-            let result = try run(["status", "--json"])
+        func status() async throws -> [String: Any] {
+            let result = try await run(["status", "--json"])
             return (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any] ?? [:]
         }
     }
@@ -65,8 +65,8 @@ struct S3CLITests {
         ["S3_TEST_KEY": server.accessKeyID, "S3_TEST_SECRET": server.secretAccessKey]
     }
 
-    @Test func syncReadBackResyncWithoutPutLsRm() throws {
-        let server = try S3TestServer(buckets: ["cli"])
+    @Test func syncReadBackResyncWithoutPutLsRm() async throws {
+        let server = try await S3TestServer(buckets: ["cli"])
         defer { server.stop() }
         let work = try Workspace(endpoint: server.endpoint, bucket: "cli", environment: Self.environment(server))
         defer { work.dir.remove() }
@@ -80,24 +80,24 @@ struct S3CLITests {
         ]
         for (path, data) in contents { try work.dir.write("outbox/" + path, data) }
 
-        let first = try work.run(["sync", "--json"])
+        let first = try await work.run(["sync", "--json"])
         #expect(first.status == 0, "\(first.stderr)\n\(first.stdout.suffix(2000))")
         #expect(Workspace.summary(first)?["uploaded"] as? Int == contents.count)
 
         let readBack = try TemporaryDirectory("s3-cli-readback")
         defer { readBack.remove() }
-        let stored = try server.objects(bucket: "cli", into: readBack.url)
+        let stored = try await server.objects(bucket: "cli", into: readBack.url)
         #expect(Set(stored.keys) == Set(contents.keys.map { "outbox-" + $0 }))
         for (path, data) in contents {
             #expect(stored["outbox-" + path]?.data == data, "\(path): bytes read back with boto3")
         }
         #expect(server.requests("PUT").contains { $0.contains("partNumber=") }, "the 40 MiB file went as multipart")
-        #expect(try server.openMultipartUploads(bucket: "cli") == 0)
+        #expect(try await server.openMultipartUploads(bucket: "cli") == 0)
 
         // Nothing changed: no PUT, no multipart, nothing uploaded.
         let putsBefore = server.requests("PUT").count
         let postsBefore = server.requests("POST").count
-        let second = try work.run(["sync", "--json"])
+        let second = try await work.run(["sync", "--json"])
         #expect(second.status == 0, "\(second.stderr)")
         #expect(Workspace.summary(second)?["uploaded"] as? Int == 0)
         #expect(server.requests("PUT").count == putsBefore, "a re-sync with no change issued a PUT")
@@ -105,34 +105,34 @@ struct S3CLITests {
 
         // A changed file is sent again, alone.
         try work.dir.write("outbox/a.txt", "alpha, changed\n")
-        let third = try work.run(["sync", "--json"])
+        let third = try await work.run(["sync", "--json"])
         #expect(third.status == 0)
         #expect(Workspace.summary(third)?["uploaded"] as? Int == 1)
         #expect(server.requests("PUT").count == putsBefore + 1)
 
         // ls lists through ListObjectsV2; rm deletes through DeleteObjects.
-        let ls = try work.run(["ls", "--destination", "bucket", "--json"])
+        let ls = try await work.run(["ls", "--destination", "bucket", "--json"])
         #expect(ls.status == 0, "\(ls.stderr)")
         for path in contents.keys { #expect(ls.stdout.contains("outbox-" + path), "ls shows \(path)") }
-        let rm = try work.run(["rm", "--destination", "bucket", "outbox-a.txt", "outbox-empty.txt"])
+        let rm = try await work.run(["rm", "--destination", "bucket", "outbox-a.txt", "outbox-empty.txt"])
         #expect(rm.status == 0, "\(rm.stderr)")
-        let after = try server.objects(bucket: "cli", into: readBack.file("after"))
+        let after = try await server.objects(bucket: "cli", into: readBack.file("after"))
         #expect(after["outbox-a.txt"] == nil && after["outbox-empty.txt"] == nil)
         #expect(after["outbox-big.bin"]?.data == big)
 
         try work.dir.write("outbox/new.txt", "planned, not sent")
-        let dryRun = try work.run(["sync", "--dry-run"])
+        let dryRun = try await work.run(["sync", "--dry-run"])
         #expect(dryRun.status == 0, "\(dryRun.output)")
         #expect(dryRun.output.contains("new.txt"))
-        let validate = try work.run(["validate"])
+        let validate = try await work.run(["validate"])
         #expect(validate.status == 0, "\(validate.output)")
-        let status = try work.run(["status", "--json"])
+        let status = try await work.run(["status", "--json"])
         let everything = [first, second, third, ls, rm, dryRun, validate, status].map(\.output).joined()
         #expect(!everything.contains(server.secretAccessKey), "the secret leaked into output")
     }
 
-    @Test func wrongSecretFailsPermanentlyWithTheS3ErrorInStatus() throws {
-        let server = try S3TestServer(buckets: ["wrong"])
+    @Test func wrongSecretFailsPermanentlyWithTheS3ErrorInStatus() async throws {
+        let server = try await S3TestServer(buckets: ["wrong"])
         defer { server.stop() }
         let wrongSecret = "Wrong/Secret+Key00000000000000000000000000"
         let work = try Workspace(
@@ -140,49 +140,49 @@ struct S3CLITests {
             environment: ["S3_TEST_KEY": server.accessKeyID, "S3_TEST_SECRET": wrongSecret])
         defer { work.dir.remove() }
         try work.dir.write("outbox/a.txt", "never arrives")
-        let result = try work.run(["sync", "--json"])
+        let result = try await work.run(["sync", "--json"])
         #expect(result.status == 1, "\(result.stderr)")
-        let status = try work.status()
+        let status = try await work.status()
         let files = status["files"] as? [[String: Any]] ?? []
         let file = try #require(files.first { ($0["path"] as? String)?.hasSuffix("a.txt") == true }, "\(status)")
         #expect(file["status"] as? String == "failed")
         #expect((file["last_error"] as? String)?.contains("SignatureDoesNotMatch") == true, "\(file)")
         #expect(file["attempts"] as? Int == 1, "a permanent error is not retried")
-        let statusText = try work.run(["status", "--json"]).output
+        let statusText = try await work.run(["status", "--json"]).output
         #expect(!(result.output + statusText).contains(wrongSecret))
         #expect(server.requests("PUT").filter { $0.contains("/wrong/outbox-a.txt") }.count == 1, "one attempt only")
     }
 
-    @Test func stoppedServerIsRetryableThenDeliveredAfterRestart() throws {
+    @Test func stoppedServerIsRetryableThenDeliveredAfterRestart() async throws {
         let port = Loopback.freePort()
         var work = try Workspace(
             endpoint: "http://127.0.0.1:\(port)", bucket: "restart",
             environment: ["S3_TEST_KEY": "AKIAPLACEHOLDER00000", "S3_TEST_SECRET": "placeholder-secret"])
         defer { work.dir.remove() }
         try work.dir.write("outbox/later.txt", "delivered after the restart")
-        let down = try work.run(["sync", "--json"])
+        let down = try await work.run(["sync", "--json"])
         #expect(down.status == 75, "only retryable failures remain: \(down.stderr)")
-        let files = try work.status()["files"] as? [[String: Any]] ?? []
+        let files = try await work.status()["files"] as? [[String: Any]] ?? []
         #expect(files.first?["status"] as? String == "failed")
         #expect((files.first?["last_error"] as? String)?.contains("cannot reach http://127.0.0.1:\(port): connection refused") == true, "\(files)")
         #expect(files.first?["error_class"] as? String == "retryable")
         #expect(files.first?["attempts"] as? Int == 2, "retried once, as configured")
 
-        let server = try S3TestServer(port: port, buckets: ["restart"])
+        let server = try await S3TestServer(port: port, buckets: ["restart"])
         defer { server.stop() }
         work.environment = Self.environment(server)
         // The next scheduled attempt is a while away: ask for it now.
-        let up = try work.run(["retry", "--json"])
+        let up = try await work.run(["retry", "--json"])
         #expect(up.status == 0, "\(up.stderr)\n\(up.stdout)")
         #expect(Workspace.summary(up)?["uploaded"] as? Int == 1)
         let readBack = try TemporaryDirectory("s3-restart")
         defer { readBack.remove() }
-        #expect(try server.objects(bucket: "restart", into: readBack.url)["outbox-later.txt"]?.data == Data("delivered after the restart".utf8))
+        #expect(try await server.objects(bucket: "restart", into: readBack.url)["outbox-later.txt"]?.data == Data("delivered after the restart".utf8))
     }
 
     /// `examples/s3.yaml` as shipped, pointed at this test's moto port and folders, credentials from AWS_* variables.
-    @Test func shippedExampleSyncsToTheLocalServer() throws {
-        let server = try S3TestServer(buckets: ["syncgate-demo"])
+    @Test func shippedExampleSyncsToTheLocalServer() async throws {
+        let server = try await S3TestServer(buckets: ["syncgate-demo"])
         defer { server.stop() }
         let dir = try TemporaryDirectory("s3-example")
         defer { dir.remove() }
@@ -198,13 +198,13 @@ struct S3CLITests {
             "AWS_ACCESS_KEY_ID": server.accessKeyID, "AWS_SECRET_ACCESS_KEY": server.secretAccessKey,
             "AWS_SESSION_TOKEN": "", "AWS_REGION": "", "AWS_DEFAULT_REGION": "us-east-1",
         ]
-        let sync = try ProcessRunner.run(Self.binary, ["sync", "--config", dir.file("s3.yaml").path], environment: environment, timeout: 60)
+        let sync = try await ProcessRunner.run(Self.binary, ["sync", "--config", dir.file("s3.yaml").path], environment: environment, timeout: 60)
         #expect(sync.status == 0, "\(sync.output)")
-        let ls = try ProcessRunner.run(
+        let ls = try await ProcessRunner.run(
             Self.binary, ["ls", "--config", dir.file("s3.yaml").path, "--destination", "bucket"], environment: environment, timeout: 60)
         #expect(ls.stdout.contains("outbox-hello.txt"), "\(ls.output)")
         let readBack = try TemporaryDirectory("s3-example-readback")
         defer { readBack.remove() }
-        #expect(try server.objects(bucket: "syncgate-demo", into: readBack.url)["outbox-hello.txt"]?.data == Data("hello from the example\n".utf8))
+        #expect(try await server.objects(bucket: "syncgate-demo", into: readBack.url)["outbox-hello.txt"]?.data == Data("hello from the example\n".utf8))
     }
 }

@@ -21,7 +21,7 @@ struct S3DestinationMotoTests {
     }
 
     @Test func smallFilesZeroByteListSkipAndDelete() async throws {
-        let server = try S3TestServer(buckets: ["small"])
+        let server = try await S3TestServer(buckets: ["small"])
         defer { server.stop() }
         let files = try TemporaryDirectory("s3-small")
         defer { files.remove() }
@@ -49,7 +49,7 @@ struct S3DestinationMotoTests {
         // Read back with boto3 and compare bytes.
         let readBack = try TemporaryDirectory("s3-readback")
         defer { readBack.remove() }
-        let stored = try server.objects(bucket: "small", into: readBack.url)
+        let stored = try await server.objects(bucket: "small", into: readBack.url)
         #expect(Set(stored.keys) == Set(paths.map { "outbox-" + $0 }))
         for path in paths {
             let object = try #require(stored["outbox-" + path])
@@ -75,7 +75,7 @@ struct S3DestinationMotoTests {
 
         // An object another tool wrote (no sha256 metadata): compared by its MD5 ETag.
         try files.write("foreign.txt", "written by boto3")
-        try server.put(bucket: "small", key: "outbox-foreign.txt", file: files.file("foreign.txt"))
+        try await server.put(bucket: "small", key: "outbox-foreign.txt", file: files.file("foreign.txt"))
         let foreign = try S3TestFiles.item(files, "foreign.txt", remoteName: "outbox-foreign.txt")
         #expect(try await destination.existingCopy(of: foreign)?.etag == S3TestFiles.md5(Data("written by boto3".utf8)))
 
@@ -88,7 +88,7 @@ struct S3DestinationMotoTests {
     }
 
     @Test func multipart40MiB() async throws {
-        let server = try S3TestServer(buckets: ["big"])
+        let server = try await S3TestServer(buckets: ["big"])
         defer { server.stop() }
         let files = try TemporaryDirectory("s3-big")
         defer { files.remove() }
@@ -107,16 +107,16 @@ struct S3DestinationMotoTests {
 
         let readBack = try TemporaryDirectory("s3-big-readback")
         defer { readBack.remove() }
-        let stored = try server.objects(bucket: "big", into: readBack.url)
+        let stored = try await server.objects(bucket: "big", into: readBack.url)
         #expect(stored["big.bin"]?.size == 40 << 20)
         #expect(stored["big.bin"]?.data == content)
-        #expect(try server.openMultipartUploads(bucket: "big") == 0)
+        #expect(try await server.openMultipartUploads(bucket: "big") == 0)
         // The skip check reads the sha256 metadata of a multipart object.
         #expect(try await destination.existingCopy(of: item) != nil)
     }
 
     @Test func multipartIsAbortedOnPermanentFailure() async throws {
-        let server = try S3TestServer(buckets: ["abort"])
+        let server = try await S3TestServer(buckets: ["abort"])
         defer { server.stop() }
         let files = try TemporaryDirectory("s3-abort")
         defer { files.remove() }
@@ -140,11 +140,11 @@ struct S3DestinationMotoTests {
         }
         #expect(server.requests("POST").contains { $0.contains("?uploads") })
         #expect(server.requests("DELETE").contains { $0.contains("uploadId=") }, "AbortMultipartUpload sent")
-        #expect(try server.openMultipartUploads(bucket: "abort") == 0, "no orphan parts")
+        #expect(try await server.openMultipartUploads(bucket: "abort") == 0, "no orphan parts")
     }
 
     @Test func wrongCredentialsFailPermanentlyWithTheS3Code() async throws {
-        let server = try S3TestServer(buckets: ["auth"])
+        let server = try await S3TestServer(buckets: ["auth"])
         defer { server.stop() }
         let files = try TemporaryDirectory("s3-auth")
         defer { files.remove() }
@@ -204,20 +204,20 @@ struct S3DestinationMotoTests {
         }
         await down.finish()
 
-        let server = try S3TestServer(port: port, buckets: ["later"])
+        let server = try await S3TestServer(port: port, buckets: ["later"])
         defer { server.stop() }
         let up = Self.destination(server, bucket: "later")
         _ = try await up.upload(item, progress: { _ in })
         await up.finish()
         let readBack = try TemporaryDirectory("s3-later")
         defer { readBack.remove() }
-        #expect(try server.objects(bucket: "later", into: readBack.url)["later.txt"]?.data == Data("delivered after the restart".utf8))
+        #expect(try await server.objects(bucket: "later", into: readBack.url)["later.txt"]?.data == Data("delivered after the restart".utf8))
     }
 
     /// The full awkward alphabet round-trips through a real server (moto with signature checking off: with it on,
     /// moto itself miscomputes signatures for these keys; the signer vectors and botocore cover signing).
     @Test func awkwardKeysRoundTripWithSignatureCheckingOff() async throws {
-        let server = try S3TestServer(auth: false, buckets: ["awkward"])
+        let server = try await S3TestServer(auth: false, buckets: ["awkward"])
         defer { server.stop() }
         let files = try TemporaryDirectory("s3-awkward")
         defer { files.remove() }
@@ -235,7 +235,7 @@ struct S3DestinationMotoTests {
         }
         let readBack = try TemporaryDirectory("s3-awkward-readback")
         defer { readBack.remove() }
-        let stored = try server.objects(bucket: "awkward", into: readBack.url)
+        let stored = try await server.objects(bucket: "awkward", into: readBack.url)
         #expect(Set(stored.keys) == Set(expected.keys))
         for (key, data) in expected { #expect(stored[key]?.data == data, "\(key)") }
         #expect(try await destination.list().names == Set(expected.keys))
@@ -246,7 +246,7 @@ struct S3DestinationMotoTests {
 
     /// Cancelling an upload mid-way (Ctrl-C, the attempt timeout) aborts the multipart upload: no orphan parts.
     @Test func cancelledMultipartIsAborted() async throws {
-        let server = try S3TestServer(buckets: ["cancel"])
+        let server = try await S3TestServer(buckets: ["cancel"])
         defer { server.stop() }
         let files = try TemporaryDirectory("s3-cancel")
         defer { files.remove() }
@@ -264,16 +264,16 @@ struct S3DestinationMotoTests {
         if case .success = result { Issue.record("the cancelled upload completed") }
         await destination.finish()
         #expect(server.requests("DELETE").contains { $0.contains("uploadId=") }, "AbortMultipartUpload sent")
-        #expect(try server.openMultipartUploads(bucket: "cancel") == 0, "no orphan parts")
+        #expect(try await server.openMultipartUploads(bucket: "cancel") == 0, "no orphan parts")
         let readBack = try TemporaryDirectory("s3-cancel-readback")
         defer { readBack.remove() }
-        #expect(try server.objects(bucket: "cancel", into: readBack.url).isEmpty)
+        #expect(try await server.objects(bucket: "cancel", into: readBack.url).isEmpty)
     }
 
     /// ListObjectsV2 follows continuation tokens; DeleteObjects splits into batches (small pages and batches here, so
     /// a handful of objects exercise both).
     @Test func listingPagesAndDeleteBatches() async throws {
-        let server = try S3TestServer(buckets: ["pages"])
+        let server = try await S3TestServer(buckets: ["pages"])
         defer { server.stop() }
         let files = try TemporaryDirectory("s3-pages")
         defer { files.remove() }

@@ -16,9 +16,9 @@ struct S3FaultTests {
     }
 
     @Test func slowDownWithRetryAfterIsRetryableThenSucceeds() async throws {
-        let server = try S3TestServer(buckets: ["slow"])
+        let server = try await S3TestServer(buckets: ["slow"])
         defer { server.stop() }
-        let proxy = try FaultProxy.start(targetPort: server.port)
+        let proxy = try await FaultProxy.start(targetPort: server.port)
         defer { proxy.stop() }
         let files = try TemporaryDirectory("s3-slow")
         defer { files.remove() }
@@ -44,9 +44,9 @@ struct S3FaultTests {
     }
 
     @Test func connectionResetMidMultipartIsRetryableKeptThenAbortedByFinish() async throws {
-        let server = try S3TestServer(buckets: ["reset"])
+        let server = try await S3TestServer(buckets: ["reset"])
         defer { server.stop() }
-        let proxy = try FaultProxy.start(targetPort: server.port)
+        let proxy = try await FaultProxy.start(targetPort: server.port)
         defer { proxy.stop() }
         let files = try TemporaryDirectory("s3-reset")
         defer { files.remove() }
@@ -64,11 +64,11 @@ struct S3FaultTests {
         } catch {
             #expect(destination.classify(error).isRetryable, "\(error)")
         }
-        #expect(try server.openMultipartUploads(bucket: "reset") == 1, "kept for the next attempt")
+        #expect(try await server.openMultipartUploads(bucket: "reset") == 1, "kept for the next attempt")
         // No next attempt: finishing the destination aborts it.
         await destination.finish()
         #expect(server.requests("DELETE").contains { $0.contains("uploadId=") }, "AbortMultipartUpload sent")
-        #expect(try server.openMultipartUploads(bucket: "reset") == 0, "no orphan parts")
+        #expect(try await server.openMultipartUploads(bucket: "reset") == 0, "no orphan parts")
 
         try proxy.pass()
         let again = Self.destination(server, proxy: proxy, bucket: "reset", multipart: multipart)
@@ -76,14 +76,14 @@ struct S3FaultTests {
         await again.finish()
         let readBack = try TemporaryDirectory("s3-reset-readback")
         defer { readBack.remove() }
-        #expect(try server.objects(bucket: "reset", into: readBack.url)["big.bin"]?.data == content)
+        #expect(try await server.objects(bucket: "reset", into: readBack.url)["big.bin"]?.data == content)
     }
 
     /// A retryable failure in the middle of a multipart upload: the next attempt sends only the missing parts.
     @Test func nextAttemptResumesTheMultipartUpload() async throws {
-        let server = try S3TestServer(buckets: ["resume"])
+        let server = try await S3TestServer(buckets: ["resume"])
         defer { server.stop() }
-        let proxy = try FaultProxy.start(targetPort: server.port)
+        let proxy = try await FaultProxy.start(targetPort: server.port)
         defer { proxy.stop() }
         let files = try TemporaryDirectory("s3-resume")
         defer { files.remove() }
@@ -124,9 +124,9 @@ struct S3FaultTests {
         #expect(server.requests("POST").filter { $0.contains("?uploads") }.count == 1, "one CreateMultipartUpload")
         #expect((resumed.last ?? 0) == 12 << 20)
         await destination.finish()
-        #expect(try server.openMultipartUploads(bucket: "resume") == 0)
+        #expect(try await server.openMultipartUploads(bucket: "resume") == 0)
         let readBack = try TemporaryDirectory("s3-resume-readback")
         defer { readBack.remove() }
-        #expect(try server.objects(bucket: "resume", into: readBack.url)["big.bin"]?.data == content)
+        #expect(try await server.objects(bucket: "resume", into: readBack.url)["big.bin"]?.data == content)
     }
 }

@@ -54,10 +54,10 @@ struct S3KeyEncodingTests {
 
     /// botocore (pip) signs the same PUT of every awkward key; the Authorization headers must be equal.
     @Test(.enabled(if: S3KeyEncodingTests.botocoreAvailable || TestPaths.serversRequired, "needs python3 with botocore (scripts/test-deps.d/s3.sh)"))
-    func signaturesMatchBotocore() throws {
+    func signaturesMatchBotocore() async throws {
         let python = try #require(ProcessRunner.which("python3"))
         let keysJSON = String(decoding: try JSONSerialization.data(withJSONObject: Self.awkwardKeys), as: UTF8.self)
-        let result = try ProcessRunner.run(python, ["-c", Self.botocoreScript, keysJSON], timeout: 60)
+        let result = try await ProcessRunner.run(python, ["-c", Self.botocoreScript, keysJSON], timeout: 60)
         try #require(result.status == 0, "botocore script failed: \(result.stderr)")
         let answers = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: String]])
         #expect(answers.count == Self.awkwardKeys.count)
@@ -85,7 +85,7 @@ struct S3KeyEncodingTests {
 
     static let botocoreAvailable: Bool = {
         guard let python = ProcessRunner.which("python3") else { return false }
-        return (try? ProcessRunner.run(python, ["-c", "import botocore"], timeout: 60))?.status == 0
+        return (try? ProcessRunner.runBlocking(python, ["-c", "import botocore"], timeout: 60))?.status == 0
     }()
 
     static let botocoreScript = #"""

@@ -15,7 +15,7 @@ struct AppsScriptTests {
     }
 
     @Test func postsFollowsThe302WithAGetAndReadsOk() async throws {
-        let server = try SheetsTestServer(appsScriptSecret: "tracker-secret-1")
+        let server = try await SheetsTestServer(appsScriptSecret: "tracker-secret-1")
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-script")
         defer { dir.remove() }
@@ -36,7 +36,7 @@ struct AppsScriptTests {
     }
 
     @Test func okFalseAndHTMLPagesAreFailures() async throws {
-        let server = try SheetsTestServer(appsScriptSecret: "right-secret")
+        let server = try await SheetsTestServer(appsScriptSecret: "right-secret")
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-script")
         defer { dir.remove() }
@@ -71,9 +71,9 @@ struct AppsScriptTests {
         await right.finish()
     }
 
-    @Test func rePostingToTheEchoURLIsNotWhatTheClientDoes() throws {
+    @Test func rePostingToTheEchoURLIsNotWhatTheClientDoes() async throws {
         // The echo URL answers a POST with 405 (as Google does); the client must use GET there.
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let post = try SheetsTestServer.request(
             port: server.port, method: "POST", path: "/macros/s/X/exec", headers: ["Content-Type": "application/json"],

@@ -107,7 +107,7 @@ struct DiscoverySchemaTests {
     }
 
     @Test func serverRequestsAndAnswersMatchTheSchema() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-schema")
         defer { dir.remove() }
@@ -153,8 +153,8 @@ struct DiscoverySchemaTests {
         #expect(updates["updatedRange"] as? String == "'Build log'!B1:D2")
     }
 
-    @Test func serverParameterTableMatchesTheDeclarations() throws {
-        let server = try SheetsTestServer()
+    @Test func serverParameterTableMatchesTheDeclarations() async throws {
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let spec = try server.spec()
         let table = try #require(spec["methods"] as? [String: [String: Any]])
@@ -188,8 +188,8 @@ struct DiscoverySchemaTests {
         }
     }
 
-    @Test func serverRefusesWhatTheAPIRefuses() throws {
-        let server = try SheetsTestServer()
+    @Test func serverRefusesWhatTheAPIRefuses() async throws {
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let token = try tokenFor(server)
         let auth = ["Authorization": "Bearer \(token)", "Content-Type": "application/json"]

@@ -33,27 +33,27 @@ struct SheetsCLITests {
             """)
     }
 
-    func run(_ arguments: [String], timeout: TimeInterval = 120) throws -> ProcessResult {
-        try ProcessRunner.run(TestPaths.executable("syncgate"), arguments + ["--config", "plugins.yaml"], currentDirectory: dir.url, timeout: timeout)
+    func run(_ arguments: [String], timeout: TimeInterval = 120) async throws -> ProcessResult {
+        try await ProcessRunner.run(TestPaths.executable("syncgate"), arguments + ["--config", "plugins.yaml"], currentDirectory: dir.url, timeout: timeout)
     }
 
     func events(_ result: ProcessResult) -> [[String: Any]] {
         result.stdout.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
     }
 
-    func status() throws -> [String: Any] {
-        let result = try run(["status", "--json"])
+    func status() async throws -> [String: Any] {
+        let result = try await run(["status", "--json"])
         return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
     }
 
-    @Test func csvAndNDJSONRecordsLandInOrder() throws {
+    @Test func csvAndNDJSONRecordsLandInOrder() async throws {
         defer { dir.remove() }
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         try writeConfig(server, extra: "range: \"Builds!A:D\"\ncolumns: [build_id, version, status]\nkey: build_id\nmax_rows_per_request: 2")
         try dir.write("outbox/2026/builds.csv", "build_id,status,version\n1,ok,1.0\n2,\"failed, flaky\",1.1\n3,ok,1.2\n4,ok,1.3\n5,ok,1.4\n")
         try dir.write("outbox/events.ndjson", "{\"build_id\": 10, \"version\": \"2.0\", \"status\": \"ok\"}\n{\"build_id\": 11, \"version\": \"2.1\"}\n{\"status\": \"ok\", \"build_id\": 12, \"version\": \"2.2\"}\n")
-        var result = try run(["sync", "--json"])
+        var result = try await run(["sync", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let rows = try server.textRows(sheet: "Builds")
         #expect(rows.count == 8)
@@ -66,19 +66,19 @@ struct SheetsCLITests {
         #expect(csvDetail?.hasPrefix("Builds!A") == true)
 
         // Nothing changed: nothing is sent. A touched file (same content, new mtime) adds no rows either.
-        result = try run(["sync", "--json"])
+        result = try await run(["sync", "--json"])
         #expect(result.status == 0)
         try dir.write("outbox/events.ndjson", "{\"build_id\": 10, \"version\": \"2.0\", \"status\": \"ok\"}\n{\"build_id\": 11, \"version\": \"2.1\"}\n{\"status\": \"ok\", \"build_id\": 12, \"version\": \"2.2\"}\n{\"build_id\": 13, \"version\": \"2.3\"}\n")
-        result = try run(["sync", "--json"])
+        result = try await run(["sync", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let after = try server.textRows(sheet: "Builds")
         #expect(after.count == 9)
         #expect(after.last == ["13", "2.3", ""])
     }
 
-    @Test func droppedAnswerThenRetryLeavesNoDuplicates() throws {
+    @Test func droppedAnswerThenRetryLeavesNoDuplicates() async throws {
         defer { dir.remove() }
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         try writeConfig(server, extra: "max_rows_per_request: 4", concurrency: 1)
         var csv = "n,word\n"
@@ -86,7 +86,7 @@ struct SheetsCLITests {
         try dir.write("outbox/numbers.csv", csv)
         // The second append (rows 5-8) is applied, then its answer is lost.
         try server.fault(["kind": "drop_after_append", "count": 1, "skip": 1])
-        let result = try run(["sync", "--json"])
+        let result = try await run(["sync", "--json"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         let all = events(result)
         let retrying = all.filter { $0["event"] as? String == "retrying" }
@@ -103,15 +103,15 @@ struct SheetsCLITests {
         #expect(stats["gets"] == 2)  // once per run, once more before re-sending
     }
 
-    @Test func burstOf200FilesStaysUnderTheQuota() throws {
+    @Test func burstOf200FilesStaysUnderTheQuota() async throws {
         defer { dir.remove() }
         // Server quota: 25 writes per second; the destination keeps to 20 per second.
-        let server = try SheetsTestServer(writeQuota: 25, quotaWindow: 1, retryAfter: 1)
+        let server = try await SheetsTestServer(writeQuota: 25, quotaWindow: 1, retryAfter: 1)
         defer { server.stop() }
         try writeConfig(server, extra: "rows: file\nwrites_per_minute: 20\nwrite_window: 1s", concurrency: 8)
         for i in 0..<200 { try dir.write("outbox/batch/f\(String(format: "%03d", i)).bin", "payload \(i)") }
         let started = Date()
-        let result = try run(["sync", "--json"], timeout: 150)
+        let result = try await run(["sync", "--json"], timeout: 150)
         let elapsed = Date().timeIntervalSince(started)
         #expect(result.status == 0, "\(result.stderr)")
         let summary = events(result).last { $0["event"] as? String == "summary" }
@@ -126,15 +126,15 @@ struct SheetsCLITests {
         #expect(Set(names).count == 200)
     }
 
-    @Test func quota429IsRetriedAfterRetryAfter() throws {
+    @Test func quota429IsRetriedAfterRetryAfter() async throws {
         defer { dir.remove() }
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         try writeConfig(server, extra: "rows: file")
         try dir.write("outbox/a.bin", "a")
         try server.fault(["kind": "status", "status": 429, "count": 1, "retry_after": 1, "method": "POST"])
         let started = Date()
-        let result = try run(["sync", "--json"])
+        let result = try await run(["sync", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(Date().timeIntervalSince(started) >= 1)  // Retry-After honoured over the 10ms backoff
         let retrying = events(result).filter { $0["event"] as? String == "retrying" }
@@ -142,19 +142,19 @@ struct SheetsCLITests {
         #expect(try server.rows().count == 1)
     }
 
-    @Test func permanent403FailsWithGooglesMessageInStatus() throws {
+    @Test func permanent403FailsWithGooglesMessageInStatus() async throws {
         defer { dir.remove() }
-        let server = try SheetsTestServer(forbidden: ["locked-sheet"])
+        let server = try await SheetsTestServer(forbidden: ["locked-sheet"])
         defer { server.stop() }
         try writeConfig(server, spreadsheet: "locked-sheet")
         try dir.write("outbox/a.csv", "x\n1\n")
         try dir.write("outbox/bad.ndjson", "{\"x\": 1}\n{\"x\": 2\n")
-        let result = try run(["sync", "--json"])
+        let result = try await run(["sync", "--json"])
         #expect(result.status == 1, "\(result.stderr)")
         let failed = events(result).filter { $0["event"] as? String == "failed" }
         #expect(failed.count == 2)
         #expect(failed.allSatisfy { $0["class"] as? String == "permanent" && $0["attempts"] as? Int == 1 })
-        let report = try status()
+        let report = try await status()
         let files = try #require(report["files"] as? [[String: Any]])
         let denied = try #require(files.first { $0["path"] as? String == "a.csv" })
         #expect(denied["status"] as? String == "failed")
@@ -164,15 +164,15 @@ struct SheetsCLITests {
         // The key never leaks into output or status.
         let key = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: server.keyFile)) as? [String: Any])
         let pemLine = try #require((key["private_key"] as? String)?.split(separator: "\n").dropFirst().first)
-        let statusText = try run(["status", "--json"]).stdout
+        let statusText = try await run(["status", "--json"]).stdout
         #expect(!statusText.contains(pemLine) && !result.output.contains(pemLine))
         #expect(!result.output.contains("ya29."))
         #expect(try server.stats()["appends"] == 0)
     }
 
-    @Test func exampleConfigRunsAgainstTheServer() throws {
+    @Test func exampleConfigRunsAgainstTheServer() async throws {
         defer { dir.remove() }
-        let server = try SheetsTestServer(appsScriptSecret: "local-test-secret")
+        let server = try await SheetsTestServer(appsScriptSecret: "local-test-secret")
         defer { server.stop() }
         var text = try String(contentsOf: TestPaths.packageRoot.appendingPathComponent("examples/sheets.yaml"), encoding: .utf8)
         text = text.replacingOccurrences(of: "127.0.0.1:8089", with: "127.0.0.1:\(server.port)")
@@ -180,7 +180,7 @@ struct SheetsCLITests {
             .replacingOccurrences(of: "state: ../.syncgate/sheets-example.sqlite", with: "state: state.sqlite")
             .replacingOccurrences(of: "path: sheets-outbox", with: "path: \(TestPaths.packageRoot.appendingPathComponent("examples/sheets-outbox").path)")
         try dir.write("plugins.yaml", text)
-        let result = try ProcessRunner.run(
+        let result = try await ProcessRunner.run(
             TestPaths.executable("syncgate"), ["sync", "--json", "--config", "plugins.yaml"], environment: ["TRACKER_SECRET": "local-test-secret"],
             currentDirectory: dir.url)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")

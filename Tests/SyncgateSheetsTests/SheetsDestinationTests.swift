@@ -11,7 +11,7 @@ import Testing
     .enabled(if: SheetsTestServer.shouldRun, "needs python3 with cryptography (scripts/test-deps.d/sheets.sh)"))
 struct SheetsDestinationTests {
     @Test func csvRecordsLandInOrderOnceWithTheirRange() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -43,7 +43,7 @@ struct SheetsDestinationTests {
     }
 
     @Test func ndjsonAndJSONWithConfiguredColumnsAndKey() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -69,7 +69,7 @@ struct SheetsDestinationTests {
     }
 
     @Test func droppedResponseThenRetryLeavesNoDuplicates() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -95,7 +95,7 @@ struct SheetsDestinationTests {
     }
 
     @Test func timedOutOrCancelledAppendIsCheckedBeforeResending() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -123,7 +123,7 @@ struct SheetsDestinationTests {
     }
 
     @Test func formulaLikeFileNamesStayTextInTheRowID() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -142,7 +142,7 @@ struct SheetsDestinationTests {
     }
 
     @Test func concurrentCallersShareOneTokenExchange() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let transport = HTTPTransport()
         let provider = OAuthTokenProvider(credentialsPath: server.keyFile.path, transport: transport, timeout: .seconds(10))
@@ -160,7 +160,7 @@ struct SheetsDestinationTests {
     }
 
     @Test func aFileWithoutRecordsSendsNothing() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -174,7 +174,7 @@ struct SheetsDestinationTests {
     }
 
     @Test func expiredTokenIsRefreshedOnceOn401() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -196,7 +196,7 @@ struct SheetsDestinationTests {
     }
 
     @Test func shortLivedTokensAreRenewedBeforeExpiry() async throws {
-        let server = try SheetsTestServer(tokenTTL: 2)
+        let server = try await SheetsTestServer(tokenTTL: 2)
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -213,7 +213,7 @@ struct SheetsDestinationTests {
     }
 
     @Test func quotaAnd503AreRetryableWithRetryAfter() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -236,7 +236,7 @@ struct SheetsDestinationTests {
     }
 
     @Test func permissionAndNotFoundArePermanentWithGooglesMessage() async throws {
-        let server = try SheetsTestServer(forbidden: ["locked"])
+        let server = try await SheetsTestServer(forbidden: ["locked"])
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -261,7 +261,7 @@ struct SheetsDestinationTests {
     }
 
     @Test func malformedRecordFailsTheFileWithItsLineAndSendsNothing() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -283,7 +283,7 @@ struct SheetsDestinationTests {
 
     @Test func writesStayUnderTheConfiguredQuota() async throws {
         // The server allows 6 writes per second; the destination is configured for 5 per second.
-        let server = try SheetsTestServer(writeQuota: 6, quotaWindow: 1)
+        let server = try await SheetsTestServer(writeQuota: 6, quotaWindow: 1)
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -307,13 +307,13 @@ struct SheetsDestinationTests {
     }
 
     @Test func secretsNeverAppearInErrors() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
         // A key for the right account but not the one the server knows: the token endpoint refuses the JWT.
         let keyJSON = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: server.keyFile)) as? [String: Any])
-        let other = try SheetsTestServer()
+        let other = try await SheetsTestServer()
         defer { other.stop() }
         var forged = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: other.keyFile)) as? [String: Any])
         forged["token_uri"] = keyJSON["token_uri"]

@@ -22,10 +22,9 @@ struct SheetsNetworkFaultTests {
     }
 
     @Test func connectionFaultsAreRetryableAndNothingIsDuplicated() async throws {
-        let server = try SheetsTestServer()
+        let server = try await SheetsTestServer()
         defer { server.stop() }
-        // (Started with SIGTERM unblocked, so that its stop() can end it.)
-        let proxy = try SheetsTestServer.withTerminationSignalsUnblocked { try FaultProxy.start(targetPort: server.port) }
+        let proxy = try await FaultProxy.start(targetPort: server.port)
         defer { proxy.stop() }
         let dir = try TemporaryDirectory("sheets-proxy")
         defer { dir.remove() }

@@ -16,13 +16,15 @@ public final class FaultProxy: @unchecked Sendable {
     }
 
     /// Starts a proxy in front of 127.0.0.1:targetPort.
-    public static func start(targetPort: Int) throws -> FaultProxy {
+    public static func start(targetPort: Int) async throws -> FaultProxy {
         guard let python = ProcessRunner.which("python3") else { throw ProxyError("python3 is not installed") }
+        await ServerStartGate.shared.enter()
+        defer { ServerStartGate.shared.leave() }
         let port = Loopback.freePort()
         var control = Loopback.freePort()
         while control == port { control = Loopback.freePort() }
         let process = try ProcessRunner.start(python, [script.path, "--listen", "\(port)", "--target", "127.0.0.1:\(targetPort)", "--control", "\(control)"])
-        guard Loopback.waitForListener(port: control, timeout: 20) else {
+        guard await Loopback.waitForListener(port: control, timeout: 20) else {
             process.terminate()
             throw ProxyError("the fault proxy did not start")
         }

@@ -16,7 +16,9 @@ public final class HeadUnitSimulatorProcess: @unchecked Sendable {
 
     /// Starts the simulator with extra command-line flags (`--no-ack`, `--activate-after 2`, ...).
     /// `prepare` may put files into the storage folder before it starts.
-    public init(_ arguments: [String] = [], prepare: (TemporaryDirectory) throws -> Void = { _ in }) throws {
+    public init(_ arguments: [String] = [], prepare: (TemporaryDirectory) throws -> Void = { _ in }) async throws {
+        await ServerStartGate.shared.enter()
+        defer { ServerStartGate.shared.leave() }
         storage = try TemporaryDirectory("headunit-sim")
         try prepare(storage)
         port = Loopback.freePort()
@@ -28,7 +30,7 @@ public final class HeadUnitSimulatorProcess: @unchecked Sendable {
             TestPaths.executable("syncgate-headunit-sim"),
             ["--port", String(port), "--control-port", String(controlPort), "--storage", storage.path] + arguments,
             logFile: logFile)
-        guard Loopback.waitForListener(port: port, timeout: 20), Loopback.waitForListener(port: controlPort, timeout: 5) else {
+        guard await Loopback.waitForListener(port: port, timeout: 60), await Loopback.waitForListener(port: controlPort, timeout: 10) else {
             stop()
             throw SimulatorError("the head-unit simulator did not start listening:\n\(log)")
         }

@@ -31,11 +31,11 @@ public enum Loopback {
     }
 
     /// Waits until 127.0.0.1:port accepts connections; false after `timeout` seconds.
-    public static func waitForListener(port: Int, timeout: TimeInterval = 30) -> Bool {
+    public static func waitForListener(port: Int, timeout: TimeInterval = 30) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if isListening(port: port) { return true }
-            usleep(50_000)
+            try? await Task.sleep(for: .milliseconds(50))
         }
         return false
     }

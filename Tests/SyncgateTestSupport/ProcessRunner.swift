@@ -12,47 +12,131 @@ public struct ProcessResult: Sendable {
 public enum ProcessRunner {
     /// Runs `executable` with `arguments`. The environment is the test's own plus `environment`.
     /// The process is killed (SIGKILL) after `timeout` seconds and `status` is then -9.
+    /// Waits with `Task.sleep`, so a test running a program does not hold one of the few threads of the
+    /// cooperative pool that every other test (and its client timeouts) shares.
     public static func run(
         _ executable: URL, _ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil,
         timeout: TimeInterval = 120
-    ) throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
-        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
-        let outFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("sg-out-\(UUID().uuidString)")
-        let errFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("sg-err-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(at: outFile)
-            try? FileManager.default.removeItem(at: errFile)
-        }
-        let outHandle = try FileHandle(forWritingTo: outFile)
-        let errHandle = try FileHandle(forWritingTo: errFile)
-        process.standardOutput = outHandle
-        process.standardError = errHandle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+    ) async throws -> ProcessResult {
+        let running = try Running(executable, arguments, environment: environment, currentDirectory: currentDirectory)
         let deadline = Date().addingTimeInterval(timeout)
         var killed = false
-        while process.isRunning {
+        while running.process.isRunning {
             if Date() > deadline {
-                kill(process.processIdentifier, SIGKILL)
+                kill(running.process.processIdentifier, SIGKILL)
+                killed = true
+                break
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return running.finish(killed: killed)
+    }
+
+    /// Waits (at most `timeout` seconds, without blocking a thread) for a started process to exit, then reaps it.
+    /// Returns false, leaving it running, when it did not exit in time.
+    @discardableResult
+    public static func waitForExit(_ process: Process, timeout: TimeInterval = 120) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning {
+            if Date() > deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        process.waitUntilExit()
+        return true
+    }
+
+    /// Watches a running process from a thread of its own (not the test pool, which other tests may keep busy
+    /// for seconds): checks `condition` every 2 ms and, the moment it holds while the process still runs,
+    /// performs `action` (a signal) on that same thread. True when it did; false when the process ended first
+    /// or `timeout` passed.
+    public static func when(
+        _ process: Process, timeout: TimeInterval = 120, _ condition: @escaping @Sendable () -> Bool,
+        then action: @escaping @Sendable () -> Void
+    ) async -> Bool {
+        let box = UncheckedProcess(process: process)
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let thread = Thread {
+                let deadline = Date().addingTimeInterval(timeout)
+                while box.process.isRunning, Date() < deadline {
+                    if condition() {
+                        action()
+                        continuation.resume(returning: true)
+                        return
+                    }
+                    usleep(2_000)
+                }
+                continuation.resume(returning: false)
+            }
+            thread.start()
+        }
+    }
+
+    private struct UncheckedProcess: @unchecked Sendable { let process: Process }
+
+    /// ``run(_:_:environment:currentDirectory:timeout:)`` for synchronous contexts (a `defer`, a one-time
+    /// availability check); blocks the calling thread, so keep it for short programs.
+    public static func runBlocking(
+        _ executable: URL, _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60
+    ) throws -> ProcessResult {
+        let running = try Running(executable, arguments, environment: environment, currentDirectory: nil)
+        let deadline = Date().addingTimeInterval(timeout)
+        var killed = false
+        while running.process.isRunning {
+            if Date() > deadline {
+                kill(running.process.processIdentifier, SIGKILL)
                 killed = true
                 break
             }
             usleep(10_000)
         }
-        process.waitUntilExit()
-        try? outHandle.close()
-        try? errHandle.close()
-        let stdout = (try? String(contentsOf: outFile, encoding: .utf8)) ?? ""
-        let stderr = (try? String(contentsOf: errFile, encoding: .utf8)) ?? ""
-        return ProcessResult(status: killed ? -9 : process.terminationStatus, stdout: stdout, stderr: stderr)
+        return running.finish(killed: killed)
+    }
+
+    /// A started process whose output goes to two temporary files.
+    private struct Running {
+        let process = Process()
+        let outFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("sg-out-\(UUID().uuidString)")
+        let errFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("sg-err-\(UUID().uuidString)")
+        let outHandle: FileHandle
+        let errHandle: FileHandle
+
+        init(_ executable: URL, _ arguments: [String], environment: [String: String], currentDirectory: URL?) throws {
+            process.executableURL = executable
+            process.arguments = arguments
+            var env = ProcessInfo.processInfo.environment
+            for (key, value) in environment { env[key] = value }
+            process.environment = env
+            if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+            _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
+            outHandle = try FileHandle(forWritingTo: outFile)
+            errHandle = try FileHandle(forWritingTo: errFile)
+            process.standardOutput = outHandle
+            process.standardError = errHandle
+            process.standardInput = FileHandle.nullDevice
+            do {
+                try ProcessRunner.withTerminationSignalsUnblocked { try process.run() }
+            } catch {
+                removeFiles()
+                throw error
+            }
+        }
+
+        /// Reaps the (exited or killed) process and returns what it printed.
+        func finish(killed: Bool) -> ProcessResult {
+            process.waitUntilExit()
+            try? outHandle.close()
+            try? errHandle.close()
+            let stdout = (try? String(contentsOf: outFile, encoding: .utf8)) ?? ""
+            let stderr = (try? String(contentsOf: errFile, encoding: .utf8)) ?? ""
+            removeFiles()
+            return ProcessResult(status: killed ? -9 : process.terminationStatus, stdout: stdout, stderr: stderr)
+        }
+
+        private func removeFiles() {
+            try? FileManager.default.removeItem(at: outFile)
+            try? FileManager.default.removeItem(at: errFile)
+        }
     }
 
     /// Starts a long-running program (a server) with its output appended to `logFile`.
@@ -75,9 +159,24 @@ public enum ProcessRunner {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
         }
-        try process.run()
+        try withTerminationSignalsUnblocked { try process.run() }
         return process
     }
+
+    /// Runs `body` (which starts a process) with SIGTERM and SIGINT unblocked on this thread, so that the child
+    /// does not inherit them blocked (worker threads of the test runner block signals; a child started from one
+    /// then ignores `terminate()`). The thread's mask is restored afterwards.
+    static func withTerminationSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGTERM)
+        sigaddset(&set, SIGINT)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_UNBLOCK, &set, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        return try body()
+    }
+
 
     /// Finds a program on PATH.
     public static func which(_ name: String) -> URL? {

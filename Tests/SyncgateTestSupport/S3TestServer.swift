@@ -15,26 +15,28 @@ public final class S3TestServer: @unchecked Sendable {
     public var endpoint: String { "http://127.0.0.1:\(port)" }
 
     /// Why moto cannot be used here, or nil when it can.
-    public static var unavailableReason: String? {
+    public static let unavailableReason: String? = {
         guard let python = ProcessRunner.which("python3") else { return "python3 is not installed (run scripts/test-deps)" }
-        let check = try? ProcessRunner.run(python, ["-c", "import moto, boto3, werkzeug, flask"], timeout: 60)
+        let check = try? ProcessRunner.runBlocking(python, ["-c", "import moto, boto3, werkzeug, flask"], timeout: 60)
         if check?.status != 0 {
             return "moto[server] and boto3 are not installed for python3 (run scripts/test-deps)"
         }
         return nil
-    }
+    }()
 
     /// Starts moto on `port` (a free one by default) and waits (at most 30 s) until it listens.
-    public init(port: Int? = nil, auth: Bool = true, buckets: [String] = []) throws {
+    public init(port: Int? = nil, auth: Bool = true, buckets: [String] = []) async throws {
         guard let python = ProcessRunner.which("python3") else { throw S3TestServerError("python3 not found") }
         self.python = python
         self.port = port ?? Loopback.freePort()
         self.logFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("moto-\(self.port)-\(UUID().uuidString.prefix(6)).log")
         self.accessKeyID = "testing"
         self.secretAccessKey = "testing"
-        try launch()
+        await ServerStartGate.shared.enter()
+        defer { ServerStartGate.shared.leave() }
+        try await launch()
         do {
-            let result = try helper(["setup", String(self.port), auth ? "1" : "0"] + buckets, credentials: false)
+            let result = try await helper(["setup", String(self.port), auth ? "1" : "0"] + buckets, credentials: false)
             let answer = try JSONSerialization.jsonObject(with: Data(result.utf8)) as? [String: String] ?? [:]
             if let id = answer["access_key_id"], let secret = answer["secret_access_key"] {
                 accessKeyID = id
@@ -46,13 +48,13 @@ public final class S3TestServer: @unchecked Sendable {
         }
     }
 
-    private func launch() throws {
+    private func launch() async throws {
         let script = "from moto.server import main; import sys; sys.argv=['moto_server','-H','127.0.0.1','-p','\(port)']; main()"
         process = try ProcessRunner.start(python, ["-c", script], environment: ["PYTHONUNBUFFERED": "1"], logFile: logFile)
-        guard Loopback.waitForListener(port: port, timeout: 30) else {
+        guard await Loopback.waitForListener(port: port, timeout: 90) else {
             let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
             stop()
-            throw S3TestServerError("moto did not listen on 127.0.0.1:\(port) within 30 s: \(log.suffix(500))")
+            throw S3TestServerError("moto did not listen on 127.0.0.1:\(port) within 90 s: \(log.suffix(500))")
         }
     }
 
@@ -93,9 +95,9 @@ public final class S3TestServer: @unchecked Sendable {
     }
 
     /// Every object of `bucket`, downloaded with boto3 (files under `folder`, one per object).
-    public func objects(bucket: String, into folder: URL) throws -> [String: StoredObject] {
+    public func objects(bucket: String, into folder: URL) async throws -> [String: StoredObject] {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let text = try helper(["dump", String(port), bucket, folder.path])
+        let text = try await helper(["dump", String(port), bucket, folder.path])
         guard let list = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]] else {
             throw S3TestServerError("unreadable dump: \(text.prefix(300))")
         }
@@ -111,20 +113,20 @@ public final class S3TestServer: @unchecked Sendable {
     }
 
     /// Multipart uploads still open in `bucket` (orphans, if any).
-    public func openMultipartUploads(bucket: String) throws -> Int {
-        Int(try helper(["uploads", String(port), bucket]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    public func openMultipartUploads(bucket: String) async throws -> Int {
+        Int(try await helper(["uploads", String(port), bucket]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
     /// Puts an object with boto3 (an object another tool wrote).
-    public func put(bucket: String, key: String, file: URL) throws {
-        _ = try helper(["put", String(port), bucket, key, file.path])
+    public func put(bucket: String, key: String, file: URL) async throws {
+        _ = try await helper(["put", String(port), bucket, key, file.path])
     }
 
-    private func helper(_ arguments: [String], credentials: Bool = true) throws -> String {
+    private func helper(_ arguments: [String], credentials: Bool = true) async throws -> String {
         var environment = ["AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"]
         environment["AWS_ACCESS_KEY_ID"] = credentials ? accessKeyID : "testing"
         environment["AWS_SECRET_ACCESS_KEY"] = credentials ? secretAccessKey : "testing"
-        let result = try ProcessRunner.run(python, ["-c", S3TestServer.script] + arguments, environment: environment, timeout: 120)
+        let result = try await ProcessRunner.run(python, ["-c", S3TestServer.script] + arguments, environment: environment, timeout: 120)
         guard result.status == 0 else {
             throw S3TestServerError("boto3 helper \(arguments.first ?? "") failed (\(result.status)): \(result.stderr.suffix(1500))")
         }

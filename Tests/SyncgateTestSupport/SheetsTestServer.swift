@@ -15,7 +15,7 @@ public final class SheetsTestServer: @unchecked Sendable {
     /// Why the server cannot run here (no python3, or no `cryptography`), or nil when it can.
     public static let unavailableReason: String? = {
         guard let python = ProcessRunner.which("python3") else { return "python3 is not installed" }
-        guard let result = try? ProcessRunner.run(python, ["-c", "import cryptography"], timeout: 30), result.status == 0 else {
+        guard let result = try? ProcessRunner.runBlocking(python, ["-c", "import cryptography"], timeout: 30), result.status == 0 else {
             return "python3 has no `cryptography` module (run scripts/test-deps.d/sheets.sh)"
         }
         return nil
@@ -28,7 +28,7 @@ public final class SheetsTestServer: @unchecked Sendable {
     public init(
         spreadsheets: [String] = ["test-spreadsheet"], forbidden: [String] = [], writeQuota: Int = 0, quotaWindow: Double = 60,
         retryAfter: Int = 0, tokenTTL: Int = 3600, appsScriptSecret: String? = nil
-    ) throws {
+    ) async throws {
         if let reason = SheetsTestServer.unavailableReason { throw SheetsTestServerError(message: "cannot start the Sheets test server: \(reason)") }
         port = Loopback.freePort()
         directory = try TemporaryDirectory("sheets-server")
@@ -42,14 +42,14 @@ public final class SheetsTestServer: @unchecked Sendable {
         for id in forbidden { arguments += ["--forbidden", id] }
         if let appsScriptSecret { arguments += ["--apps-script-secret", appsScriptSecret] }
         let logFile = self.logFile
-        process = try SheetsTestServer.withTerminationSignalsUnblocked {
-            try ProcessRunner.start(ProcessRunner.which("python3")!, ["-u"] + arguments, logFile: logFile)
-        }
+        await ServerStartGate.shared.enter()
+        defer { ServerStartGate.shared.leave() }
+        process = try ProcessRunner.start(ProcessRunner.which("python3")!, ["-u"] + arguments, logFile: logFile)
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if !process.isRunning { break }
             if FileManager.default.fileExists(atPath: keyFile.path), Loopback.isListening(port: port) { return }
-            usleep(50_000)
+            try? await Task.sleep(for: .milliseconds(50))
         }
         let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
         stop()
@@ -66,20 +66,6 @@ public final class SheetsTestServer: @unchecked Sendable {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
         directory.remove()
-    }
-
-    /// Runs `body` (which starts a process) with SIGTERM and SIGINT unblocked on this thread, so that the child
-    /// does not inherit them blocked (worker threads of the test runner block signals; a child started from one
-    /// then ignores `terminate()`). The thread's mask is restored afterwards.
-    public static func withTerminationSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGTERM)
-        sigaddset(&set, SIGINT)
-        var previous = sigset_t()
-        pthread_sigmask(SIG_UNBLOCK, &set, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        return try body()
     }
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
