@@ -2,18 +2,51 @@ import Foundation
 
 /// Loopback helpers: free ports and waiting for a server to listen.
 public enum Loopback {
-    /// A TCP port on 127.0.0.1 that was free a moment ago.
+    /// A TCP port on 127.0.0.1 that was free a moment ago, for a server a test is about to start. It is taken
+    /// below Linux's ephemeral range (32768-60999), so an outgoing connection of any process cannot grab it
+    /// before the server binds, and never handed out twice in one test run, so two tests starting servers at
+    /// the same moment cannot pick the same one.
     public static func freePort() -> Int {
+        portLock.lock()
+        defer { portLock.unlock() }
+        for _ in 0..<2000 {
+            let candidate = Int.random(in: 20000...32000)
+            if handedOut.contains(candidate) { continue }
+            if canBind(port: candidate) {
+                handedOut.insert(candidate)
+                return candidate
+            }
+        }
+        // Practically unreachable: let the kernel choose.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var addr = loopbackAddress(port: 0)
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
         _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
         return Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    private static let portLock = NSLock()
+    nonisolated(unsafe) private static var handedOut = Set<Int>()
+
+    private static func canBind(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = loopbackAddress(port: port)
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return bound == 0
+    }
+
+    private static func loopbackAddress(port: Int) -> sockaddr_in {
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return addr
     }
 
     /// Whether something accepts TCP connections on 127.0.0.1:port.

@@ -51,7 +51,8 @@ public final class S3TestServer: @unchecked Sendable {
     private func launch() async throws {
         let script = "from moto.server import main; import sys; sys.argv=['moto_server','-H','127.0.0.1','-p','\(port)']; main()"
         process = try ProcessRunner.start(python, ["-c", script], environment: ["PYTHONUNBUFFERED": "1"], logFile: logFile)
-        guard await Loopback.waitForListener(port: port, timeout: 90) else {
+        // (Still running once something listens: the listener is this moto, not another program on the port.)
+        guard await Loopback.waitForListener(port: port, timeout: 90), process?.isRunning == true else {
             let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
             stop()
             throw S3TestServerError("moto did not listen on 127.0.0.1:\(port) within 90 s: \(log.suffix(500))")

@@ -45,15 +45,25 @@ public final class SheetsTestServer: @unchecked Sendable {
         await ServerStartGate.shared.enter()
         defer { ServerStartGate.shared.leave() }
         process = try ProcessRunner.start(ProcessRunner.which("python3")!, ["-u"] + arguments, logFile: logFile)
-        let deadline = Date().addingTimeInterval(30)
+        let started = Date()
+        let deadline = started.addingTimeInterval(60)
+        var checks = 0
+        var longestGap = 0.0
+        var last = started
         while Date() < deadline {
             if !process.isRunning { break }
             if FileManager.default.fileExists(atPath: keyFile.path), Loopback.isListening(port: port) { return }
             try? await Task.sleep(for: .milliseconds(50))
+            checks += 1
+            longestGap = max(longestGap, Date().timeIntervalSince(last))
+            last = Date()
         }
         let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+        let state = "running: \(process.isRunning), key file: \(FileManager.default.fileExists(atPath: keyFile.path)), "
+            + "listening: \(Loopback.isListening(port: port)), \(checks) checks in \(Int(Date().timeIntervalSince(started))) s, "
+            + "longest gap \(String(format: "%.1f", longestGap)) s"
         stop()
-        throw SheetsTestServerError(message: "the Sheets test server did not start on port \(port): \(log)")
+        throw SheetsTestServerError(message: "the Sheets test server did not start on port \(port) (\(state)): \(log)")
     }
 
     deinit { stop() }
