@@ -27,6 +27,8 @@ public final class HeadUnitDestination: Destination {
 
     /// A head unit forgets files (non-persistent ones at ignition off, sometimes all of them): ListFiles is the truth.
     public var listingIsAuthoritative: Bool { true }
+    /// A PutFile of the whole file replaces what was there.
+    public var resendIsHarmless: Bool { true }
 
     public func remoteName(forRelativePath path: String) throws -> String {
         try RemoteNameMapper.remoteName(for: path)

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import Synchronization
 import SyncgateCore
 
 /// `type: local`: writes each file under a folder, keeping its relative path, through a temporary file, fsync and
@@ -22,6 +23,9 @@ public struct LocalDestination: Destination {
     /// Bytes copied per read/write.
     static let chunkSize = 1 << 20
 
+    /// The copy replaces the old one whole (temporary file, then rename).
+    public var resendIsHarmless: Bool { true }
+
     public init(root: String, fsync: Bool = true) {
         self.root = root
         self.fsync = fsync
@@ -39,13 +43,17 @@ public struct LocalDestination: Destination {
     }
 
     static let temporaryPrefix = ".syncgate-tmp-"
+    static let processID = getpid()
+    static let temporaryCounter = Atomic<Int>(0)
 
     public func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
         let target = root + "/" + item.remoteName
         let folder = (target as NSString).deletingLastPathComponent
         try LocalDestination.makeFolders(folder)
         let name = (target as NSString).lastPathComponent
-        let temporary = folder + "/" + LocalDestination.temporaryPrefix + "\(getpid())-" + UUID().uuidString.prefix(8) + "-" + name.prefix(100)
+        // pid + a counter: unique among this process's copies, and O_EXCL refuses anything left from before.
+        let temporary = folder + "/" + LocalDestination.temporaryPrefix + "\(LocalDestination.processID)-"
+            + String(LocalDestination.temporaryCounter.add(1, ordering: .relaxed).newValue, radix: 36) + "-" + name.prefix(100)
         let out = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard out >= 0 else { throw LocalDestination.posixError("cannot create \(temporary)") }
         var closed = false

@@ -167,6 +167,8 @@ public final class S3Destination: Destination, @unchecked Sendable {
     /// fails.
     /// DeleteObjects: up to 1000 keys a request.
     public var supportsBatchDelete: Bool { true }
+    /// A PUT (or a completed multipart upload) replaces the object whole.
+    public var resendIsHarmless: Bool { true }
 
     public func delete(remoteNames: [String]) async throws -> [String: DestinationError] {
         try await delete(remoteNames: remoteNames, batchSize: S3Destination.deleteBatchSize)

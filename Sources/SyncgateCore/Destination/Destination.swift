@@ -31,6 +31,13 @@ public protocol Destination: Sendable {
     /// destination no longer has.
     var listingIsAuthoritative: Bool { get }
 
+    /// `true` when sending a file again can do no harm, because the copy is replaced whole (a local file, an S3
+    /// object, a head-unit file). The engine then writes the mark "attempt started" together with other ledger
+    /// changes, in batches, instead of making each one durable before its upload: after a crash, a file whose
+    /// mark was lost is simply sent again. `false` (the default) for destinations that append (a spreadsheet),
+    /// where only a durable mark makes the next run check what arrived before sending again.
+    var resendIsHarmless: Bool { get }
+
     /// Called once before a batch with every item the run will upload. Returns the items that must fail
     /// alone without being sent (keyed by ``UploadItem/remoteName``), e.g. files that cannot fit.
     func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError]
@@ -59,6 +66,7 @@ extension Destination {
     public func classify(_ error: any Error) -> FailureClass { FailureClass.classify(error) }
     public func remoteName(forRelativePath path: String) throws -> String { path }
     public var listingIsAuthoritative: Bool { false }
+    public var resendIsHarmless: Bool { false }
     public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] { [:] }
     public func existingCopy(of item: UploadItem) async throws -> Receipt? { nil }
     public func finish() async {}

@@ -16,8 +16,27 @@ public struct PlannedDelivery: Sendable {
     public var action: Action
     public var sha256: String?
     public var isArtwork: Bool
-    public var entry: LedgerEntry?
+    /// The file's ledger row before this run (nil for a new file, and dropped from plans with nothing to do).
+    public var entry: LedgerEntry? {
+        get { entryRef?.value }
+        set { entryRef = newValue.map(LedgerEntryRef.init) }
+    }
+    var entryRef: LedgerEntryRef?
     public var remoteName: String?
+
+    public init(file: ScannedFile, destination: String, action: Action, sha256: String?, isArtwork: Bool, entry: LedgerEntry?, remoteName: String?) {
+        self.init(file: file, destination: destination, action: action, sha256: sha256, isArtwork: isArtwork, entryRef: entry.map(LedgerEntryRef.init), remoteName: remoteName)
+    }
+
+    init(file: ScannedFile, destination: String, action: Action, sha256: String?, isArtwork: Bool, entryRef: LedgerEntryRef?, remoteName: String?) {
+        self.file = file
+        self.destination = destination
+        self.action = action
+        self.sha256 = sha256
+        self.isArtwork = isArtwork
+        self.entryRef = entryRef
+        self.remoteName = remoteName
+    }
 
     public var isUpload: Bool {
         if case .upload = action { return true }

@@ -72,15 +72,16 @@ public final class SyncEngine: Sendable {
 
     /// Plans one destination's files without changing anything (hashes only files whose size or time changed).
     public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<ExactString>?) throws -> [PlannedDelivery] {
-        let entries = try ledger.entriesByFile(destination: destination.name)
+        let entries = try ledger.entriesByFile(destination: destination.name, receipts: false)
         let now = clock.now()
         var plans: [PlannedDelivery] = []
         plans.reserveCapacity(files.count)
         for file in files {
-            let entry = entries[file.key]
+            let ref = entries[file.key]
+            let entry = ref?.value
             var plan = PlannedDelivery(
                 file: file, destination: destination.name, action: .upload(reason: "new"), sha256: nil,
-                isArtwork: config.isArtwork(file.relativePath), entry: entry, remoteName: nil
+                isArtwork: config.isArtwork(file.relativePath), entryRef: ref, remoteName: nil
             )
             do {
                 plan.remoteName = try destination.destination.remoteName(forRelativePath: file.relativePath)
@@ -137,14 +138,26 @@ public final class SyncEngine: Sendable {
                     plan.action = .skip(reason: "gave up after failing since \(entry.firstFailedAt.map { "\(JSONText.time($0))" } ?? "?") (run syncgate retry)", stillFailed: .permanent)
                 }
             }
+            // A file with nothing to do keeps no copy of its ledger row (only uploads read it later).
+            if case .skip = plan.action { plan.entryRef = nil }
             plans.append(plan)
         }
         // Two files that the destination would store under the same name: both fail, nothing is overwritten.
-        var byName: [ExactString: [Int]] = [:]
+        // (One index per name; lists only for the rare names that clash.)
+        var firstByName: [ExactString: Int] = [:]
+        firstByName.reserveCapacity(plans.count)
+        var clashes: [ExactString: [Int]] = [:]
         for (index, plan) in plans.enumerated() {
-            if let name = plan.remoteName { byName[ExactString(name), default: []].append(index) }
+            guard let name = plan.remoteName else { continue }
+            let key = ExactString(name)
+            if let first = firstByName[key] {
+                clashes[key, default: [first]].append(index)
+            } else {
+                firstByName[key] = index
+            }
         }
-        for (name, indices) in byName where indices.count > 1 {
+        firstByName = [:]
+        for (name, indices) in clashes {
             let paths = indices.map { plans[$0].file.relativePath }
             for index in indices where plans[index].isUpload || { if case .skip = plans[index].action { return false } else { return true } }() {
                 plans[index].action = .fail(DeliveryFailure(
@@ -211,7 +224,8 @@ public final class SyncEngine: Sendable {
             items.append(UploadItem(
                 source: plan.file.source, relativePath: plan.file.relativePath, absolutePath: plan.file.absolutePath,
                 remoteName: plan.remoteName ?? plan.file.relativePath, size: plan.file.size, modificationTime: plan.file.modificationTime,
-                sha256: plan.sha256 ?? "", isArtwork: plan.isArtwork, previousReceipt: entry?.receipt,
+                sha256: plan.sha256 ?? "", isArtwork: plan.isArtwork,
+                previousReceipt: try entry.flatMap { _ in try ledger.receipt(plan.file.key, destination: destination.name) },
                 outcomeUnknown: entry.map { $0.status != .synced && $0.attempts > 0 } ?? false
             ))
         }
@@ -253,7 +267,7 @@ public final class SyncEngine: Sendable {
         if !items.isEmpty {
             let operations = self.operations
             let recorder = LedgerRecorder(ledger: ledger, destination: destination.name, retry: retry, clock: clock, tally: tally,
-                                          items: items, observe: { event in operations.apply(event); observe(event) }, logger: logger)
+                                          items: items, attemptMarksMustBeDurable: !plugin.resendIsHarmless, observe: { event in operations.apply(event); observe(event) }, logger: logger)
             let layer = DeliveryLayer(
                 destinationName: destination.name, destination: plugin, settings: destination.settings, clock: clock,
                 random: random, onEvent: { event in await recorder.record(event) }
@@ -286,13 +300,18 @@ final class LedgerRecorder: @unchecked Sendable {
     let logger: Logger
     let planned: [FileKey: UploadItem]
     let metrics: DeliveryMetrics
+    /// Whether each attempt's start is written (with what gathered) before its upload; see
+    /// ``Destination/resendIsHarmless``.
+    let attemptMarksMustBeDurable: Bool
     private let lock = NSLock()
     private var lastProgressWrite: [FileKey: Date] = [:]
     private var lastProgressEvent: [FileKey: Date] = [:]
     private var error: (any Error)?
 
     init(ledger: Ledger, destination: String, retry: RetrySettings, clock: any SyncClock, tally: SummaryTally,
-         items: [UploadItem], observe: @escaping @Sendable (DeliveryEvent) -> Void, logger: Logger) {
+         items: [UploadItem], attemptMarksMustBeDurable: Bool = true, observe: @escaping @Sendable (DeliveryEvent) -> Void,
+         logger: Logger) {
+        self.attemptMarksMustBeDurable = attemptMarksMustBeDurable
         self.planned = Dictionary(items.map { ($0.key, $0) }) { a, _ in a }
         self.metrics = DeliveryMetrics(destination: destination)
         self.ledger = ledger
@@ -315,8 +334,9 @@ final class LedgerRecorder: @unchecked Sendable {
         do {
             switch event.kind {
             case .started:
-                // The attempt must be on disk before the upload starts: one transaction with what gathered.
-                try write(taking: [.uploading(event.file, destination: destination, at: event.time)], force: true)
+                // Where a resend could duplicate, the attempt must be on disk before the upload starts: one
+                // transaction with what gathered. Elsewhere it joins the next batch.
+                try write(taking: [.uploading(event.file, destination: destination, at: event.time)], force: attemptMarksMustBeDurable)
             case .retrying(_, let failure, _):
                 try write(taking: [.retryNote(event.file, destination: destination, error: failure.message, at: event.time)], force: false)
             case .synced(let receipt, _, let uploaded):

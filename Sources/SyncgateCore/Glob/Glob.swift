@@ -18,6 +18,8 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
     public let pattern: String
     public let isNegated: Bool
     private let segments: [String]
+    /// `**`, `**/*` (and `*` unanchored): every file, decided without looking at the path.
+    private let matchesEverything: Bool
 
     public struct SyntaxError: Error, CustomStringConvertible {
         public let message: String
@@ -47,6 +49,7 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
         var collapsed: [String] = []
         for part in parts where !(part == "**" && collapsed.last == "**") { collapsed.append(part) }
         segments = collapsed
+        matchesEverything = collapsed == ["**"] || collapsed == ["**", "*"]
     }
 
     private static func checkSegment(_ segment: String, raw: String) throws {
@@ -76,6 +79,7 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the pattern matches the path or one of its parent folders.
     public func matches(_ path: String) -> Bool {
+        if matchesEverything { return !path.isEmpty }
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         // A match of a folder prefix counts (the pattern then names a folder).
         for end in stride(from: parts.count, through: 1, by: -1) where Glob.match(segments[...], parts[..<end]) {

@@ -104,7 +104,7 @@ public final class Ledger: Sendable {
     /// All rows (of one destination when given), ordered by destination, source and path.
     public func entries(destination: String? = nil, statuses: Set<FileStatus>? = nil) throws -> [LedgerEntry] {
         try read { db in
-            var sql = "SELECT * FROM files"
+            var sql = "SELECT \(Ledger.columns) FROM files"
             var clauses: [String] = []
             var arguments: [any DatabaseValueConvertible] = []
             if let destination {
@@ -116,20 +116,42 @@ public final class Ledger: Sendable {
             }
             if !clauses.isEmpty { sql += " WHERE " + clauses.joined(separator: " AND ") }
             sql += " ORDER BY destination, source, path"
-            return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(Ledger.entry)
+            // A cursor: rows are decoded one at a time, never all held as SQLite rows at once.
+            var result: [LedgerEntry] = []
+            let rows = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(arguments))
+            while let row = try rows.next() { result.append(Ledger.entry(row)) }
+            return result
         }
     }
 
-    /// One destination's rows keyed by file.
-    public func entriesByFile(destination: String) throws -> [FileKey: LedgerEntry] {
-        var result: [FileKey: LedgerEntry] = [:]
-        for entry in try entries(destination: destination) { result[entry.file] = entry }
-        return result
+    /// One destination's rows keyed by file. Without `receipts` (a sync's plan, over every file) the receipts
+    /// are neither read nor decoded: ``receipt(_:destination:)`` fetches the few that an upload needs.
+    public func entriesByFile(destination: String, receipts: Bool = true) throws -> [FileKey: LedgerEntryRef] {
+        try read { db in
+            let columns = receipts ? Ledger.columns : Ledger.columns.replacingOccurrences(of: "receipt", with: "NULL")
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM files WHERE destination = ?", arguments: [destination]) ?? 0
+            var result: [FileKey: LedgerEntryRef] = [:]
+            result.reserveCapacity(count)
+            let rows = try Row.fetchCursor(db, sql: "SELECT \(columns) FROM files WHERE destination = ?", arguments: [destination])
+            while let row = try rows.next() {
+                let entry = Ledger.entry(row)
+                result[entry.file] = LedgerEntryRef(entry)
+            }
+            return result
+        }
+    }
+
+    /// The receipt of one file's last delivery to a destination.
+    public func receipt(_ file: FileKey, destination: String) throws -> Receipt? {
+        try read { db in
+            try String.fetchOne(db, sql: "SELECT receipt FROM files WHERE source = ? AND path = ? AND destination = ?",
+                                arguments: [file.source, file.path, destination])
+        }.flatMap { try? JSONDecoder().decode(Receipt.self, from: Data($0.utf8)) }
     }
 
     public func entry(_ file: FileKey, destination: String) throws -> LedgerEntry? {
         try read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM files WHERE source = ? AND path = ? AND destination = ?",
+            try Row.fetchOne(db, sql: "SELECT \(Ledger.columns) FROM files WHERE source = ? AND path = ? AND destination = ?",
                              arguments: [file.source, file.path, destination]).map(Ledger.entry)
         }
     }
@@ -161,7 +183,7 @@ public final class Ledger: Sendable {
     /// Rows synced since `since`, newest first (at most `limit`).
     public func recentlySynced(since: Date, limit: Int = 1000) throws -> [LedgerEntry] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM files WHERE status = 'synced' AND synced_at >= ? ORDER BY synced_at DESC LIMIT ?",
+            try Row.fetchAll(db, sql: "SELECT \(Ledger.columns) FROM files WHERE status = 'synced' AND synced_at >= ? ORDER BY synced_at DESC LIMIT ?",
                              arguments: [since.timeIntervalSince1970, limit]).map(Ledger.entry)
         }
     }
@@ -169,7 +191,7 @@ public final class Ledger: Sendable {
     /// Rows that failed with an attempt since `since`, newest first (at most `limit`).
     public func recentlyFailed(since: Date, limit: Int = 1000) throws -> [LedgerEntry] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM files WHERE status = 'failed' AND COALESCE(last_attempt_at, updated_at) >= ? ORDER BY COALESCE(last_attempt_at, updated_at) DESC LIMIT ?",
+            try Row.fetchAll(db, sql: "SELECT \(Ledger.columns) FROM files WHERE status = 'failed' AND COALESCE(last_attempt_at, updated_at) >= ? ORDER BY COALESCE(last_attempt_at, updated_at) DESC LIMIT ?",
                              arguments: [since.timeIntervalSince1970, limit]).map(Ledger.entry)
         }
     }
@@ -387,17 +409,21 @@ public final class Ledger: Sendable {
         }
     }
 
+    /// The columns ``entry(_:)`` reads, in its order (by index: a lookup by name costs more than the read).
+    static let columns = "source, path, destination, status, attempts, last_attempt_at, last_error, error_class, error_code, "
+        + "next_retry_at, failed_runs, first_failed_at, size, mtime, sha256, receipt, bytes_done, queued_at, synced_at, updated_at"
+
     static func entry(_ row: Row) -> LedgerEntry {
-        func date(_ column: String) -> Date? { (row[column] as Double?).map { Date(timeIntervalSince1970: $0) } }
-        let receipt: Receipt? = (row["receipt"] as String?).flatMap { try? JSONDecoder().decode(Receipt.self, from: Data($0.utf8)) }
+        func date(_ index: Int) -> Date? { (row[index] as Double?).map { Date(timeIntervalSince1970: $0) } }
+        let receipt: Receipt? = (row[15] as String?).flatMap { try? JSONDecoder().decode(Receipt.self, from: Data($0.utf8)) }
         return LedgerEntry(
-            file: FileKey(source: row["source"], path: row["path"]), destination: row["destination"],
-            status: FileStatus(rawValue: row["status"]) ?? .pending, attempts: row["attempts"],
-            lastAttemptAt: date("last_attempt_at"), lastError: row["last_error"], errorClass: row["error_class"],
-            errorCode: row["error_code"], nextRetryAt: date("next_retry_at"), failedRuns: row["failed_runs"],
-            firstFailedAt: date("first_failed_at"), size: row["size"], modificationTime: date("mtime") ?? Date(timeIntervalSince1970: 0),
-            sha256: row["sha256"], receipt: receipt, bytesDone: row["bytes_done"], queuedAt: date("queued_at"),
-            syncedAt: date("synced_at"), updatedAt: date("updated_at") ?? Date(timeIntervalSince1970: 0)
+            file: FileKey(source: row[0], path: row[1]), destination: row[2],
+            status: FileStatus(rawValue: row[3]) ?? .pending, attempts: row[4],
+            lastAttemptAt: date(5), lastError: row[6], errorClass: row[7],
+            errorCode: row[8], nextRetryAt: date(9), failedRuns: row[10],
+            firstFailedAt: date(11), size: row[12], modificationTime: date(13) ?? Date(timeIntervalSince1970: 0),
+            sha256: row[14], receipt: receipt, bytesDone: row[16], queuedAt: date(17),
+            syncedAt: date(18), updatedAt: date(19) ?? Date(timeIntervalSince1970: 0)
         )
     }
 }
