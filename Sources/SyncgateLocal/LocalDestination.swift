@@ -19,14 +19,14 @@ public struct LocalDestination: Destination {
 
     /// Absolute path of the destination folder.
     public let root: String
-    public let fsync: Bool
+    public let fsync: LocalFsync
     /// Bytes copied per read/write.
     static let chunkSize = 1 << 20
 
     /// The copy replaces the old one whole (temporary file, then rename).
     public var resendIsHarmless: Bool { true }
 
-    public init(root: String, fsync: Bool = true) {
+    public init(root: String, fsync: LocalFsync = .batch) {
         self.root = root
         self.fsync = fsync
     }
@@ -62,7 +62,7 @@ public struct LocalDestination: Destination {
         }
         do {
             let reader = try FileReader(path: item.absolutePath)
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LocalDestination.chunkSize, alignment: 16)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: FileHasher.bufferSize(for: item.size), alignment: 16)
             defer { buffer.deallocate() }
             var offset: Int64 = 0
             while true {
@@ -84,17 +84,41 @@ public struct LocalDestination: Destination {
             // A file that changed while it was copied must not replace the old copy with a mix of two versions.
             try item.verifyUnchanged()
             if offset != item.size { throw FileChangedError(path: item.relativePath, detail: "read \(offset) of \(item.size) bytes") }
-            if fsync, Glibc.fsync(out) != 0 { throw LocalDestination.posixError("fsync \(target)") }
+            if fsync == .file, Glibc.fsync(out) != 0 { throw LocalDestination.posixError("fsync \(target)") }
             close(out)
             closed = true
             guard rename(temporary, target) == 0 else { throw LocalDestination.posixError("cannot rename into \(target)") }
-            if fsync { LocalDestination.syncFolder(folder) }
+            if fsync == .file { LocalDestination.syncFolder(folder) }
             return Receipt(remoteName: item.remoteName, detail: "\(offset) bytes")
         } catch {
             unlink(temporary)
             throw error
         }
     }
+
+    /// `fsync: batch`: one `syncfs` of the destination's file system covers every copy renamed so far.
+    public func makeDurable() throws {
+        guard fsync == .batch else { return }
+        let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw LocalDestination.posixError("cannot open \(root) to flush it") }
+        defer { close(fd) }
+        if let syncfs = LocalDestination.syncfs {
+            guard syncfs(fd) == 0 else { throw LocalDestination.posixError("cannot flush the file system of \(root) (syncfs)") }
+        } else {
+            sync()
+        }
+    }
+
+    /// Linux's `syncfs(2)` (glibc declares it only under _GNU_SOURCE, which Swift's Glibc module leaves out, so
+    /// it is looked up by name); nil elsewhere, where `sync()` flushes every file system instead.
+    static let syncfs: (@convention(c) (Int32) -> Int32)? = {
+        #if os(Linux)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "syncfs") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
+        #else
+        return nil
+        #endif
+    }()
 
     /// Removes temporary files that a killed run left in the folders this batch writes to (those whose process is
     /// gone), so that a crash leaves no debris.

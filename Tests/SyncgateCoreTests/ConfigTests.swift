@@ -89,6 +89,34 @@ struct ConfigTests {
         #expect(config.destinations(forSource: "outbox", relativePath: "x/y.txt") == ["a", "b"])
     }
 
+    @Test(arguments: [("", LocalFsync.batch), ("fsync: batch", .batch), ("fsync: file", .file), ("fsync: true", .file),
+                      ("fsync: false", .off)])
+    func localFsyncModes(_ line: String, _ mode: LocalFsync) throws {
+        let config = try parse("""
+            version: 1
+            sources: [{name: outbox, path: out}]
+            destinations:
+              - name: archive
+                type: local
+                path: synced
+                \(line)
+            """)
+        #expect((config.destinations.first?.destination as? LocalDestination)?.fsync == mode)
+    }
+
+    @Test func unknownFsyncModeNamesItsLineAndTheChoices() {
+        let e = error("""
+            version: 1
+            sources: [{name: outbox, path: out}]
+            destinations:
+              - name: archive
+                type: local
+                path: synced
+                fsync: sometimes
+            """)
+        #expect(e?.description == "plugins.yaml:7:12: destinations[0].fsync: must be batch, file (or true) or false")
+    }
+
     @Test func negativeRetryCountNamesFileLineColumnAndKey() {
         let e = error("""
             version: 1

@@ -65,6 +65,27 @@ struct EngineTests {
         #expect(entries.count == 3)
     }
 
+    @Test func noRowIsRecordedSyncedBeforeTheDestinationMadeItsCopyDurable() async throws {
+        defer { dir.remove() }
+        var files: [String: String] = [:]
+        for i in 0..<300 { files["f\(i).txt"] = "file \(i)" }
+        try writeOutbox(files)
+        let flaky = FlakyDestination()
+        flaky.failDurability = true
+        let engine = try engine(flaky)
+        // The flush fails: the run fails loudly and no row says synced.
+        await #expect(throws: (any Error).self) { try await engine.run() }
+        #expect(try engine.ledger.entries().allSatisfy { $0.status != .synced })
+        // It works again: everything ends synced, and every synced file had been flushed first.
+        flaky.failDurability = false
+        let summary = try await engine.run()
+        #expect(summary.exitCode == 0)
+        let entries = try engine.ledger.entries()
+        #expect(entries.count == 300 && entries.allSatisfy { $0.status == .synced })
+        let flushed = flaky.durableSnapshots.reduce(into: Set<String>()) { $0.formUnion($1) }
+        #expect(flushed == Set(files.keys))
+    }
+
     @Test func transientFailuresThenSuccessThroughTheEngine() async throws {
         defer { dir.remove() }
         try writeOutbox(["a.txt": "alpha"])

@@ -18,6 +18,10 @@ final class FlakyDestination: Destination, @unchecked Sendable {
     private(set) var maxInFlight = 0
     private(set) var deletes: [String] = []
     private(set) var finished = 0
+    /// What ``makeDurable()`` saw each time it was called: the names stored by then.
+    private(set) var durableSnapshots: [Set<String>] = []
+    /// Makes ``makeDurable()`` throw (a flush that fails).
+    var failDurability = false
 
     init(transientFailures: Int = 0, permanentMarker: String? = nil, retryAfter: Duration? = nil, deferFirst: Int = 0,
          uploadDelay: Duration = .zero, authoritative: Bool = false) {
@@ -30,6 +34,13 @@ final class FlakyDestination: Destination, @unchecked Sendable {
     }
 
     var listingIsAuthoritative: Bool { authoritative }
+
+    func makeDurable() throws {
+        try lock.withLock {
+            if failDurability { throw DestinationError.retryable("flush failed", code: "EIO") }
+            durableSnapshots.append(Set(stored.keys))
+        }
+    }
 
     func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
         let attempt = lock.withLock { () -> Int in

@@ -38,6 +38,12 @@ public protocol Destination: Sendable {
     /// where only a durable mark makes the next run check what arrived before sending again.
     var resendIsHarmless: Bool { get }
 
+    /// Called before the ledger records deliveries as synced, with the files delivered since the last call: a
+    /// destination that makes its copies durable in groups (the local folder's `fsync: batch`) flushes them
+    /// here, so that a row is never `synced` before its copy would survive a power cut. Throwing fails the run
+    /// (the rows stay unsynced and the files are sent again). Default: nothing to do.
+    func makeDurable() throws
+
     /// Called once before a batch with every item the run will upload. Returns the items that must fail
     /// alone without being sent (keyed by ``UploadItem/remoteName``), e.g. files that cannot fit.
     func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError]
@@ -67,6 +73,7 @@ extension Destination {
     public func remoteName(forRelativePath path: String) throws -> String { path }
     public var listingIsAuthoritative: Bool { false }
     public var resendIsHarmless: Bool { false }
+    public func makeDurable() throws {}
     public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] { [:] }
     public func existingCopy(of item: UploadItem) async throws -> Receipt? { nil }
     public func finish() async {}

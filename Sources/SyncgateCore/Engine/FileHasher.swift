@@ -5,11 +5,12 @@ import Foundation
 public enum FileHasher {
     static let chunkSize = 1 << 20
 
-    /// Lower-case hex SHA-256 of the file's content.
-    public static func sha256(path: String) throws -> String {
+    /// Lower-case hex SHA-256 of the file's content. `sizeHint` (the size the scan saw) sizes the read buffer,
+    /// so that hashing many small files does not map and fault in a megabyte each time.
+    public static func sha256(path: String, sizeHint: Int64? = nil) throws -> String {
         let reader = try FileReader(path: path)
         var hasher = SHA256()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize(for: sizeHint), alignment: 16)
         defer { buffer.deallocate() }
         var offset: Int64 = 0
         while true {
@@ -18,6 +19,26 @@ public enum FileHasher {
             hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             offset += Int64(n)
         }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return hex(hasher.finalize())
+    }
+
+    /// A read buffer for a file of about `size` bytes: the whole file (and one more read for the end) when small,
+    /// at most ``chunkSize``.
+    public static func bufferSize(for size: Int64?) -> Int {
+        guard let size else { return chunkSize }
+        return Int(min(Int64(chunkSize), max(4096, size + 1)))
+    }
+
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    /// Lower-case hex of a digest.
+    public static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
+        for byte in digest {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

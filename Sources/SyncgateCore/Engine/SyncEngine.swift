@@ -93,7 +93,7 @@ public final class SyncEngine: Sendable {
             let sameStat = entry.map { $0.size == file.size && abs($0.modificationTime.timeIntervalSince(file.modificationTime)) < 0.000_001 } ?? false
             func hashed() -> String? {
                 do {
-                    plan.sha256 = try FileHasher.sha256(path: file.absolutePath)
+                    plan.sha256 = try FileHasher.sha256(path: file.absolutePath, sizeHint: file.size)
                     return plan.sha256
                 } catch {
                     plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .retryable(), code: "unreadable", attempts: 0))
@@ -267,7 +267,8 @@ public final class SyncEngine: Sendable {
         if !items.isEmpty {
             let operations = self.operations
             let recorder = LedgerRecorder(ledger: ledger, destination: destination.name, retry: retry, clock: clock, tally: tally,
-                                          items: items, attemptMarksMustBeDurable: !plugin.resendIsHarmless, observe: { event in operations.apply(event); observe(event) }, logger: logger)
+                                          items: items, attemptMarksMustBeDurable: !plugin.resendIsHarmless,
+                                          makeDurable: { try plugin.makeDurable() }, observe: { event in operations.apply(event); observe(event) }, logger: logger)
             let layer = DeliveryLayer(
                 destinationName: destination.name, destination: plugin, settings: destination.settings, clock: clock,
                 random: random, onEvent: { event in await recorder.record(event) }
@@ -303,15 +304,18 @@ final class LedgerRecorder: @unchecked Sendable {
     /// Whether each attempt's start is written (with what gathered) before its upload; see
     /// ``Destination/resendIsHarmless``.
     let attemptMarksMustBeDurable: Bool
+    /// The destination's flush, run before a batch that records files synced (``Destination/makeDurable()``).
+    let makeDurable: @Sendable () throws -> Void
     private let lock = NSLock()
     private var lastProgressWrite: [FileKey: Date] = [:]
     private var lastProgressEvent: [FileKey: Date] = [:]
     private var error: (any Error)?
 
     init(ledger: Ledger, destination: String, retry: RetrySettings, clock: any SyncClock, tally: SummaryTally,
-         items: [UploadItem], attemptMarksMustBeDurable: Bool = true, observe: @escaping @Sendable (DeliveryEvent) -> Void,
-         logger: Logger) {
+         items: [UploadItem], attemptMarksMustBeDurable: Bool = true, makeDurable: @escaping @Sendable () throws -> Void = {},
+         observe: @escaping @Sendable (DeliveryEvent) -> Void, logger: Logger) {
         self.attemptMarksMustBeDurable = attemptMarksMustBeDurable
+        self.makeDurable = makeDurable
         self.planned = Dictionary(items.map { ($0.key, $0) }) { a, _ in a }
         self.metrics = DeliveryMetrics(destination: destination)
         self.ledger = ledger
@@ -381,6 +385,8 @@ final class LedgerRecorder: @unchecked Sendable {
             lastFlush = Date()
             return all
         }
+        guard !toWrite.isEmpty else { return }
+        if toWrite.contains(where: \.recordsSynced) { try makeDurable() }
         try ledger.apply(toWrite)
     }
 

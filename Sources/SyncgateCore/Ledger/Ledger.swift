@@ -249,7 +249,8 @@ public final class Ledger: Sendable {
 
     /// One change to a row, applied with others in one transaction by ``apply(_:)``.
     public enum Update: Sendable {
-        /// An attempt starts: `attempts + 1`. Must be durable before the upload begins.
+        /// An attempt starts: `attempts + 1`. Durable before the upload begins where a resend could duplicate
+        /// (see ``Destination/resendIsHarmless``).
         case uploading(FileKey, destination: String, at: Date)
         case progress(FileKey, destination: String, bytes: Int64)
         /// A failed attempt that will be retried in this run: keep the error visible while waiting.
@@ -259,6 +260,12 @@ public final class Ledger: Sendable {
         case failed(FileKey, destination: String, failure: DeliveryFailure, retry: RetrySettings, at: Date)
         /// A run stopped before this file's upload ended: it is pending again.
         case interrupted(FileKey, destination: String, at: Date)
+
+        /// Whether this change records a file synced (the destination's copy must be durable first).
+        public var recordsSynced: Bool {
+            if case .synced = self { return true }
+            return false
+        }
     }
 
     /// Applies updates in one transaction, in order.
