@@ -41,6 +41,14 @@ public final class SyncEngine: Sendable {
 
         if !options.dryRun { try ledger.resetInterrupted(at: clock.now()) }
 
+        // The ledger's rows are read (on a reader connection of their own) while the sources are scanned.
+        let ledger = self.ledger
+        var prefetched: [String: Task<[FileKey: LedgerEntryRef], any Error>] = [:]
+        for destination in destinations {
+            let name = destination.name
+            prefetched[name] = Task.detached { try ledger.entriesByFile(destination: name, receipts: false) }
+        }
+
         // 1. Scan.
         var scanned: [ScannedFile] = []
         for source in config.sources {
@@ -57,8 +65,10 @@ public final class SyncEngine: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for destination in destinations {
                 let files = scanned.filter { config.destinations(forSource: $0.source, relativePath: $0.relativePath).contains(destination.name) }
+                let rows = prefetched[destination.name]
                 group.addTask {
-                    try await self.runDestination(destination, files: files, options: options, cancellation: cancellation, tally: tally, observe: observe)
+                    try await self.runDestination(destination, files: files, rows: try await rows?.value, options: options,
+                                                  cancellation: cancellation, tally: tally, observe: observe)
                 }
             }
             try await group.waitForAll()
@@ -72,7 +82,15 @@ public final class SyncEngine: Sendable {
 
     /// Plans one destination's files without changing anything (hashes only files whose size or time changed).
     public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<ExactString>?) throws -> [PlannedDelivery] {
-        let entries = try ledger.entriesByFile(destination: destination.name, receipts: false)
+        try plan(destination, files: files, rows: nil, options: options, remoteNames: remoteNames)
+    }
+
+    /// ``plan(_:files:options:remoteNames:)`` with the destination's ledger rows already read (nil: read them).
+    func plan(
+        _ destination: DestinationConfig, files: [ScannedFile], rows: [FileKey: LedgerEntryRef]?, options: SyncOptions,
+        remoteNames: Set<ExactString>?
+    ) throws -> [PlannedDelivery] {
+        let entries = try rows ?? ledger.entriesByFile(destination: destination.name, receipts: false)
         let now = clock.now()
         var plans: [PlannedDelivery] = []
         plans.reserveCapacity(files.count)
@@ -170,7 +188,8 @@ public final class SyncEngine: Sendable {
     }
 
     private func runDestination(
-        _ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, cancellation: CancellationHandle,
+        _ destination: DestinationConfig, files: [ScannedFile], rows: [FileKey: LedgerEntryRef]?, options: SyncOptions,
+        cancellation: CancellationHandle,
         tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void
     ) async throws {
         let plugin = destination.destination
@@ -182,7 +201,7 @@ public final class SyncEngine: Sendable {
                 logger.warning("\(destination.name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
             }
         }
-        var plans = try plan(destination, files: files, options: options, remoteNames: remoteNames)
+        var plans = try plan(destination, files: files, rows: rows, options: options, remoteNames: remoteNames)
         let now = clock.now()
 
         func event(_ plan: PlannedDelivery, _ kind: DeliveryEvent.Kind) -> DeliveryEvent {
