@@ -20,8 +20,6 @@ public struct LocalDestination: Destination {
     /// Absolute path of the destination folder.
     public let root: String
     public let fsync: LocalFsync
-    /// Bytes copied per read/write.
-    static let chunkSize = 1 << 20
 
     /// The copy replaces the old one whole (temporary file, then rename).
     public var resendIsHarmless: Bool { true }

@@ -89,31 +89,28 @@ struct ConfigTests {
         #expect(config.destinations(forSource: "outbox", relativePath: "x/y.txt") == ["a", "b"])
     }
 
+    /// One local destination with one more line under it.
+    static func localDestination(_ line: String) -> String {
+        """
+        version: 1
+        sources: [{name: outbox, path: out}]
+        destinations:
+          - name: archive
+            type: local
+            path: synced
+            \(line)
+        """
+    }
+
     @Test(arguments: [("", LocalFsync.batch), ("fsync: batch", .batch), ("fsync: file", .file), ("fsync: true", .file),
                       ("fsync: false", .off)])
     func localFsyncModes(_ line: String, _ mode: LocalFsync) throws {
-        let config = try parse("""
-            version: 1
-            sources: [{name: outbox, path: out}]
-            destinations:
-              - name: archive
-                type: local
-                path: synced
-                \(line)
-            """)
+        let config = try parse(Self.localDestination(line))
         #expect((config.destinations.first?.destination as? LocalDestination)?.fsync == mode)
     }
 
     @Test func unknownFsyncModeNamesItsLineAndTheChoices() {
-        let e = error("""
-            version: 1
-            sources: [{name: outbox, path: out}]
-            destinations:
-              - name: archive
-                type: local
-                path: synced
-                fsync: sometimes
-            """)
+        let e = error(Self.localDestination("fsync: sometimes"))
         #expect(e?.description == "plugins.yaml:7:12: destinations[0].fsync: must be batch, file (or true) or false")
     }
 

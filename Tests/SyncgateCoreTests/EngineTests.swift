@@ -60,6 +60,8 @@ struct EngineTests {
         #expect(summary.uploaded == 1)
         #expect(flaky.attemptCount("a.txt") == 1)
         #expect(flaky.contents("deep/er/c.json") == Data("{\"v\": 2}".utf8))
+        // A file sent again comes with the receipt of its last delivery.
+        #expect(flaky.previousReceipts["deep/er/c.json"]?.etag == "etag-2")
         let entries = try engine.ledger.entries()
         #expect(entries.allSatisfy { $0.status == .synced })
         #expect(entries.count == 3)
@@ -73,6 +75,8 @@ struct EngineTests {
         let flaky = FlakyDestination()
         flaky.failDurability = true
         let engine = try engine(flaky)
+        let ledger = engine.ledger
+        flaky.syncedInLedger = { Set(try ledger.entries().filter { $0.status == .synced }.map(\.file.path)) }
         // The flush fails: the run fails loudly and no row says synced.
         await #expect(throws: (any Error).self) { try await engine.run() }
         #expect(try engine.ledger.entries().allSatisfy { $0.status != .synced })
@@ -84,6 +88,9 @@ struct EngineTests {
         #expect(entries.count == 300 && entries.allSatisfy { $0.status == .synced })
         let flushed = flaky.durableSnapshots.reduce(into: Set<String>()) { $0.formUnion($1) }
         #expect(flushed == Set(files.keys))
+        // At every flush, each row already synced had been covered by an earlier one.
+        #expect(flaky.syncedBeforeFlush.isEmpty, "\(flaky.syncedBeforeFlush.prefix(5))")
+        #expect(flaky.durableSnapshots.count > 1)
     }
 
     @Test func transientFailuresThenSuccessThroughTheEngine() async throws {

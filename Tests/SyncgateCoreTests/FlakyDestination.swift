@@ -18,10 +18,16 @@ final class FlakyDestination: Destination, @unchecked Sendable {
     private(set) var maxInFlight = 0
     private(set) var deletes: [String] = []
     private(set) var finished = 0
+    /// The `previousReceipt` each name last came with.
+    private(set) var previousReceipts: [String: Receipt] = [:]
     /// What ``makeDurable()`` saw each time it was called: the names stored by then.
     private(set) var durableSnapshots: [Set<String>] = []
     /// Makes ``makeDurable()`` throw (a flush that fails).
     var failDurability = false
+    /// Reads the names the ledger records synced; ``makeDurable()`` then notes any that no earlier flush covered.
+    var syncedInLedger: (@Sendable () throws -> Set<String>)?
+    /// Names the ledger recorded synced before a flush had covered them (must stay empty).
+    private(set) var syncedBeforeFlush: Set<String> = []
 
     init(transientFailures: Int = 0, permanentMarker: String? = nil, retryAfter: Duration? = nil, deferFirst: Int = 0,
          uploadDelay: Duration = .zero, authoritative: Bool = false) {
@@ -36,14 +42,18 @@ final class FlakyDestination: Destination, @unchecked Sendable {
     var listingIsAuthoritative: Bool { authoritative }
 
     func makeDurable() throws {
+        let synced = try syncedInLedger?() ?? []
         try lock.withLock {
             if failDurability { throw DestinationError.retryable("flush failed", code: "EIO") }
+            let flushed = durableSnapshots.reduce(into: Set<String>()) { $0.formUnion($1) }
+            syncedBeforeFlush.formUnion(synced.subtracting(flushed))
             durableSnapshots.append(Set(stored.keys))
         }
     }
 
     func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
         let attempt = lock.withLock { () -> Int in
+            previousReceipts[item.remoteName] = item.previousReceipt
             attempts[item.remoteName, default: 0] += 1
             inFlight += 1
             maxInFlight = max(maxInFlight, inFlight)

@@ -116,18 +116,7 @@ final class AllDestinations {
     }
 
     func start(_ arguments: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = TestPaths.executable("syncgate")
-        process.arguments = arguments
-        process.currentDirectoryURL = dir.url
-        var env = ProcessInfo.processInfo.environment
-        for (k, v) in environment { env[k] = v }
-        process.environment = env
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+        try ProcessRunner.start(TestPaths.executable("syncgate"), arguments, environment: environment, currentDirectory: dir.url)
     }
 
     /// Runs `sync` until it exits 0 (at most `runs` times); returns the last result.

@@ -18,15 +18,7 @@ struct SyncgateCLI {
     }
 
     func start(_ arguments: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = SyncgateCLI.binary
-        process.arguments = arguments
-        process.currentDirectoryURL = dir.url
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+        try ProcessRunner.start(SyncgateCLI.binary, arguments, environment: environment, currentDirectory: dir.url)
     }
 
     /// Parses `--json` event lines.

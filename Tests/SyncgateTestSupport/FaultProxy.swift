@@ -64,16 +64,8 @@ public final class FaultProxy: @unchecked Sendable {
 
     /// A minimal blocking HTTP/1.1 request to the control port.
     private func request(_ method: String, _ path: String, body: Data) throws -> Data {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard let fd = Loopback.connect(port: controlPort) else { throw ProxyError("cannot reach the fault proxy's control port") }
         defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(controlPort).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw ProxyError("cannot reach the fault proxy's control port") }
         var message = Data("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8)
         message.append(body)
         _ = message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }

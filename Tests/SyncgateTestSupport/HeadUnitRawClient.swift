@@ -10,20 +10,10 @@ public final class HeadUnitRawClient: @unchecked Sendable {
     private var buffered: [UInt8] = []
 
     public init(port: Int, timeout: TimeInterval = 5) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: __suseconds_t((timeout - floor(timeout)) * 1_000_000))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
+        guard let fd = Loopback.connect(port: port, timeout: timeout) else {
             throw HeadUnitSimulatorProcess.SimulatorError("cannot connect to 127.0.0.1:\(port)")
         }
+        self.fd = fd
     }
 
     deinit { close(fd) }

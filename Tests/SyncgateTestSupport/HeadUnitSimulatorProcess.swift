@@ -52,19 +52,8 @@ public final class HeadUnitSimulatorProcess: @unchecked Sendable {
     /// Sends one control command and returns the answer line.
     @discardableResult
     public func control(_ command: String, timeout: TimeInterval = 5) throws -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw SimulatorError("socket failed") }
+        guard let fd = Loopback.connect(port: controlPort, timeout: timeout) else { throw SimulatorError("cannot reach the control port") }
         defer { close(fd) }
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(controlPort).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw SimulatorError("cannot reach the control port") }
         let line = Array((command + "\n").utf8)
         _ = line.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
         var answer: [UInt8] = []

@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+private let systemConnect = Glibc.connect
+#elseif canImport(Darwin)
+import Darwin
+private let systemConnect = Darwin.connect
+#endif
 import Foundation
 
 /// Loopback helpers: free ports and waiting for a server to listen.
@@ -51,16 +58,29 @@ public enum Loopback {
 
     /// Whether something accepts TCP connections on 127.0.0.1:port.
     public static func isListening(port: Int) -> Bool {
+        guard let fd = connect(port: port) else { return false }
+        close(fd)
+        return true
+    }
+
+    /// A blocking TCP connection to 127.0.0.1:port (reads give up after `timeout`, when given), or nil when
+    /// nothing accepts it. The caller closes the descriptor.
+    public static func connect(port: Int, timeout: TimeInterval? = nil) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        guard fd >= 0 else { return nil }
+        if let timeout {
+            var tv = timeval(tv_sec: Int(timeout), tv_usec: __suseconds_t((timeout - timeout.rounded(.down)) * 1_000_000))
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         }
-        return result == 0
+        var addr = loopbackAddress(port: port)
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { systemConnect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
     }
 
     /// Waits until 127.0.0.1:port accepts connections; false after `timeout` seconds.

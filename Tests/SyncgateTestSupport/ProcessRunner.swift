@@ -139,13 +139,16 @@ public enum ProcessRunner {
         }
     }
 
-    /// Starts a long-running program (a server) with its output appended to `logFile`.
+    /// Starts a long-running program (a server, a sync a test will signal) with its output appended to `logFile`
+    /// (discarded without one).
     public static func start(
-        _ executable: URL, _ arguments: [String], environment: [String: String] = [:], logFile: URL? = nil
+        _ executable: URL, _ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil,
+        logFile: URL? = nil
     ) throws -> Process {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
         process.environment = env

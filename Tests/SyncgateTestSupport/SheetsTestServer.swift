@@ -45,23 +45,15 @@ public final class SheetsTestServer: @unchecked Sendable {
         await ServerStartGate.shared.enter()
         defer { ServerStartGate.shared.leave() }
         process = try ProcessRunner.start(ProcessRunner.which("python3")!, ["-u"] + arguments, logFile: logFile)
-        let started = Date()
-        let deadline = started.addingTimeInterval(60)
-        var checks = 0
-        var longestGap = 0.0
-        var last = started
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if !process.isRunning { break }
             if FileManager.default.fileExists(atPath: keyFile.path), Loopback.isListening(port: port) { return }
             try? await Task.sleep(for: .milliseconds(50))
-            checks += 1
-            longestGap = max(longestGap, Date().timeIntervalSince(last))
-            last = Date()
         }
         let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
         let state = "running: \(process.isRunning), key file: \(FileManager.default.fileExists(atPath: keyFile.path)), "
-            + "listening: \(Loopback.isListening(port: port)), \(checks) checks in \(Int(Date().timeIntervalSince(started))) s, "
-            + "longest gap \(String(format: "%.1f", longestGap)) s"
+            + "listening: \(Loopback.isListening(port: port))"
         stop()
         throw SheetsTestServerError(message: "the Sheets test server did not start on port \(port) (\(state)): \(log)")
     }
@@ -146,19 +138,10 @@ public final class SheetsTestServer: @unchecked Sendable {
     public static func request(
         port: Int, method: String, path: String, headers: [String: String] = [:], body: Data? = nil, timeout: TimeInterval = 10
     ) throws -> Answer {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw SheetsTestServerError(message: "socket failed") }
-        defer { close(fd) }
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        guard let fd = Loopback.connect(port: port, timeout: timeout) else {
+            throw SheetsTestServerError(message: "cannot connect to 127.0.0.1:\(port)")
         }
-        guard connected == 0 else { throw SheetsTestServerError(message: "cannot connect to 127.0.0.1:\(port)") }
+        defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "Content-Length: \(body?.count ?? 0)\r\n\r\n"

@@ -46,7 +46,7 @@ public final class SyncEngine: Sendable {
         var prefetched: [String: Task<[FileKey: LedgerEntryRef], any Error>] = [:]
         for destination in destinations {
             let name = destination.name
-            prefetched[name] = Task.detached { try ledger.entriesByFile(destination: name, receipts: false) }
+            prefetched[name] = Task.detached { try ledger.entriesByFile(destination: name) }
         }
 
         // 1. Scan.
@@ -90,7 +90,7 @@ public final class SyncEngine: Sendable {
         _ destination: DestinationConfig, files: [ScannedFile], rows: [FileKey: LedgerEntryRef]?, options: SyncOptions,
         remoteNames: Set<ExactString>?
     ) throws -> [PlannedDelivery] {
-        let entries = try rows ?? ledger.entriesByFile(destination: destination.name, receipts: false)
+        let entries = try rows ?? ledger.entriesByFile(destination: destination.name)
         let now = clock.now()
         var plans: [PlannedDelivery] = []
         plans.reserveCapacity(files.count)
@@ -237,6 +237,8 @@ public final class SyncEngine: Sendable {
             )
         }, at: now)
 
+        // Receipts of earlier deliveries, for the files sent again (the plan read none).
+        let receipts = try ledger.receipts(plans.filter { $0.isUpload && $0.entry != nil }.map(\.file.key), destination: destination.name)
         var items: [UploadItem] = []
         for plan in plans where plan.isUpload {
             let entry = plan.entry
@@ -244,7 +246,7 @@ public final class SyncEngine: Sendable {
                 source: plan.file.source, relativePath: plan.file.relativePath, absolutePath: plan.file.absolutePath,
                 remoteName: plan.remoteName ?? plan.file.relativePath, size: plan.file.size, modificationTime: plan.file.modificationTime,
                 sha256: plan.sha256 ?? "", isArtwork: plan.isArtwork,
-                previousReceipt: try entry.flatMap { _ in try ledger.receipt(plan.file.key, destination: destination.name) },
+                previousReceipt: receipts[plan.file.key],
                 outcomeUnknown: entry.map { $0.status != .synced && $0.attempts > 0 } ?? false
             ))
         }

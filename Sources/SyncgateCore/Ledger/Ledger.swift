@@ -124,11 +124,11 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// One destination's rows keyed by file. Without `receipts` (a sync's plan, over every file) the receipts
-    /// are neither read nor decoded: ``receipt(_:destination:)`` fetches the few that an upload needs.
-    public func entriesByFile(destination: String, receipts: Bool = true) throws -> [FileKey: LedgerEntryRef] {
+    /// One destination's rows keyed by file, for a sync's plan: their receipts are left out (nil), neither read
+    /// nor decoded; ``receipt(_:destination:)`` fetches the few that an upload needs.
+    public func entriesByFile(destination: String) throws -> [FileKey: LedgerEntryRef] {
         try read { db in
-            let columns = receipts ? Ledger.columns : Ledger.columns.replacingOccurrences(of: "receipt", with: "NULL")
+            let columns = Ledger.columnsWithoutReceipt
             let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM files WHERE destination = ?", arguments: [destination]) ?? 0
             var result: [FileKey: LedgerEntryRef] = [:]
             result.reserveCapacity(count)
@@ -141,12 +141,24 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// The receipt of one file's last delivery to a destination.
-    public func receipt(_ file: FileKey, destination: String) throws -> Receipt? {
-        try read { db in
-            try String.fetchOne(db, sql: "SELECT receipt FROM files WHERE source = ? AND path = ? AND destination = ?",
-                                arguments: [file.source, file.path, destination])
-        }.flatMap { try? JSONDecoder().decode(Receipt.self, from: Data($0.utf8)) }
+    /// The receipts of these files' last deliveries to a destination (files without one are left out), read in
+    /// one transaction.
+    public func receipts(_ files: [FileKey], destination: String) throws -> [FileKey: Receipt] {
+        guard !files.isEmpty else { return [:] }
+        let texts = try read { db in
+            let statement = try db.cachedStatement(sql: "SELECT receipt FROM files WHERE source = ? AND path = ? AND destination = ?")
+            var found: [(FileKey, String)] = []
+            for file in files {
+                if let text = try String.fetchOne(statement, arguments: [file.source, file.path, destination]) { found.append((file, text)) }
+            }
+            return found
+        }
+        let decoder = JSONDecoder()
+        var result: [FileKey: Receipt] = [:]
+        for (file, text) in texts {
+            if let receipt = try? decoder.decode(Receipt.self, from: Data(text.utf8)) { result[file] = receipt }
+        }
+        return result
     }
 
     public func entry(_ file: FileKey, destination: String) throws -> LedgerEntry? {
@@ -419,6 +431,9 @@ public final class Ledger: Sendable {
     /// The columns ``entry(_:)`` reads, in its order (by index: a lookup by name costs more than the read).
     static let columns = "source, path, destination, status, attempts, last_attempt_at, last_error, error_class, error_code, "
         + "next_retry_at, failed_runs, first_failed_at, size, mtime, sha256, receipt, bytes_done, queued_at, synced_at, updated_at"
+
+    /// ``columns`` with NULL for the receipt.
+    static let columnsWithoutReceipt = columns.replacingOccurrences(of: "receipt", with: "NULL")
 
     static func entry(_ row: Row) -> LedgerEntry {
         func date(_ index: Int) -> Date? { (row[index] as Double?).map { Date(timeIntervalSince1970: $0) } }
