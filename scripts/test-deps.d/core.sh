@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
+# What the build needs: zlib's header (the SDL code uses zlib's CRC-32).
 # What the core's tests need: sqlite3 (to make a foreign database) and setpriv (to test an unreadable file as root).
 set -euo pipefail
 need=()
+[ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
