@@ -212,3 +212,53 @@ struct EngineTests {
         #expect(plans.first { $0.file.relativePath == "a.txt" }?.isUpload == true)
     }
 }
+
+/// Many files through a destination whose attempt marks join the ledger's batches (``Destination/resendIsHarmless``)
+/// and whose flush takes a while: batches written from many tasks at once must reach the ledger in the order they
+/// were taken, so that no file's "uploading" mark lands after its "synced" row. (A local run over 100,000 files
+/// once left 5 rows `uploading` that way: one batch waited in the flush while a later one was written.)
+@Suite("ledger batches from concurrent uploads")
+struct LedgerBatchOrderTests {
+    /// Stores nothing, answers at once; its flush (before every batch that records files synced) takes 40 ms
+    /// every other time and no time otherwise, as a file system's flush does when a batch finds less to write.
+    final class SlowFlushDestination: Destination, @unchecked Sendable {
+        private let lock = NSLock()
+        private var flushes = 0
+        var resendIsHarmless: Bool { true }
+        func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
+            progress(item.size)
+            return Receipt(remoteName: item.remoteName)
+        }
+        func delete(remoteName: String) async throws {}
+        func list() async throws -> RemoteListing { RemoteListing(entries: []) }
+        func makeDurable() throws {
+            let slow = lock.withLock { () -> Bool in
+                flushes += 1
+                return flushes % 2 == 1
+            }
+            if slow { usleep(40_000) }
+        }
+    }
+
+    @Test func everyDeliveredFileEndsSyncedInTheLedger() async throws {
+        let dir = try TemporaryDirectory("sg-batches")
+        defer { dir.remove() }
+        let count = 3000
+        for index in 0..<count { try dir.write(String(format: "outbox/d%02d/f%05d.txt", index % 30, index), "\(index)") }
+        let registry = PluginRegistry([PluginRegistration(type: "slow-flush", summary: "test") { _ in SlowFlushDestination() }])
+        let config = try GatewayConfig.parse(text: """
+            version: 1
+            state: state/ledger.sqlite
+            sources: [{name: outbox, path: outbox}]
+            destinations:
+              - {name: copy, type: slow-flush, concurrency: 16}
+            routes: [{match: ["**/*"], to: [copy]}]
+            """, file: "plugins.yaml", baseDirectory: dir.url, registry: registry)
+        let ledger = try Ledger(path: config.statePath)
+        let summary = try await SyncEngine(config: config, ledger: ledger).run()
+        #expect(summary.uploaded == count)
+        let counts = try ledger.counts()["copy"] ?? [:]
+        #expect(counts[.synced] == count, "\(counts)")
+        #expect(counts[.uploading] == nil && counts[.pending] == nil, "\(counts)")
+    }
+}

@@ -19,8 +19,8 @@ public struct FileKey: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(source.utf8.count)
-        for byte in source.utf8 { hasher.combine(byte) }
-        for byte in path.utf8 { hasher.combine(byte) }
+        ExactString.combine(source, into: &hasher)
+        ExactString.combine(path, into: &hasher)
     }
 
     public static func < (lhs: FileKey, rhs: FileKey) -> Bool {
@@ -35,7 +35,15 @@ public struct ExactString: Sendable, Hashable, CustomStringConvertible {
     public init(_ value: String) { self.value = value }
     public static func == (lhs: ExactString, rhs: ExactString) -> Bool { lhs.value.utf8.elementsEqual(rhs.value.utf8) }
     public func hash(into hasher: inout Hasher) {
-        for byte in value.utf8 { hasher.combine(byte) }
+        ExactString.combine(value, into: &hasher)
+    }
+
+    /// Feeds a string's UTF-8 bytes to `hasher` in one call (native strings: no copy).
+    static func combine(_ string: String, into hasher: inout Hasher) {
+        let done: Void? = string.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        if done == nil {
+            Array(string.utf8).withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
     }
     public var description: String { value }
 }

@@ -5,13 +5,30 @@ import Darwin
 #endif
 import Foundation
 
-/// A regular file found in a source.
+/// A regular file found in a source. Its absolute path is not stored but joined on demand from the source's
+/// folder (one string shared by all its files) and the relative path: a sync holds one of these per file.
 public struct ScannedFile: Sendable, Hashable {
     public var source: String
     public var relativePath: String
-    public var absolutePath: String
     public var size: Int64
     public var modificationTime: Date
+    /// The source's folder, as the scan walked it.
+    var root: String
+    private var absoluteOverride: String?
+
+    init(source: String, root: String, relativePath: String, size: Int64, modificationTime: Date) {
+        self.source = source
+        self.root = root
+        self.relativePath = relativePath
+        self.size = size
+        self.modificationTime = modificationTime
+    }
+
+    public var absolutePath: String {
+        get { absoluteOverride ?? root + "/" + relativePath }
+        set { absoluteOverride = newValue }
+    }
+
     public var key: FileKey { FileKey(source: source, path: relativePath) }
 }
 
@@ -25,6 +42,8 @@ public struct ScanWarning: Sendable, Hashable, CustomStringConvertible {
 
 /// Walks a source folder: regular files selected by include/exclude; symbolic links only when `follow_symlinks`
 /// is on (never in a loop); FIFOs, sockets and devices skipped with a warning; unreadable folders reported.
+/// Files come out in the byte order of their relative paths (the ledger's order, so a sync can walk both side by
+/// side): each folder's entries are sorted by their UTF-8 bytes, a folder's name as if it ended with `/`.
 public struct SourceScanner: Sendable {
     public init() {}
 
@@ -38,7 +57,6 @@ public struct SourceScanner: Sendable {
         }
         var visiting: Set<[UInt64]> = [[UInt64(root.st_dev), UInt64(root.st_ino)]]
         walk(source, absolute: source.path, relative: "", files: &files, warnings: &warnings, visiting: &visiting)
-        files.sort { $0.relativePath < $1.relativePath }
         return (files, warnings)
     }
 
@@ -65,6 +83,9 @@ public struct SourceScanner: Sendable {
             if name == "." || name == ".." { continue }
             names.append((name, type))
         }
+        // Stat every entry first: whether it is a folder decides where it sorts.
+        var entries: [(name: String, st: stat, kind: mode_t)] = []
+        entries.reserveCapacity(names.count)
         for (name, _) in names {
             let childRelative = relative.isEmpty ? name : relative + "/" + name
             let childAbsolute = absolute + "/" + name
@@ -85,6 +106,12 @@ public struct SourceScanner: Sendable {
                 }
                 kind = st.st_mode & S_IFMT
             }
+            entries.append((name, st, kind))
+        }
+        entries.sort { SourceScanner.precedes($0.name, isFolder: $0.kind == S_IFDIR, $1.name, isFolder: $1.kind == S_IFDIR) }
+        for (name, st, kind) in entries {
+            let childRelative = relative.isEmpty ? name : relative + "/" + name
+            let childAbsolute = absolute + "/" + name
             switch kind {
             case S_IFDIR:
                 if source.exclude.decision(for: childRelative) == true { continue }
@@ -100,13 +127,30 @@ public struct SourceScanner: Sendable {
                 guard source.selects(childRelative) else { continue }
                 let stat = FileStat(st)
                 files.append(ScannedFile(
-                    source: source.name, relativePath: childRelative, absolutePath: childAbsolute,
+                    source: source.name, root: source.path, relativePath: childRelative,
                     size: stat.size, modificationTime: stat.modificationTime
                 ))
             default:
                 guard source.selects(childRelative) else { continue }
                 let what = kind == S_IFIFO ? "a FIFO" : kind == S_IFSOCK ? "a socket" : "a device"
                 warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message: "skipped: \(what), not a regular file"))
+            }
+        }
+    }
+
+    /// Byte order of two entries of one folder, a folder's name taken as if it ended with `/`: the order of the
+    /// full relative paths below them.
+    static func precedes(_ a: String, isFolder aIsFolder: Bool, _ b: String, isFolder bIsFolder: Bool) -> Bool {
+        var a = a, b = b
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                let common = min(x.count, y.count)
+                let order = common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common)
+                if order != 0 { return order < 0 }
+                // One is a prefix of the other (or both are equal): the next byte is "/" for a folder, none for a file.
+                let nextA: Int = x.count > common ? Int(x[common]) : (aIsFolder ? 0x2F : -1)
+                let nextB: Int = y.count > common ? Int(y[common]) : (bIsFolder ? 0x2F : -1)
+                return nextA < nextB
             }
         }
     }

@@ -41,17 +41,11 @@ public final class SyncEngine: Sendable {
 
         if !options.dryRun { try ledger.resetInterrupted(at: clock.now()) }
 
-        // The ledger's rows are read (on a reader connection of their own) while the sources are scanned.
-        let ledger = self.ledger
-        var prefetched: [String: Task<[FileKey: LedgerEntryRef], any Error>] = [:]
-        for destination in destinations {
-            let name = destination.name
-            prefetched[name] = Task.detached { try ledger.entriesByFile(destination: name) }
-        }
-
         // 1. Scan.
         var scanned: [ScannedFile] = []
-        for source in config.sources {
+        // Sources in the byte order of their names, each scanned in the byte order of its paths: the ledger's
+        // order, which the plan walks side by side with the files.
+        for source in config.sources.sorted(by: { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }) {
             let (files, warnings) = SourceScanner().scan(source)
             scanned += files
             for warning in warnings {
@@ -65,9 +59,8 @@ public final class SyncEngine: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for destination in destinations {
                 let files = scanned.filter { config.destinations(forSource: $0.source, relativePath: $0.relativePath).contains(destination.name) }
-                let rows = prefetched[destination.name]
                 group.addTask {
-                    try await self.runDestination(destination, files: files, rows: try await rows?.value, options: options,
+                    try await self.runDestination(destination, files: files, options: options,
                                                   cancellation: cancellation, tally: tally, observe: observe)
                 }
             }
@@ -81,104 +74,93 @@ public final class SyncEngine: Sendable {
     }
 
     /// Plans one destination's files without changing anything (hashes only files whose size or time changed).
+    /// Every file gets a plan, in the byte order of (source, path).
     public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<ExactString>?) throws -> [PlannedDelivery] {
-        try plan(destination, files: files, rows: nil, options: options, remoteNames: remoteNames)
+        try plan(destination, files: files, options: options, remoteNames: remoteNames, keepSkipped: true) { _ in }
     }
 
-    /// ``plan(_:files:options:remoteNames:)`` with the destination's ledger rows already read (nil: read them).
+    /// Plans one destination's files, walking them side by side with the destination's ledger rows (both in the
+    /// byte order of (source, path)), so that no row is held longer than its file's decision. Files with nothing
+    /// to do go to `skipped` as they are decided and are returned only with `keepSkipped`; the plans returned are
+    /// those to act on (upload or fail), in file order.
     func plan(
-        _ destination: DestinationConfig, files: [ScannedFile], rows: [FileKey: LedgerEntryRef]?, options: SyncOptions,
-        remoteNames: Set<ExactString>?
+        _ destination: DestinationConfig, files unordered: [ScannedFile], options: SyncOptions, remoteNames: Set<ExactString>?,
+        keepSkipped: Bool, skipped: (PlannedDelivery) throws -> Void
     ) throws -> [PlannedDelivery] {
-        let entries = try rows ?? ledger.entriesByFile(destination: destination.name)
+        let files = SyncEngine.inKeyOrder(unordered)
         let now = clock.now()
         var plans: [PlannedDelivery] = []
-        plans.reserveCapacity(files.count)
-        for file in files {
-            let ref = entries[file.key]
-            let entry = ref?.value
-            var plan = PlannedDelivery(
-                file: file, destination: destination.name, action: .upload(reason: "new"), sha256: nil,
-                isArtwork: config.isArtwork(file.relativePath), entryRef: ref, remoteName: nil
-            )
-            do {
-                plan.remoteName = try destination.destination.remoteName(forRelativePath: file.relativePath)
-            } catch {
-                plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .permanent, code: (error as? DestinationError)?.code, attempts: 0))
-                plans.append(plan)
-                continue
-            }
-            let sameStat = entry.map { $0.size == file.size && abs($0.modificationTime.timeIntervalSince(file.modificationTime)) < 0.000_001 } ?? false
-            func hashed() -> String? {
-                do {
-                    plan.sha256 = try FileHasher.sha256(path: file.absolutePath, sizeHint: file.size)
-                    return plan.sha256
-                } catch {
-                    plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .retryable(), code: "unreadable", attempts: 0))
-                    return nil
-                }
-            }
-            guard let entry else {
-                if options.onlyFailed { continue }
-                if hashed() != nil { plan.action = .upload(reason: "new") }
-                plans.append(plan)
-                continue
-            }
-            switch entry.status {
-            case .synced:
-                if options.onlyFailed { continue }
-                if let remoteNames, let name = plan.remoteName, !remoteNames.contains(ExactString(name)) {
-                    if hashed() != nil { plan.action = .upload(reason: "missing at destination") }
-                } else if sameStat {
-                    plan.sha256 = entry.sha256
-                    plan.action = .skip(reason: "up to date", stillFailed: nil)
-                } else if let sha = hashed() {
-                    plan.action = sha == entry.sha256 ? .skip(reason: "up to date (touched)", stillFailed: nil) : .upload(reason: "changed")
-                }
-            case .pending, .uploading:
-                if options.onlyFailed && entry.attempts == 0 && entry.lastError == nil { continue }
-                if hashed() != nil { plan.action = .upload(reason: entry.lastError == nil && entry.attempts == 0 ? "new" : "retry requested") }
-            case .failed:
-                let changed = !sameStat && hashed().map { $0 != entry.sha256 } == true
-                if case .fail = plan.action { break }
-                if changed {
-                    plan.action = .upload(reason: "changed")
-                } else if entry.errorClass == "permanent" {
-                    plan.action = .skip(reason: "failed permanently: \(entry.lastError ?? "") (fix it, then run syncgate retry)", stillFailed: .permanent)
-                } else if let next = entry.nextRetryAt {
-                    if next <= now {
-                        if plan.sha256 == nil, hashed() == nil { break }
-                        plan.action = .upload(reason: "retry due")
-                    } else {
-                        plan.action = .skip(reason: "retry scheduled at \(JSONText.time(next))", stillFailed: .retryable())
-                    }
-                } else {
-                    plan.action = .skip(reason: "gave up after failing since \(entry.firstFailedAt.map { "\(JSONText.time($0))" } ?? "?") (run syncgate retry)", stillFailed: .permanent)
-                }
-            }
-            // A file with nothing to do keeps no copy of its ledger row (only uploads read it later).
-            if case .skip = plan.action { plan.entryRef = nil }
-            plans.append(plan)
-        }
-        // Two files that the destination would store under the same name: both fail, nothing is overwritten.
-        // (One index per name; lists only for the rare names that clash.)
+        /// The file index of each plan in `plans` (ascending), to find them again when names clash.
+        var planIndices: [Int] = []
+        /// Each remote name's first file, and the files of the rare names that clash.
         var firstByName: [ExactString: Int] = [:]
-        firstByName.reserveCapacity(plans.count)
+        firstByName.reserveCapacity(files.count)
         var clashes: [ExactString: [Int]] = [:]
-        for (index, plan) in plans.enumerated() {
-            guard let name = plan.remoteName else { continue }
-            let key = ExactString(name)
-            if let first = firstByName[key] {
-                clashes[key, default: [first]].append(index)
-            } else {
-                firstByName[key] = index
+
+        try ledger.withRows(destination: destination.name) { rows in
+            for (index, file) in files.enumerated() {
+                let found = try rows.seek(file.key)
+                var plan = PlannedDelivery(
+                    file: file, destination: destination.name, action: .upload(reason: "new"), sha256: nil,
+                    isArtwork: config.isArtwork(file.relativePath), entryRef: nil, remoteName: nil
+                )
+                do {
+                    plan.remoteName = try destination.destination.remoteName(forRelativePath: file.relativePath)
+                } catch {
+                    plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .permanent, code: (error as? DestinationError)?.code, attempts: 0))
+                }
+                if let name = plan.remoteName {
+                    let key = ExactString(name)
+                    if let first = firstByName[key] {
+                        clashes[key, default: [first]].append(index)
+                    } else {
+                        firstByName[key] = index
+                    }
+                }
+                if case .fail = plan.action {
+                    plans.append(plan)
+                    planIndices.append(index)
+                    continue
+                }
+                // The common case first: synced, same size and time, still at the destination. Decided from the
+                // row's status, size and time alone.
+                if found, rows.status == .synced, !options.onlyFailed,
+                   rows.size == file.size, abs(rows.modificationTime.timeIntervalSince(file.modificationTime)) < 0.000_001,
+                   remoteNames.map({ names in plan.remoteName.map { names.contains(ExactString($0)) } ?? true }) ?? true {
+                    plan.action = .skip(reason: "up to date", stillFailed: nil)
+                    if keepSkipped {
+                        plan.sha256 = rows.entry()?.sha256
+                        plans.append(plan)
+                        planIndices.append(index)
+                    }
+                    try skipped(plan)
+                    continue
+                }
+                let entry = found ? rows.entry() : nil
+                guard decide(&plan, entry: entry, options: options, remoteNames: remoteNames, now: now) else { continue }
+                if case .skip = plan.action {
+                    // A file with nothing to do keeps no copy of its ledger row (only uploads read it later).
+                    if keepSkipped {
+                        plans.append(plan)
+                        planIndices.append(index)
+                    }
+                    try skipped(plan)
+                    continue
+                }
+                plan.entryRef = entry.map(LedgerEntryRef.init)
+                plans.append(plan)
+                planIndices.append(index)
             }
         }
         firstByName = [:]
+
+        // Two files that the destination would store under the same name: both fail, nothing is overwritten.
         for (name, indices) in clashes {
-            let paths = indices.map { plans[$0].file.relativePath }
-            for index in indices where plans[index].isUpload || { if case .skip = plans[index].action { return false } else { return true } }() {
-                plans[index].action = .fail(DeliveryFailure(
+            let paths = indices.map { files[$0].relativePath }
+            for fileIndex in indices {
+                guard let slot = SyncEngine.position(of: fileIndex, in: planIndices) else { continue }
+                if case .skip = plans[slot].action { continue }
+                plans[slot].action = .fail(DeliveryFailure(
                     message: "remote name clash: \(paths.map { "'\($0)'" }.joined(separator: " and ")) would all be stored as '\(name.value)'; rename one of them",
                     failureClass: .permanent, code: "name-clash", attempts: 0
                 ))
@@ -187,8 +169,84 @@ public final class SyncEngine: Sendable {
         return plans
     }
 
+    /// Decides what to do with one file that is not simply up to date, from its ledger row (nil: none). Returns
+    /// false when the file is left out of this run altogether (`--failed` runs skip files that never failed).
+    private func decide(
+        _ plan: inout PlannedDelivery, entry: LedgerEntry?, options: SyncOptions, remoteNames: Set<ExactString>?, now: Date
+    ) -> Bool {
+        let file = plan.file
+        let sameStat = entry.map { $0.size == file.size && abs($0.modificationTime.timeIntervalSince(file.modificationTime)) < 0.000_001 } ?? false
+        func hashed() -> String? {
+            do {
+                plan.sha256 = try FileHasher.sha256(path: file.absolutePath, sizeHint: file.size)
+                return plan.sha256
+            } catch {
+                plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .retryable(), code: "unreadable", attempts: 0))
+                return nil
+            }
+        }
+        guard let entry else {
+            if options.onlyFailed { return false }
+            if hashed() != nil { plan.action = .upload(reason: "new") }
+            return true
+        }
+        switch entry.status {
+        case .synced:
+            if options.onlyFailed { return false }
+            if let remoteNames, let name = plan.remoteName, !remoteNames.contains(ExactString(name)) {
+                if hashed() != nil { plan.action = .upload(reason: "missing at destination") }
+            } else if sameStat {
+                plan.sha256 = entry.sha256
+                plan.action = .skip(reason: "up to date", stillFailed: nil)
+            } else if let sha = hashed() {
+                plan.action = sha == entry.sha256 ? .skip(reason: "up to date (touched)", stillFailed: nil) : .upload(reason: "changed")
+            }
+        case .pending, .uploading:
+            if options.onlyFailed && entry.attempts == 0 && entry.lastError == nil { return false }
+            if hashed() != nil { plan.action = .upload(reason: entry.lastError == nil && entry.attempts == 0 ? "new" : "retry requested") }
+        case .failed:
+            let changed = !sameStat && hashed().map { $0 != entry.sha256 } == true
+            if case .fail = plan.action { break }
+            if changed {
+                plan.action = .upload(reason: "changed")
+            } else if entry.errorClass == "permanent" {
+                plan.action = .skip(reason: "failed permanently: \(entry.lastError ?? "") (fix it, then run syncgate retry)", stillFailed: .permanent)
+            } else if let next = entry.nextRetryAt {
+                if next <= now {
+                    if plan.sha256 == nil, hashed() == nil { break }
+                    plan.action = .upload(reason: "retry due")
+                } else {
+                    plan.action = .skip(reason: "retry scheduled at \(JSONText.time(next))", stillFailed: .retryable())
+                }
+            } else {
+                plan.action = .skip(reason: "gave up after failing since \(entry.firstFailedAt.map { "\(JSONText.time($0))" } ?? "?") (run syncgate retry)", stillFailed: .permanent)
+            }
+        }
+        return true
+    }
+
+    /// The files in the byte order of (source, path), as a scan lists them (sorted here only when they are not).
+    static func inKeyOrder(_ files: [ScannedFile]) -> [ScannedFile] {
+        var ordered = true
+        for i in files.indices.dropFirst() where !(files[i - 1].key < files[i].key) {
+            ordered = false
+            break
+        }
+        return ordered ? files : files.sorted { $0.key < $1.key }
+    }
+
+    /// Where `value` is in the ascending `sorted` (binary search).
+    static func position(of value: Int, in sorted: [Int]) -> Int? {
+        var low = 0, high = sorted.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sorted[mid] < value { low = mid + 1 } else { high = mid }
+        }
+        return low < sorted.count && sorted[low] == value ? low : nil
+    }
+
     private func runDestination(
-        _ destination: DestinationConfig, files: [ScannedFile], rows: [FileKey: LedgerEntryRef]?, options: SyncOptions,
+        _ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions,
         cancellation: CancellationHandle,
         tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void
     ) async throws {
@@ -201,12 +259,24 @@ public final class SyncEngine: Sendable {
                 logger.warning("\(destination.name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
             }
         }
-        var plans = try plan(destination, files: files, rows: rows, options: options, remoteNames: remoteNames)
-        let now = clock.now()
-
         func event(_ plan: PlannedDelivery, _ kind: DeliveryEvent.Kind) -> DeliveryEvent {
             DeliveryEvent(file: plan.file.key, destination: destination.name, size: plan.file.size, kind: kind, time: clock.now())
         }
+
+        // Files with nothing to do are counted and reported as the plan decides them, and not kept.
+        var upToDate = 0, stillFailedRetryable = 0, stillFailedPermanently = 0
+        var touched: [ScannedFile] = []
+        var plans = try plan(destination, files: files, options: options, remoteNames: remoteNames, keepSkipped: false) { plan in
+            guard case .skip(let reason, let stillFailed) = plan.action else { return }
+            switch stillFailed {
+            case .none: upToDate += 1
+            case .permanent?: stillFailedPermanently += 1
+            default: stillFailedRetryable += 1
+            }
+            if reason == "up to date (touched)" { touched.append(plan.file) }
+            observe(event(plan, .skipped(reason: reason)))
+        }
+        let now = clock.now()
 
         if options.dryRun {
             for plan in plans {
@@ -220,12 +290,15 @@ public final class SyncEngine: Sendable {
             await plugin.finish()
             return
         }
+        tally.update { summary in
+            summary.upToDate += upToDate
+            summary.failedRetryable += stillFailedRetryable
+            summary.failedPermanently += stillFailedPermanently
+        }
 
         // Touched files with the same bytes: refresh the stat so the next run does not hash them again.
-        for plan in plans {
-            if case .skip(let reason, _) = plan.action, reason == "up to date (touched)" {
-                try ledger.refreshMetadata(plan.file.key, destination: destination.name, size: plan.file.size, modificationTime: plan.file.modificationTime, at: now)
-            }
+        for file in touched {
+            try ledger.refreshMetadata(file.key, destination: destination.name, size: file.size, modificationTime: file.modificationTime, at: now)
         }
 
         // Record everything that will be attempted as pending, in one transaction, before any upload.
@@ -265,15 +338,8 @@ public final class SyncEngine: Sendable {
             switch plan.action {
             case .upload(let reason):
                 observe(event(plan, .queued(reason: reason)))
-            case .skip(let reason, let stillFailed):
-                tally.update { summary in
-                    switch stillFailed {
-                    case .none: summary.upToDate += 1
-                    case .permanent?: summary.failedPermanently += 1
-                    default: summary.failedRetryable += 1
-                    }
-                }
-                observe(event(plan, .skipped(reason: reason)))
+            case .skip:
+                break  // counted and reported while planning
             case .fail(let failure):
                 try ledger.markFailed(plan.file.key, destination: destination.name, failure: failure, retry: retry, at: clock.now())
                 tally.update { summary in
@@ -328,6 +394,8 @@ final class LedgerRecorder: @unchecked Sendable {
     /// The destination's flush, run before a batch that records files synced (``Destination/makeDurable()``).
     let makeDurable: @Sendable () throws -> Void
     private let lock = NSLock()
+    /// Held while a batch is taken and written (see ``write(taking:force:)``).
+    private let writeLock = NSLock()
     private var lastProgressWrite: [FileKey: Date] = [:]
     private var lastProgressEvent: [FileKey: Date] = [:]
     private var error: (any Error)?
@@ -397,18 +465,24 @@ final class LedgerRecorder: @unchecked Sendable {
     }
 
     private func write(taking updates: [Ledger.Update], force: Bool) throws {
-        let toWrite: [Ledger.Update] = lock.withLock {
+        let due: Bool = lock.withLock {
             batch += updates
-            let due = force || batch.count >= 128 || Date().timeIntervalSince(lastFlush) >= 0.25
-            guard due else { return [] }
-            let all = batch
-            batch.removeAll(keepingCapacity: true)
-            lastFlush = Date()
-            return all
+            return force || batch.count >= 128 || Date().timeIntervalSince(lastFlush) >= 0.25
         }
-        guard !toWrite.isEmpty else { return }
-        if toWrite.contains(where: \.recordsSynced) { try makeDurable() }
-        try ledger.apply(toWrite)
+        guard due else { return }
+        // Batches are taken and written under one lock, so they reach the ledger in the order they were taken:
+        // a file's "uploading" mark in one batch can never land after its "synced" row in a later one.
+        try writeLock.withLock {
+            let toWrite: [Ledger.Update] = lock.withLock {
+                let all = batch
+                batch.removeAll(keepingCapacity: true)
+                lastFlush = Date()
+                return all
+            }
+            guard !toWrite.isEmpty else { return }
+            if toWrite.contains(where: \.recordsSynced) { try makeDurable() }
+            try ledger.apply(toWrite)
+        }
     }
 
     /// Writes whatever gathered (at the end of a destination's run).

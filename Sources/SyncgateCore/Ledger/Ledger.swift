@@ -124,20 +124,19 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// One destination's rows keyed by file, for a sync's plan: their receipts are left out (nil), neither read
-    /// nor decoded; ``receipt(_:destination:)`` fetches the few that an upload needs.
-    public func entriesByFile(destination: String) throws -> [FileKey: LedgerEntryRef] {
+    /// Walks one destination's rows in the byte order of (source, path), the order of a scan, one row at a time:
+    /// a sync's plan reads them side by side with the scanned files and keeps none it does not act on.
+    /// Receipts are neither read nor decoded (see ``receipts(_:destination:)``).
+    public func withRows<T>(destination: String, _ body: (LedgerRowStream) throws -> T) throws -> T {
         try read { db in
-            let columns = Ledger.columnsWithoutReceipt
-            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM files WHERE destination = ?", arguments: [destination]) ?? 0
-            var result: [FileKey: LedgerEntryRef] = [:]
-            result.reserveCapacity(count)
-            let rows = try Row.fetchCursor(db, sql: "SELECT \(columns) FROM files WHERE destination = ?", arguments: [destination])
-            while let row = try rows.next() {
-                let entry = Ledger.entry(row)
-                result[entry.file] = LedgerEntryRef(entry)
-            }
-            return result
+            // `+destination`: filter, do not look up by it, so that the primary key (source, path, destination)
+            // gives the order without a sort.
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files WHERE +destination = ? ORDER BY source, path",
+                arguments: [destination])
+            let stream = LedgerRowStream(rows)
+            try stream.advance()
+            return try body(stream)
         }
     }
 
