@@ -30,13 +30,25 @@ public struct LocalDestination: Destination {
     }
 
     public func remoteName(forRelativePath path: String) throws -> String {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard !path.isEmpty, !path.hasPrefix("/"), !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
-            throw DestinationError.permanent("'\(path)' cannot be stored under a folder (empty, '.' or '..' component)", code: "invalid-name")
+        // One pass over the bytes (this runs for every file of every sync).
+        var copy = path
+        let problem: String? = copy.withUTF8 { bytes in
+            let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+            let reserved = Array(LocalDestination.temporaryPrefix.utf8)
+            var start = 0
+            for end in 0...bytes.count where end == bytes.count || bytes[end] == slash {
+                defer { start = end + 1 }
+                let length = end - start
+                if length == 0 || (length == 1 && bytes[start] == dot) || (length == 2 && bytes[start] == dot && bytes[start + 1] == dot) {
+                    return "'\(path)' cannot be stored under a folder (empty, '.' or '..' component)"
+                }
+                if length >= reserved.count && bytes[start] == dot && bytes[start..<(start + reserved.count)].elementsEqual(reserved) {
+                    return "'\(path)': names starting with \(LocalDestination.temporaryPrefix) are reserved"
+                }
+            }
+            return nil
         }
-        guard !parts.contains(where: { $0.hasPrefix(LocalDestination.temporaryPrefix) }) else {
-            throw DestinationError.permanent("'\(path)': names starting with \(LocalDestination.temporaryPrefix) are reserved", code: "invalid-name")
-        }
+        if let problem { throw DestinationError.permanent(problem, code: "invalid-name") }
         return path
     }
 

@@ -55,6 +55,26 @@ struct GlobTests {
         #expect(!(try Glob("a*c").matches("a/c")))
     }
 
+    /// `**/X` is decided on the path's bytes, segment by segment (literal, `*suffix`, `prefix*`, else fnmatch):
+    /// each shape, at any depth, and for a folder above the file.
+    @Test func oneSegmentPatternsAtAnyDepth() throws {
+        let literal = try Glob("**/README")
+        #expect(literal.matches("README") && literal.matches("a/b/README") && literal.matches("README/x.txt"))
+        #expect(!literal.matches("a/README.md") && !literal.matches("a/xREADME"))
+        let prefix = try Glob("draft*")
+        #expect(prefix.matches("draft") && prefix.matches("x/draft-2.txt") && prefix.matches("drafts/x.txt"))
+        #expect(!prefix.matches("x/a-draft.txt"))
+        let suffix = try Glob("**/*.png")
+        #expect(suffix.matches(".png") && suffix.matches("x//y.png"))  // "*" matches a leading dot, as fnmatch does
+        #expect(!suffix.matches("a.PNG") && !suffix.matches("png") && !suffix.matches("a.png.txt"))
+        #expect(try Glob("**/café*").matches("x/café au lait.txt"))
+        #expect(!(try Glob("**/café*").matches("x/cafe\u{301}.txt")))  // bytes, not canonical equivalence
+        let escaped = try Glob("**/\\*.txt")  // a literal star
+        #expect(escaped.matches("a/*.txt") && !escaped.matches("a/b.txt"))
+        #expect(try Glob("*").matches("a/b") && !(try Glob("*").matches("")))
+        #expect(try Glob("**/a?c.[0-9]").matches("x/abc.7") && !(try Glob("**/a?c.[0-9]").matches("x/abc.x")))
+    }
+
     @Test func invalidPatternsAreRejected() {
         #expect(throws: Glob.SyntaxError.self) { try Glob("") }
         #expect(throws: Glob.SyntaxError.self) { try Glob("[abc") }

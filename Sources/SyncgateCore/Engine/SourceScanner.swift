@@ -72,10 +72,11 @@ public struct SourceScanner: Sendable {
         var names: [(String, UInt8)] = []
         while let entry = readdir(dir) {
             let type = entry.pointee.d_type
-            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                Array(raw.prefix(while: { $0 != 0 }))
+            let decoded: String? = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(validatingCString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
             }
-            guard let name = String(validating: bytes, as: UTF8.self) else {
+            guard let name = decoded else {
+                let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
                 let shown = String(decoding: bytes, as: UTF8.self)
                 warnings.append(ScanWarning(source: source.name, relativePath: relative.isEmpty ? shown : relative + "/" + shown, message: "skipped: the name is not valid UTF-8"))
                 continue
@@ -83,24 +84,26 @@ public struct SourceScanner: Sendable {
             if name == "." || name == ".." { continue }
             names.append((name, type))
         }
-        // Stat every entry first: whether it is a folder decides where it sorts.
+        // Stat every entry first (relative to the open folder: no path walk): whether it is a folder decides
+        // where it sorts.
+        let folder = dirfd(dir)
         var entries: [(name: String, st: stat, kind: mode_t)] = []
         entries.reserveCapacity(names.count)
         for (name, _) in names {
-            let childRelative = relative.isEmpty ? name : relative + "/" + name
-            let childAbsolute = absolute + "/" + name
             var st = stat()
-            guard lstat(childAbsolute, &st) == 0 else {
+            guard fstatat(folder, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
+                let childRelative = relative.isEmpty ? name : relative + "/" + name
                 warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message: "cannot stat: \(String(cString: strerror(errno)))"))
                 continue
             }
             var kind = st.st_mode & S_IFMT
             if kind == S_IFLNK {
+                let childRelative = relative.isEmpty ? name : relative + "/" + name
                 guard source.followSymlinks else {
                     warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message: "skipped: symbolic link (set follow_symlinks: true to follow links)"))
                     continue
                 }
-                guard stat(childAbsolute, &st) == 0 else {
+                guard fstatat(folder, name, &st, 0) == 0 else {
                     warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message: "skipped: broken or looping symbolic link"))
                     continue
                 }
@@ -108,12 +111,14 @@ public struct SourceScanner: Sendable {
             }
             entries.append((name, st, kind))
         }
-        entries.sort { SourceScanner.precedes($0.name, isFolder: $0.kind == S_IFDIR, $1.name, isFolder: $1.kind == S_IFDIR) }
-        for (name, st, kind) in entries {
+        // Sorted through an index, so the sort moves integers rather than whole stat records.
+        var order = Array(entries.indices)
+        order.sort { SourceScanner.precedes(entries[$0].name, isFolder: entries[$0].kind == S_IFDIR, entries[$1].name, isFolder: entries[$1].kind == S_IFDIR) }
+        for (name, st, kind) in order.lazy.map({ entries[$0] }) {
             let childRelative = relative.isEmpty ? name : relative + "/" + name
-            let childAbsolute = absolute + "/" + name
             switch kind {
             case S_IFDIR:
+                let childAbsolute = absolute + "/" + name
                 if source.exclude.decision(for: childRelative) == true { continue }
                 let id: [UInt64] = [UInt64(st.st_dev), UInt64(st.st_ino)]
                 guard !visiting.contains(id) else {
@@ -141,7 +146,7 @@ public struct SourceScanner: Sendable {
     /// Byte order of two entries of one folder, a folder's name taken as if it ended with `/`: the order of the
     /// full relative paths below them.
     static func precedes(_ a: String, isFolder aIsFolder: Bool, _ b: String, isFolder bIsFolder: Bool) -> Bool {
-        var a = a, b = b
+        var a = a, b = b  // (native strings: withUTF8 reads them in place)
         return a.withUTF8 { x in
             b.withUTF8 { y in
                 let common = min(x.count, y.count)

@@ -20,6 +20,49 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
     private let segments: [String]
     /// `**`, `**/*` (and `*` unanchored): every file, decided without looking at the path.
     private let matchesEverything: Bool
+    /// For `**/X` (and `X` unanchored) with X one segment: the test a path's segment must pass; the pattern
+    /// matches when any segment does (a folder's match counts for the files below it). Run on the path's bytes.
+    private let anySegment: SegmentTest?
+
+    /// One segment pattern, compiled: the common shapes compare bytes, the rest go to fnmatch.
+    enum SegmentTest: Sendable, Hashable {
+        case literal([UInt8])
+        case suffix([UInt8])  // "*.png"
+        case prefix([UInt8])  // "draft*"
+        case other([CChar])  // for fnmatch, NUL-terminated
+
+        init(_ segment: String) {
+            let bytes = Array(segment.utf8)
+            let special: Set<UInt8> = [UInt8(ascii: "*"), UInt8(ascii: "?"), UInt8(ascii: "["), UInt8(ascii: "\\")]
+            let specials = bytes.filter(special.contains).count
+            if specials == 0 {
+                self = .literal(bytes)
+            } else if specials == 1, bytes.first == UInt8(ascii: "*") {
+                self = .suffix(Array(bytes.dropFirst()))
+            } else if specials == 1, bytes.last == UInt8(ascii: "*") {
+                self = .prefix(Array(bytes.dropLast()))
+            } else {
+                self = .other(segment.utf8CString.map { $0 })
+            }
+        }
+
+        func matches(_ segment: UnsafeBufferPointer<UInt8>) -> Bool {
+            switch self {
+            case .literal(let bytes):
+                return segment.elementsEqual(bytes)
+            case .suffix(let bytes):
+                return segment.count >= bytes.count && segment[(segment.count - bytes.count)...].elementsEqual(bytes)
+            case .prefix(let bytes):
+                return segment.count >= bytes.count && segment[..<bytes.count].elementsEqual(bytes)
+            case .other(let pattern):
+                return withUnsafeTemporaryAllocation(of: CChar.self, capacity: segment.count + 1) { name in
+                    for (i, byte) in segment.enumerated() { name[i] = CChar(bitPattern: byte) }
+                    name[segment.count] = 0
+                    return fnmatch(pattern, name.baseAddress!, 0) == 0
+                }
+            }
+        }
+    }
 
     public struct SyntaxError: Error, CustomStringConvertible {
         public let message: String
@@ -50,6 +93,7 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
         for part in parts where !(part == "**" && collapsed.last == "**") { collapsed.append(part) }
         segments = collapsed
         matchesEverything = collapsed == ["**"] || collapsed == ["**", "*"]
+        anySegment = collapsed.count == 2 && collapsed[0] == "**" && collapsed[1] != "**" ? SegmentTest(collapsed[1]) : nil
     }
 
     private static func checkSegment(_ segment: String, raw: String) throws {
@@ -80,6 +124,18 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
     /// Whether the pattern matches the path or one of its parent folders.
     public func matches(_ path: String) -> Bool {
         if matchesEverything { return !path.isEmpty }
+        if let anySegment {
+            var path = path
+            return path.withUTF8 { bytes in
+                var start = 0
+                for end in 0...bytes.count where end == bytes.count || bytes[end] == UInt8(ascii: "/") {
+                    defer { start = end + 1 }
+                    if end == start { continue }  // an empty segment ("a//b") is skipped, as split does
+                    if anySegment.matches(UnsafeBufferPointer(rebasing: bytes[start..<end])) { return true }
+                }
+                return false
+            }
+        }
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         // A match of a folder prefix counts (the pattern then names a folder).
         for end in stride(from: parts.count, through: 1, by: -1) where Glob.match(segments[...], parts[..<end]) {
