@@ -111,9 +111,11 @@ public struct SourceScanner: Sendable {
             }
             entries.append((name, st, kind))
         }
-        // Sorted through an index, so the sort moves integers rather than whole stat records.
+        // Sorted by byte keys (a folder's with a "/" after its name) through an index, so the sort moves
+        // integers rather than whole stat records.
+        let keys: [[UInt8]] = entries.map { Array($0.name.utf8) + ($0.kind == S_IFDIR ? [UInt8(ascii: "/")] : []) }
         var order = Array(entries.indices)
-        order.sort { SourceScanner.precedes(entries[$0].name, isFolder: entries[$0].kind == S_IFDIR, entries[$1].name, isFolder: entries[$1].kind == S_IFDIR) }
+        order.sort { ExactString.compare(keys[$0], keys[$1]) < 0 }
         for (name, st, kind) in order.lazy.map({ entries[$0] }) {
             let childRelative = relative.isEmpty ? name : relative + "/" + name
             switch kind {
@@ -139,23 +141,6 @@ public struct SourceScanner: Sendable {
                 guard source.selects(childRelative) else { continue }
                 let what = kind == S_IFIFO ? "a FIFO" : kind == S_IFSOCK ? "a socket" : "a device"
                 warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message: "skipped: \(what), not a regular file"))
-            }
-        }
-    }
-
-    /// Byte order of two entries of one folder, a folder's name taken as if it ended with `/`: the order of the
-    /// full relative paths below them.
-    static func precedes(_ a: String, isFolder aIsFolder: Bool, _ b: String, isFolder bIsFolder: Bool) -> Bool {
-        var a = a, b = b  // (native strings: withUTF8 reads them in place)
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                let common = min(x.count, y.count)
-                let order = common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common)
-                if order != 0 { return order < 0 }
-                // One is a prefix of the other (or both are equal): the next byte is "/" for a folder, none for a file.
-                let nextA: Int = x.count > common ? Int(x[common]) : (aIsFolder ? 0x2F : -1)
-                let nextB: Int = y.count > common ? Int(y[common]) : (bIsFolder ? 0x2F : -1)
-                return nextA < nextB
             }
         }
     }
