@@ -11,8 +11,8 @@ import SyncgateSDL
 /// When the link drops every pending request fails with a retryable error and the connection is dead for good.
 actor SDLConnection {
     struct Pending {
+        /// Completed by the response, a timeout or the link's loss; its timer is cancelled when it completes.
         var promise: EventLoopPromise<RPCMessage>
-        var timeout: Scheduled<Void>
         var name: String
     }
 
@@ -137,7 +137,6 @@ actor SDLConnection {
         switch rpc.type {
         case .response:
             if let entry = pending.removeValue(forKey: rpc.correlationID) {
-                entry.timeout.cancel()
                 entry.promise.succeed(rpc)
             }
         case .notification:
@@ -169,7 +168,6 @@ actor SDLConnection {
         if closedReason == nil { closedReason = reason }
         let failure = closedReason ?? reason
         for (_, entry) in pending {
-            entry.timeout.cancel()
             entry.promise.fail(failure)
         }
         pending.removeAll()
@@ -200,7 +198,7 @@ actor SDLConnection {
 
     private var timeoutText: String { responseTimeout.syncgateText }
 
-    private func nanos(_ duration: Duration) -> TimeAmount {
+    private nonisolated func nanos(_ duration: Duration) -> TimeAmount {
         .nanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
@@ -236,16 +234,15 @@ actor SDLConnection {
         nextCorrelationID = nextCorrelationID >= 0x7FFF_FFFF ? 1 : nextCorrelationID + 1
         let name = FunctionID.name(functionID)
         let rpc = RPCMessage(type: .request, functionID: functionID, correlationID: correlationID, parameters: parameters, bulk: bulk)
-        let promise = channel.eventLoop.makePromise(of: RPCMessage.self)
+        let channel = self.channel
+        let loop = channel.eventLoop
+        let promise = loop.makePromise(of: RPCMessage.self)
         let limit = timeout ?? responseTimeout
         let timeoutError = DestinationError.retryable(
             "the head unit did not answer \(name) within \(limit.syncgateText)", code: "timeout")
-        let scheduled = channel.eventLoop.scheduleTask(in: nanos(limit)) {
-            _ = Task { await self.expire(correlationID, timeoutError) }
-        }
-        pending[correlationID] = Pending(promise: promise, timeout: scheduled, name: name)
+        pending[correlationID] = Pending(promise: promise, name: name)
         let messageID = takeMessageID()
-        let write: EventLoopFuture<Void>
+        var buffers: [ByteBuffer] = []
         if rpc.encodedSize <= mtu {
             // One frame: header, RPC header and JSON in a small buffer, then the bulk data as it is (no copy).
             var head = channel.allocator.buffer(capacity: 24 + rpc.json.count)
@@ -257,25 +254,31 @@ actor SDLConnection {
             head.writeInteger(rpc.correlationID)
             head.writeInteger(UInt32(rpc.json.count))
             head.writeBytes(rpc.json)
-            if bulk.readableBytes > 0 {
-                channel.write(head, promise: nil)
-                write = channel.writeAndFlush(bulk)
-            } else {
-                write = channel.writeAndFlush(head)
-            }
+            buffers.append(head)
+            if bulk.readableBytes > 0 { buffers.append(bulk) }
         } else {
             let frames = MessageFragmenter.frames(
                 version: version, serviceType: service, sessionID: sessionID, messageID: messageID,
                 payload: rpc.encoded(), maxPayload: mtu)
             var buffer = channel.allocator.buffer(capacity: rpc.encodedSize + 12 * frames.count)
             for frame in frames { frame.write(to: &buffer) }
-            write = channel.writeAndFlush(buffer)
+            buffers.append(buffer)
         }
-        do {
-            try await write.get()
-        } catch {
-            markClosed(.retryable("lost the connection to the head unit while sending \(name): \(error)", code: "connection-lost"))
-            throw closedReason ?? DestinationError.retryable("connection lost", code: "connection-lost")
+        // One hop to the event loop per request: its response timer and its writes. The caller does not wait for
+        // the write (the window of requests in flight bounds what is queued); a failed write closes the link,
+        // which fails every pending response with the reason.
+        let written = loop.makePromise(of: Void.self)
+        let toWrite = buffers
+        loop.execute {
+            let timer = loop.scheduleTask(in: self.nanos(limit)) {
+                _ = Task { await self.expire(correlationID, timeoutError) }
+            }
+            promise.futureResult.whenComplete { _ in timer.cancel() }
+            for buffer in toWrite.dropLast() { channel.write(buffer, promise: nil) }
+            channel.writeAndFlush(toWrite[toWrite.count - 1], promise: written)
+        }
+        written.futureResult.whenFailure { error in
+            Task { await self.markClosed(.retryable("lost the connection to the head unit while sending \(name): \(error)", code: "connection-lost")) }
         }
         return promise.futureResult
     }
