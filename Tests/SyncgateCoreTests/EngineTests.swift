@@ -208,6 +208,41 @@ struct EngineTests {
         #expect(summary.upToDate == names.count)
     }
 
+    /// Two sources sending the same relative path to one destination would overwrite each other there: both fail
+    /// with name-clash and the rest goes on. A copy already synced before the clash appeared stays up to date.
+    @Test func filesStoredUnderOneRemoteNameFailAsAClash() async throws {
+        defer { dir.remove() }
+        try dir.write("one/x.txt", "from one")
+        try dir.write("one/only-one.txt", "1")
+        try dir.write("two/y.txt", "from two")
+        let flaky = FlakyDestination()
+        let registry = PluginRegistry([PluginRegistration(type: "flaky", summary: "test") { _ in flaky }])
+        let config = try GatewayConfig.parse(text: """
+            version: 1
+            state: state/ledger.sqlite
+            sources: [{name: one, path: one}, {name: two, path: two}]
+            destinations: [{name: car, type: flaky}]
+            routes: [{match: ["**/*"], to: [car]}]
+            """, file: "plugins.yaml", baseDirectory: dir.url, registry: registry)
+        let engine = SyncEngine(config: config, ledger: try Ledger(path: config.statePath))
+        var summary = try await engine.run()
+        #expect(summary.uploaded == 3)
+
+        try dir.write("two/x.txt", "from two")  // now both sources hold x.txt
+        try dir.write("two/z.txt", "z")
+        try dir.write("one/w.txt", "w1")
+        try dir.write("two/w.txt", "w2")  // a clash between two new files
+        summary = try await engine.run()
+        #expect(summary.uploaded == 1, "only z.txt")
+        #expect(summary.failed == 3, "two/x.txt and both w.txt")
+        #expect(summary.upToDate == 3)
+        #expect(flaky.contents("x.txt") == Data("from one".utf8))
+        #expect(flaky.contents("w.txt") == nil)
+        let failed = try engine.ledger.entries(statuses: [.failed])
+        #expect(Set(failed.map { "\($0.file.source)/\($0.file.path)" }) == ["two/x.txt", "one/w.txt", "two/w.txt"])
+        #expect(failed.allSatisfy { $0.errorCode == "name-clash" && ($0.lastError ?? "").contains("would all be stored as") })
+    }
+
     @Test func unreadableFileFailsAloneWhileTheRestSync() async throws {
         defer { dir.remove() }
         try writeOutbox(["a.txt": "alpha", "b.txt": "beta"])

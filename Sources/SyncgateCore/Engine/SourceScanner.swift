@@ -49,21 +49,28 @@ public struct SourceScanner: Sendable {
 
     public func scan(_ source: SourceConfig) -> (files: [ScannedFile], warnings: [ScanWarning]) {
         var files: [ScannedFile] = []
+        let warnings = scan(source) { files.append($0) }
+        return (files, warnings)
+    }
+
+    /// Walks the source, handing each file to `visit` as it is found (in byte order), so that nothing is kept
+    /// per file; returns what was passed over.
+    public func scan(_ source: SourceConfig, visit: (ScannedFile) throws -> Void) rethrows -> [ScanWarning] {
         var warnings: [ScanWarning] = []
         var root = stat()
         guard stat(source.path, &root) == 0, (root.st_mode & S_IFMT) == S_IFDIR else {
             warnings.append(ScanWarning(source: source.name, relativePath: "", message: "source folder \(source.path) does not exist or is not a folder"))
-            return (files, warnings)
+            return warnings
         }
         var visiting: Set<[UInt64]> = [[UInt64(root.st_dev), UInt64(root.st_ino)]]
-        walk(source, absolute: source.path, relative: "", files: &files, warnings: &warnings, visiting: &visiting)
-        return (files, warnings)
+        try walk(source, absolute: source.path, relative: "", visit: visit, warnings: &warnings, visiting: &visiting)
+        return warnings
     }
 
     private func walk(
-        _ source: SourceConfig, absolute: String, relative: String, files: inout [ScannedFile],
+        _ source: SourceConfig, absolute: String, relative: String, visit: (ScannedFile) throws -> Void,
         warnings: inout [ScanWarning], visiting: inout Set<[UInt64]>
-    ) {
+    ) rethrows {
         guard let dir = opendir(absolute) else {
             warnings.append(ScanWarning(source: source.name, relativePath: relative, message: "cannot read folder: \(String(cString: strerror(errno)))"))
             return
@@ -128,12 +135,12 @@ public struct SourceScanner: Sendable {
                     continue
                 }
                 visiting.insert(id)
-                walk(source, absolute: childAbsolute, relative: childRelative, files: &files, warnings: &warnings, visiting: &visiting)
+                try walk(source, absolute: childAbsolute, relative: childRelative, visit: visit, warnings: &warnings, visiting: &visiting)
                 visiting.remove(id)
             case S_IFREG:
                 guard source.selects(childRelative) else { continue }
                 let stat = FileStat(st)
-                files.append(ScannedFile(
+                try visit(ScannedFile(
                     source: source.name, root: source.path, relativePath: childRelative,
                     size: stat.size, modificationTime: stat.modificationTime
                 ))

@@ -41,27 +41,81 @@ public final class SyncEngine: Sendable {
 
         if !options.dryRun { try ledger.resetInterrupted(at: clock.now()) }
 
-        // 1. Scan.
-        var scanned: [ScannedFile] = []
-        // Sources in the byte order of their names, each scanned in the byte order of its paths: the ledger's
-        // order, which the plan walks side by side with the files.
-        for source in config.sources.sorted(by: { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }) {
-            let (files, warnings) = SourceScanner().scan(source)
-            scanned += files
-            for warning in warnings {
-                warn(warning)
-                tally.update { $0.warnings += 1 }
+        // 1. Destinations whose listing is the truth (a head unit) are listed first, in parallel.
+        var listings: [String: Set<ExactString>] = [:]
+        if !options.dryRun {
+            await withTaskGroup(of: (String, Set<ExactString>?).self) { group in
+                for destination in destinations where destination.destination.listingIsAuthoritative && isRouted(destination.name) {
+                    group.addTask {
+                        do {
+                            return (destination.name, try await destination.destination.list().exactNames)
+                        } catch {
+                            self.logger.warning("\(destination.name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
+                            return (destination.name, nil)
+                        }
+                    }
+                }
+                for await (name, names) in group { if let names { listings[name] = names } }
             }
         }
-        tally.update { $0.files = scanned.count }
 
-        // 2. Plan and deliver per destination, destinations in parallel.
+        // 2. Scan and plan in one pass: sources in the byte order of their names, each walked in the byte order of
+        // its paths, beside the ledger's rows in the same order. Nothing is kept of a file with nothing to do.
+        let now = clock.now()
+        let sources = config.sources.sorted { ExactString.compare($0.name, $1.name) < 0 }
+        let planners = destinations.map { destination in
+            DestinationPlanner(destination, engine: self, options: options, remoteNames: listings[destination.name], keepSkipped: false, now: now) { plan in
+                if case .skip(let reason, _) = plan.action {
+                    observe(DeliveryEvent(file: plan.file.key, destination: destination.name, size: plan.file.size, kind: .skipped(reason: reason), time: self.clock.now()))
+                }
+            }
+        }
+        let plannerByName = Dictionary(planners.map { ($0.destination.name, $0) }) { a, _ in a }
+        var fileCount = 0
+        try ledger.withAllRows { rows in
+            for source in sources {
+                let warnings = try SourceScanner().scan(source) { file in
+                    fileCount += 1
+                    let routed = config.destinations(forSource: file.source, relativePath: file.relativePath)
+                    guard !routed.isEmpty else { return }
+                    let key = file.key
+                    while let current = rows.key, current < key { try rows.advance() }
+                    var planned: [String] = []
+                    while rows.key == key {
+                        if let name = rows.destination, routed.contains(name), let planner = plannerByName[name] {
+                            try planner.consider(file, rows: rows, found: true)
+                            planned.append(name)
+                        }
+                        try rows.advance()
+                    }
+                    for name in routed where !planned.contains(name) {
+                        try plannerByName[name]?.consider(file, rows: rows, found: false)
+                    }
+                }
+                for warning in warnings {
+                    warn(warning)
+                    tally.update { $0.warnings += 1 }
+                }
+            }
+        }
+        tally.update { $0.files = fileCount }
+        var outcomes: [DestinationPlanner.Outcome] = []
+        for planner in planners {
+            let outcome = try planner.outcome { body in
+                for source in sources {
+                    _ = try SourceScanner().scan(source) { file in
+                        if config.destinations(forSource: file.source, relativePath: file.relativePath).contains(planner.destination.name) { try body(file) }
+                    }
+                }
+            }
+            outcomes.append(outcome)
+        }
+
+        // 3. Deliver per destination, destinations in parallel.
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for destination in destinations {
-                let files = scanned.filter { config.destinations(forSource: $0.source, relativePath: $0.relativePath).contains(destination.name) }
+            for outcome in outcomes {
                 group.addTask {
-                    try await self.runDestination(destination, files: files, options: options,
-                                                  cancellation: cancellation, tally: tally, observe: observe)
+                    try await self.runDestination(outcome, options: options, cancellation: cancellation, tally: tally, observe: observe)
                 }
             }
             try await group.waitForAll()
@@ -76,102 +130,25 @@ public final class SyncEngine: Sendable {
     /// Plans one destination's files without changing anything (hashes only files whose size or time changed).
     /// Every file gets a plan, in the byte order of (source, path).
     public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<ExactString>?) throws -> [PlannedDelivery] {
-        try plan(destination, files: files, options: options, remoteNames: remoteNames, keepSkipped: true) { _ in }
+        let ordered = SyncEngine.inKeyOrder(files)
+        let planner = DestinationPlanner(destination, engine: self, options: options, remoteNames: remoteNames, keepSkipped: true, now: clock.now()) { _ in }
+        try ledger.withRows(destination: destination.name) { rows in
+            for file in ordered {
+                let found = try rows.seek(file.key)
+                try planner.consider(file, rows: rows, found: found)
+            }
+        }
+        return try planner.finish { body in for file in ordered { try body(file) } }
     }
 
-    /// Plans one destination's files, walking them side by side with the destination's ledger rows (both in the
-    /// byte order of (source, path)), so that no row is held longer than its file's decision. Files with nothing
-    /// to do go to `skipped` as they are decided and are returned only with `keepSkipped`; the plans returned are
-    /// those to act on (upload or fail), in file order.
-    func plan(
-        _ destination: DestinationConfig, files unordered: [ScannedFile], options: SyncOptions, remoteNames: Set<ExactString>?,
-        keepSkipped: Bool, skipped: (PlannedDelivery) throws -> Void
-    ) throws -> [PlannedDelivery] {
-        let files = SyncEngine.inKeyOrder(unordered)
-        let now = clock.now()
-        var plans: [PlannedDelivery] = []
-        /// The file index of each plan in `plans` (ascending), to find them again when names clash.
-        var planIndices: [Int] = []
-        /// Each remote name's first file, and the files of the rare names that clash.
-        var firstByName: [ExactString: Int] = [:]
-        firstByName.reserveCapacity(files.count)
-        var clashes: [ExactString: [Int]] = [:]
-
-        try ledger.withRows(destination: destination.name) { rows in
-            for (index, file) in files.enumerated() {
-                let found = try rows.seek(file.key)
-                var plan = PlannedDelivery(
-                    file: file, destination: destination.name, action: .upload(reason: "new"), sha256: nil,
-                    isArtwork: config.isArtwork(file.relativePath), entryRef: nil, remoteName: nil
-                )
-                do {
-                    plan.remoteName = try destination.destination.remoteName(forRelativePath: file.relativePath)
-                } catch {
-                    plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .permanent, code: (error as? DestinationError)?.code, attempts: 0))
-                }
-                if let name = plan.remoteName {
-                    let key = ExactString(name)
-                    if let first = firstByName[key] {
-                        clashes[key, default: [first]].append(index)
-                    } else {
-                        firstByName[key] = index
-                    }
-                }
-                if case .fail = plan.action {
-                    plans.append(plan)
-                    planIndices.append(index)
-                    continue
-                }
-                // The common case first: synced, same size and time, still at the destination. Decided from the
-                // row's status, size and time alone.
-                if found, rows.status == .synced, !options.onlyFailed,
-                   rows.size == file.size, abs(rows.modificationTime.timeIntervalSince(file.modificationTime)) < 0.000_001,
-                   remoteNames.map({ names in plan.remoteName.map { names.contains(ExactString($0)) } ?? true }) ?? true {
-                    plan.action = .skip(reason: "up to date", stillFailed: nil)
-                    if keepSkipped {
-                        plan.sha256 = rows.entry()?.sha256
-                        plans.append(plan)
-                        planIndices.append(index)
-                    }
-                    try skipped(plan)
-                    continue
-                }
-                let entry = found ? rows.entry() : nil
-                guard decide(&plan, entry: entry, options: options, remoteNames: remoteNames, now: now) else { continue }
-                if case .skip = plan.action {
-                    // A file with nothing to do keeps no copy of its ledger row (only uploads read it later).
-                    if keepSkipped {
-                        plans.append(plan)
-                        planIndices.append(index)
-                    }
-                    try skipped(plan)
-                    continue
-                }
-                plan.entryRef = entry.map(LedgerEntryRef.init)
-                plans.append(plan)
-                planIndices.append(index)
-            }
-        }
-        firstByName = [:]
-
-        // Two files that the destination would store under the same name: both fail, nothing is overwritten.
-        for (name, indices) in clashes {
-            let paths = indices.map { files[$0].relativePath }
-            for fileIndex in indices {
-                guard let slot = SyncEngine.position(of: fileIndex, in: planIndices) else { continue }
-                if case .skip = plans[slot].action { continue }
-                plans[slot].action = .fail(DeliveryFailure(
-                    message: "remote name clash: \(paths.map { "'\($0)'" }.joined(separator: " and ")) would all be stored as '\(name.value)'; rename one of them",
-                    failureClass: .permanent, code: "name-clash", attempts: 0
-                ))
-            }
-        }
-        return plans
+    /// Whether any route sends files to this destination.
+    private func isRouted(_ destination: String) -> Bool {
+        config.routes.contains { $0.to.contains(destination) }
     }
 
     /// Decides what to do with one file that is not simply up to date, from its ledger row (nil: none). Returns
     /// false when the file is left out of this run altogether (`--failed` runs skip files that never failed).
-    private func decide(
+    func decide(
         _ plan: inout PlannedDelivery, entry: LedgerEntry?, options: SyncOptions, remoteNames: Set<ExactString>?, now: Date
     ) -> Bool {
         let file = plan.file
@@ -235,47 +212,18 @@ public final class SyncEngine: Sendable {
         return ordered ? files : files.sorted { $0.key < $1.key }
     }
 
-    /// Where `value` is in the ascending `sorted` (binary search).
-    static func position(of value: Int, in sorted: [Int]) -> Int? {
-        var low = 0, high = sorted.count
-        while low < high {
-            let mid = (low + high) / 2
-            if sorted[mid] < value { low = mid + 1 } else { high = mid }
-        }
-        return low < sorted.count && sorted[low] == value ? low : nil
-    }
-
     private func runDestination(
-        _ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions,
-        cancellation: CancellationHandle,
+        _ outcome: DestinationPlanner.Outcome, options: SyncOptions, cancellation: CancellationHandle,
         tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void
     ) async throws {
+        let destination = outcome.destination
         let plugin = destination.destination
-        var remoteNames: Set<ExactString>? = nil
-        if plugin.listingIsAuthoritative, !files.isEmpty, !options.dryRun {
-            do {
-                remoteNames = try await plugin.list().exactNames
-            } catch {
-                logger.warning("\(destination.name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
-            }
-        }
+        var plans = outcome.plans
         func event(_ plan: PlannedDelivery, _ kind: DeliveryEvent.Kind) -> DeliveryEvent {
             DeliveryEvent(file: plan.file.key, destination: destination.name, size: plan.file.size, kind: kind, time: clock.now())
         }
-
-        // Files with nothing to do are counted and reported as the plan decides them, and not kept.
-        var upToDate = 0, stillFailedRetryable = 0, stillFailedPermanently = 0
-        var touched: [ScannedFile] = []
-        var plans = try plan(destination, files: files, options: options, remoteNames: remoteNames, keepSkipped: false) { plan in
-            guard case .skip(let reason, let stillFailed) = plan.action else { return }
-            switch stillFailed {
-            case .none: upToDate += 1
-            case .permanent?: stillFailedPermanently += 1
-            default: stillFailedRetryable += 1
-            }
-            if reason == "up to date (touched)" { touched.append(plan.file) }
-            observe(event(plan, .skipped(reason: reason)))
-        }
+        let upToDate = outcome.upToDate, stillFailedRetryable = outcome.stillFailedRetryable
+        let stillFailedPermanently = outcome.stillFailedPermanently, touched = outcome.touched
         let now = clock.now()
 
         if options.dryRun {

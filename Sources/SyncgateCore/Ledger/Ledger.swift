@@ -140,6 +140,17 @@ public final class Ledger: Sendable {
         }
     }
 
+    /// ``withRows(destination:_:)`` for every destination at once: rows in the order of (source, path,
+    /// destination), the primary key's, so a file's rows at its destinations come one after another.
+    public func withAllRows<T>(_ body: (LedgerRowStream) throws -> T) throws -> T {
+        try read { db in
+            let rows = try Row.fetchCursor(db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files ORDER BY source, path, destination")
+            let stream = LedgerRowStream(rows)
+            try stream.advance()
+            return try body(stream)
+        }
+    }
+
     /// The receipts of these files' last deliveries to a destination (files without one are left out), read in
     /// one transaction.
     public func receipts(_ files: [FileKey], destination: String) throws -> [FileKey: Receipt] {

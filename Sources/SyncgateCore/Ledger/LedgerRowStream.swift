@@ -9,6 +9,8 @@ public final class LedgerRowStream {
     private var row: Row?
     /// The current row's file (nil once the rows are used up).
     public private(set) var key: FileKey?
+    /// The current row's destination.
+    public var destination: String? { row?[2] }
 
     init(_ rows: RowCursor) {
         self.rows = rows
