@@ -11,6 +11,7 @@ public struct DeliveryLayer: Sendable {
     public let clock: any SyncClock
     public let backoff: Backoff
     let onEvent: @Sendable (DeliveryEvent) async -> Void
+    let watchdog = AttemptWatchdog()
 
     public init(
         destinationName: String, destination: any Destination, settings: DeliverySettings,
@@ -118,19 +119,8 @@ public struct DeliveryLayer: Sendable {
 
     private func attemptUpload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
         let destination = self.destination
-        let timeout = settings.attemptTimeout
-        return try await withThrowingTaskGroup(of: Receipt?.self) { group in
-            group.addTask { try await destination.upload(item, progress: progress) }
-            group.addTask {
-                // The attempt timeout is a safety net in real time, whatever clock backoff uses.
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw AttemptTimeoutError(timeout: timeout) }
-            guard let receipt = first else { throw AttemptTimeoutError(timeout: timeout) }
-            return receipt
-        }
+        // The attempt timeout is a safety net in real time, whatever clock backoff uses.
+        return try await watchdog.run(timeout: settings.attemptTimeout) { try await destination.upload(item, progress: progress) }
     }
 
     private func emit(_ item: UploadItem, _ kind: DeliveryEvent.Kind) async {
