@@ -40,11 +40,11 @@ let package = Package(
         ),
 
         // Destination plugins: one folder each, registered in Sources/syncgate/BuiltinPlugins.swift.
-        .target(name: "SyncgateLocal", dependencies: ["SyncgateCore"]),
+        .target(name: "SyncgateLocal", dependencies: ["SyncgateCore", crypto]),
         .target(name: "SyncgateS3", dependencies: ["SyncgateCore", httpClient, crypto, nioCore, nioHTTP1, logging]),
         .target(name: "SyncgateSDL", dependencies: [nioCore, "CZlib"]),  // SDL wire format: frames, BSON, RPC messages
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),  // the system's zlib, for its CRC-32
-        .target(name: "SyncgateHeadUnit", dependencies: ["SyncgateCore", "SyncgateSDL", nioCore, nioPosix, logging]),
+        .target(name: "SyncgateHeadUnit", dependencies: ["SyncgateCore", "SyncgateSDL", crypto, nioCore, nioPosix, logging]),
         .target(
             name: "SyncgateSheets",
             dependencies: [

@@ -29,6 +29,7 @@ public final class HeadUnitDestination: Destination {
     public var listingIsAuthoritative: Bool { true }
     /// A PutFile of the whole file replaces what was there.
     public var resendIsHarmless: Bool { true }
+    public var hashesWhileSending: Bool { true }
 
     public func remoteName(forRelativePath path: String) throws -> String {
         try RemoteNameMapper.remoteName(for: path)
@@ -77,10 +78,11 @@ public final class HeadUnitDestination: Destination {
         let connection = try await link.current()
         try await waitForLevel(connection)
         let outcome = try await PutFileSender(connection: connection, window: config.pipeline).send(
-            remoteName: item.remoteName, reader: reader, size: size, persistent: config.persistent, progress: progress)
+            remoteName: item.remoteName, reader: reader, size: size, persistent: config.persistent, hashing: item.sha256.isEmpty,
+            progress: progress)
         var detail = "\(size) bytes"
         if let space = outcome.spaceAvailable { detail += ", spaceAvailable \(space)" }
-        return Receipt(remoteName: item.remoteName, etag: String(format: "crc32:%08x", outcome.crc), detail: detail)
+        return Receipt(remoteName: item.remoteName, etag: String(format: "crc32:%08x", outcome.crc), detail: detail, sha256: outcome.sha256)
     }
 
     public func delete(remoteName: String) async throws {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import NIOCore
 import SyncgateCore
@@ -11,6 +12,8 @@ struct PutFileSender {
         var crc: UInt32
         var spaceAvailable: Int64?
         var size: Int64
+        /// The SHA-256 of the bytes sent, when asked for.
+        var sha256: String?
     }
 
     let connection: SDLConnection
@@ -49,7 +52,7 @@ struct PutFileSender {
     }
 
     func send(
-        remoteName: String, reader: FileReader, size: Int64, persistent: Bool,
+        remoteName: String, reader: FileReader, size: Int64, persistent: Bool, hashing: Bool = false,
         progress: @escaping @Sendable (Int64) -> Void
     ) async throws -> Outcome {
         let fileType = SDLFileType.forName(remoteName)
@@ -59,6 +62,7 @@ struct PutFileSender {
             throw DestinationError.permanent("the head unit's MTU of \(mtu) bytes leaves no room for file data", code: "protocol-error")
         }
         var whole: UInt32?
+        var hasher = SHA256()  // chunks are read in order, so the hash is taken as they are sent
         var offset: Int64 = 0
         var inFlight: [(future: EventLoopFuture<RPCMessage>, start: Int64, end: Int64)] = []
         var space: Int64?
@@ -72,6 +76,7 @@ struct PutFileSender {
                 }
                 var crc = CRC32()
                 crc.update(bulk)
+                if hashing { bulk.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) } }
                 whole = whole.map { CRC32.combine($0, crc.value, length: bulk.readableBytes) } ?? crc.value
                 let params = PutFileSender.parameters(
                     name: remoteName, fileType: fileType, persistent: persistent, offset: offset,
@@ -98,6 +103,6 @@ struct PutFileSender {
             throw DestinationError.retryable("\(reader.path) changed size while it was being sent", code: "file-changed")
         }
         await connection.noteStored(remoteName, spaceAvailable: space)
-        return Outcome(crc: whole ?? 0, spaceAvailable: space, size: size)
+        return Outcome(crc: whole ?? 0, spaceAvailable: space, size: size, sha256: hashing ? FileHasher.hex(hasher.finalize()) : nil)
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Crypto
 import Foundation
 import Synchronization
 import SyncgateCore
@@ -23,6 +24,7 @@ public struct LocalDestination: Destination {
 
     /// The copy replaces the old one whole (temporary file, then rename).
     public var resendIsHarmless: Bool { true }
+    public var hashesWhileSending: Bool { true }
 
     public init(root: String, fsync: LocalFsync = .batch) {
         self.root = root
@@ -58,13 +60,16 @@ public struct LocalDestination: Destination {
 
     public func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
         let target = root + "/" + item.remoteName
-        let folder = (target as NSString).deletingLastPathComponent
-        try LocalDestination.makeFolders(folder)
-        let name = (target as NSString).lastPathComponent
+        let (folder, name) = LocalDestination.split(target)
         // pid + a counter: unique among this process's copies, and O_EXCL refuses anything left from before.
         let temporary = folder + "/" + LocalDestination.temporaryPrefix + "\(LocalDestination.processID)-"
             + String(LocalDestination.temporaryCounter.add(1, ordering: .relaxed).newValue, radix: 36) + "-" + name.prefix(100)
-        let out = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        // The folders are made only when the file cannot be created for their lack (not checked for every file).
+        var out = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if out < 0 && errno == ENOENT {
+            try LocalDestination.makeFolders(folder)
+            out = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        }
         guard out >= 0 else { throw LocalDestination.posixError("cannot create \(temporary)") }
         var closed = false
         defer {
@@ -75,10 +80,13 @@ public struct LocalDestination: Destination {
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: FileHasher.bufferSize(for: item.size), alignment: 16)
             defer { buffer.deallocate() }
             var offset: Int64 = 0
+            // A new file's hash is taken from the bytes as they are copied (one read instead of two).
+            var hasher: SHA256? = item.sha256.isEmpty ? SHA256() : nil
             while true {
                 try Task.checkCancellation()
                 let n = try reader.read(at: offset, into: buffer)
                 if n == 0 { break }
+                hasher?.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 var written = 0
                 while written < n {
                     let w = write(out, buffer.baseAddress! + written, n - written)
@@ -99,7 +107,7 @@ public struct LocalDestination: Destination {
             closed = true
             guard rename(temporary, target) == 0 else { throw LocalDestination.posixError("cannot rename into \(target)") }
             if fsync == .file { LocalDestination.syncFolder(folder) }
-            return Receipt(remoteName: item.remoteName, detail: "\(offset) bytes")
+            return Receipt(remoteName: item.remoteName, detail: "\(offset) bytes", sha256: hasher.map { FileHasher.hex($0.finalize()) })
         } catch {
             unlink(temporary)
             throw error
@@ -170,6 +178,12 @@ public struct LocalDestination: Destination {
         }
         entries.sort { $0.name < $1.name }
         return RemoteListing(entries: entries, spaceAvailable: LocalDestination.freeSpace(root))
+    }
+
+    /// The folder and the name of a path (the part before and after its last `/`).
+    static func split(_ path: String) -> (folder: String, name: String) {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return (".", path) }
+        return (String(path[..<slash]), String(path[path.index(after: slash)...]))
     }
 
     static func makeFolders(_ folder: String) throws {

@@ -108,14 +108,16 @@ struct SheetsDestinationTests {
         let timedOut = await SheetsFixtures.uploadError(destination, slow)
         #expect(timedOut?.failureClass.isRetryable == true)
         _ = try await destination.upload(slow) { _ in }
-        // Cancelled while the request is out (the core's attempt timeout, Ctrl-C).
-        try server.fault(["kind": "delay_after_append", "seconds": 1.0])
+        // Cancelled while the request is out (the core's attempt timeout, Ctrl-C): once the server has applied the
+        // append and holds its answer back (acting on what the server saw, not after a fixed delay, which a
+        // loaded machine can stretch past the server's delay).
+        try server.fault(["kind": "delay_after_append", "seconds": 3.0])
         let cancelled = try SheetsFixtures.item(dir, "cancelled.csv")
         let task = Task { try await destination.upload(cancelled) { _ in } }
-        try await Task.sleep(for: .milliseconds(300))
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try server.stats()["appends"] ?? 0 < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         task.cancel()
         #expect(await (try? task.value) == nil)
-        try await Task.sleep(for: .milliseconds(1200))  // the server finishes applying it
         _ = try await destination.upload(cancelled) { _ in }
         #expect(try server.textRows().map { $0[1] } == ["1", "2", "3", "4"])
         #expect(try server.stats()["appends"] == 2)

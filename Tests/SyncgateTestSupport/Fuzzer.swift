@@ -75,14 +75,23 @@ public struct Fuzzer {
     /// Runs the target over `rounds` inputs; returns the number of executions.
     @discardableResult
     public mutating func run(_ target: ([UInt8]) -> Void) -> Int {
-        let crashFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("syncgate-fuzz-\(name)-\(getpid()).bin")
+        let crashFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("syncgate-fuzz-\(name)-\(getpid()).bin").path
+        // One open file, rewritten in place before each round (no flush: a crash of this process leaves the
+        // page cache, and so the input, intact). Data.write would create and fsync a file per round.
+        let fd = open(crashFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        defer {
+            if fd >= 0 { close(fd) }
+            unlink(crashFile)
+        }
         for seed in seeds { target(seed) }
-        for round in 0..<rounds {
+        for _ in 0..<rounds {
             let bytes = input()
-            try? Data(bytes).write(to: crashFile)
+            if fd >= 0 {
+                _ = ftruncate(fd, 0)
+                _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+            }
             target(bytes)
         }
-        try? FileManager.default.removeItem(at: crashFile)
         Fuzzer.executions[name, default: 0] += rounds + seeds.count
         return rounds + seeds.count
     }

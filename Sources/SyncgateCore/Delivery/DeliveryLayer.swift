@@ -60,7 +60,7 @@ public struct DeliveryLayer: Sendable {
             do {
                 var receipt = try await attemptUpload(item, progress: progress)
                 try FileChangeCheck.verifyUnchanged(item)
-                receipt.sha256 = item.sha256
+                if !item.sha256.isEmpty { receipt.sha256 = item.sha256 }  // else: the destination hashed what it sent
                 await emit(item, .synced(receipt: receipt, attempts: attempt, uploaded: true))
                 return .success(receipt)
             } catch {

@@ -38,6 +38,11 @@ public protocol Destination: Sendable {
     /// where only a durable mark makes the next run check what arrived before sending again.
     var resendIsHarmless: Bool { get }
 
+    /// `true` when ``upload(_:progress:)`` computes the SHA-256 of the bytes it sends and returns it in
+    /// ``Receipt/sha256`` whenever ``UploadItem/sha256`` is empty. The engine then does not read new files once
+    /// more just to hash them before sending. Default `false`: items always come with their hash.
+    var hashesWhileSending: Bool { get }
+
     /// Called before the ledger records deliveries as synced, with the files delivered since the last call: a
     /// destination that makes its copies durable in groups (the local folder's `fsync: batch`) flushes them
     /// here, so that a row is never `synced` before its copy would survive a power cut. Throwing fails the run
@@ -73,6 +78,7 @@ extension Destination {
     public func remoteName(forRelativePath path: String) throws -> String { path }
     public var listingIsAuthoritative: Bool { false }
     public var resendIsHarmless: Bool { false }
+    public var hashesWhileSending: Bool { false }
     public func makeDurable() throws {}
     public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] { [:] }
     public func existingCopy(of item: UploadItem) async throws -> Receipt? { nil }

@@ -14,7 +14,8 @@ public struct UploadItem: Sendable, Hashable {
     public var size: Int64
     /// Modification time when planned.
     public var modificationTime: Date
-    /// Lower-case hex SHA-256 of the content when planned.
+    /// Lower-case hex SHA-256 of the content when planned; empty for a new file sent to a destination that
+    /// ``Destination/hashesWhileSending`` (it returns the hash in its receipt).
     public var sha256: String
     /// Whether the file matched the `artwork` globs (it then uses the artwork retry count).
     public var isArtwork: Bool

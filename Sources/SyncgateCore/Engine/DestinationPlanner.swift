@@ -68,7 +68,8 @@ final class DestinationPlanner {
             return
         }
         let entry = found ? rows.entry() : nil
-        guard engine.decide(&plan, entry: entry, options: options, remoteNames: remoteNames, now: now) else { return }
+        guard engine.decide(&plan, entry: entry, options: options, remoteNames: remoteNames, now: now,
+                            hashLater: destination.destination.hashesWhileSending) else { return }
         if case .skip = plan.action {
             // A file with nothing to do keeps no copy of its ledger row (only uploads read it later).
             try skip(plan)

@@ -149,22 +149,38 @@ public final class SyncEngine: Sendable {
     /// Decides what to do with one file that is not simply up to date, from its ledger row (nil: none). Returns
     /// false when the file is left out of this run altogether (`--failed` runs skip files that never failed).
     func decide(
-        _ plan: inout PlannedDelivery, entry: LedgerEntry?, options: SyncOptions, remoteNames: Set<ExactString>?, now: Date
+        _ plan: inout PlannedDelivery, entry: LedgerEntry?, options: SyncOptions, remoteNames: Set<ExactString>?, now: Date,
+        hashLater: Bool = false
     ) -> Bool {
         let file = plan.file
         let sameStat = entry.map { $0.size == file.size && abs($0.modificationTime.timeIntervalSince(file.modificationTime)) < 0.000_001 } ?? false
+        func unreadable(_ error: any Error) {
+            plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .retryable(), code: "unreadable", attempts: 0))
+        }
         func hashed() -> String? {
             do {
                 plan.sha256 = try FileHasher.sha256(path: file.absolutePath, sizeHint: file.size)
                 return plan.sha256
             } catch {
-                plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .retryable(), code: "unreadable", attempts: 0))
+                unreadable(error)
                 return nil
+            }
+        }
+        /// Whether the file opens (a file to be hashed while it is sent is not read now, but one that cannot be
+        /// read fails here as it would when hashed, without an attempt).
+        func opens() -> Bool {
+            do {
+                _ = try FileReader(path: file.absolutePath)
+                return true
+            } catch {
+                unreadable(error)
+                return false
             }
         }
         guard let entry else {
             if options.onlyFailed { return false }
-            if hashed() != nil { plan.action = .upload(reason: "new") }
+            // A new file is sent whatever its hash; a destination that hashes while sending saves a read.
+            if hashLater ? opens() : hashed() != nil { plan.action = .upload(reason: "new") }
             return true
         }
         switch entry.status {
@@ -419,19 +435,31 @@ final class LedgerRecorder: @unchecked Sendable {
         }
         guard due else { return }
         // Batches are taken and written under one lock, so they reach the ledger in the order they were taken:
-        // a file's "uploading" mark in one batch can never land after its "synced" row in a later one.
-        try writeLock.withLock {
-            let toWrite: [Ledger.Update] = lock.withLock {
-                let all = batch
-                batch.removeAll(keepingCapacity: true)
-                lastFlush = Date()
-                return all
-            }
-            guard !toWrite.isEmpty else { return }
-            if toWrite.contains(where: \.recordsSynced) { try makeDurable() }
-            try ledger.apply(toWrite)
+        // a file's "uploading" mark in one batch can never land after its "synced" row in a later one. A batch
+        // that is merely due does not wait for a write in progress (that would hold a second thread while the
+        // first flushes): it stays gathered for the next write, or the final flush.
+        if !force {
+            guard writeLock.try() else { return }
+            defer { writeLock.unlock() }
+            try takeAndWrite()
+        } else {
+            try writeLock.withLock { try takeAndWrite() }
         }
     }
+
+    /// Takes what gathered and writes it; the caller holds `writeLock`.
+    private func takeAndWrite() throws {
+        let toWrite: [Ledger.Update] = lock.withLock {
+            let all = batch
+            batch.removeAll(keepingCapacity: true)
+            lastFlush = Date()
+            return all
+        }
+        guard !toWrite.isEmpty else { return }
+        if toWrite.contains(where: \.recordsSynced) { try makeDurable() }
+        try ledger.apply(toWrite)
+    }
+
 
     /// Writes whatever gathered (at the end of a destination's run).
     func flush() {
