@@ -316,3 +316,35 @@ struct LedgerBatchOrderTests {
         #expect(counts[.uploading] == nil && counts[.pending] == nil, "\(counts)")
     }
 }
+
+/// The local destination hashes a new file while copying it (``Destination/hashesWhileSending``): the ledger must
+/// still record the content's SHA-256, so that a file touched with the same bytes is recognised as unchanged.
+@Suite("hash taken while sending")
+struct HashWhileSendingTests {
+    @Test func newFilesGetTheirContentHashFromTheCopy() async throws {
+        let dir = try TemporaryDirectory("sg-hash-while")
+        defer { dir.remove() }
+        try dir.write("outbox/a.txt", "alpha")
+        try dir.write("outbox/deep/b.bin", String(repeating: "b", count: 3_000_000))  // several read chunks
+        let config = try GatewayConfig.parse(text: """
+            version: 1
+            state: state/ledger.sqlite
+            sources: [{name: outbox, path: outbox}]
+            destinations: [{name: copy, type: local, path: copy, fsync: false}]
+            routes: [{match: ["**/*"], to: [copy]}]
+            """, file: "plugins.yaml", baseDirectory: dir.url, registry: PluginRegistry([LocalDestination.registration]))
+        let ledger = try Ledger(path: config.statePath)
+        let engine = SyncEngine(config: config, ledger: ledger)
+        #expect(try await engine.run().uploaded == 2)
+        for path in ["a.txt", "deep/b.bin"] {
+            let entry = try #require(try ledger.entry(FileKey(source: "outbox", path: path), destination: "copy"))
+            #expect(entry.sha256 == (try FileHasher.sha256(path: dir.file("outbox/" + path).path)), "\(path)")
+            #expect(entry.receipt?.sha256 == entry.sha256)
+        }
+        // Same bytes, new time: hashed now, found equal to what the copy recorded, not sent again.
+        try dir.write("outbox/a.txt", "alpha")
+        let again = try await engine.run()
+        #expect(again.uploaded == 0)
+        #expect(again.upToDate == 2)
+    }
+}
