@@ -314,6 +314,7 @@ public final class SyncEngine: Sendable {
             }
         }
         tally.update { $0.planned += items.count }
+        plans = []  // everything the uploads need is in `items` now
 
         if !items.isEmpty {
             let operations = self.operations
@@ -350,7 +351,8 @@ final class LedgerRecorder: @unchecked Sendable {
     let tally: SummaryTally
     let observe: @Sendable (DeliveryEvent) -> Void
     let logger: Logger
-    let planned: [FileKey: UploadItem]
+    /// Each planned file's modification time (what a synced row records).
+    let planned: [FileKey: Date]
     let metrics: DeliveryMetrics
     /// Whether each attempt's start is written (with what gathered) before its upload; see
     /// ``Destination/resendIsHarmless``.
@@ -369,7 +371,7 @@ final class LedgerRecorder: @unchecked Sendable {
          observe: @escaping @Sendable (DeliveryEvent) -> Void, logger: Logger) {
         self.attemptMarksMustBeDurable = attemptMarksMustBeDurable
         self.makeDurable = makeDurable
-        self.planned = Dictionary(items.map { ($0.key, $0) }) { a, _ in a }
+        self.planned = Dictionary(items.map { ($0.key, $0.modificationTime) }) { a, _ in a }
         self.metrics = DeliveryMetrics(destination: destination)
         self.ledger = ledger
         self.destination = destination
@@ -397,7 +399,7 @@ final class LedgerRecorder: @unchecked Sendable {
             case .retrying(_, let failure, _):
                 try write(taking: [.retryNote(event.file, destination: destination, error: failure.message, at: event.time)], force: false)
             case .synced(let receipt, _, let uploaded):
-                let modificationTime = try planned[event.file]?.modificationTime ?? ledger.entry(event.file, destination: destination)?.modificationTime
+                let modificationTime = try planned[event.file] ?? ledger.entry(event.file, destination: destination)?.modificationTime
                 try write(taking: [.synced(event.file, destination: destination, receipt: receipt, size: event.size,
                                            modificationTime: modificationTime ?? event.time, sha256: receipt.sha256, at: event.time)], force: false)
                 tally.update { summary in
