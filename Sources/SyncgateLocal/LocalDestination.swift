@@ -36,7 +36,7 @@ public struct LocalDestination: Destination {
         var copy = path
         let problem: String? = copy.withUTF8 { bytes in
             let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
-            let reserved = Array(LocalDestination.temporaryPrefix.utf8)
+            let reserved = LocalDestination.temporaryPrefixBytes
             var start = 0
             for end in 0...bytes.count where end == bytes.count || bytes[end] == slash {
                 defer { start = end + 1 }
@@ -55,6 +55,7 @@ public struct LocalDestination: Destination {
     }
 
     static let temporaryPrefix = ".syncgate-tmp-"
+    static let temporaryPrefixBytes = Array(temporaryPrefix.utf8)
     static let processID = getpid()
     static let temporaryCounter = Atomic<Int>(0)
 

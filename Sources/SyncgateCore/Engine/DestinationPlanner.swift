@@ -9,7 +9,7 @@ import Foundation
 /// two names with one hash) is settled by ``finish(rescan:)``, which looks at the exact names again.
 final class DestinationPlanner {
     let destination: DestinationConfig
-    let engine: SyncEngine
+    let config: GatewayConfig
     let options: SyncOptions
     let remoteNames: Set<ExactString>?
     /// Keep the plans of skipped files too (``SyncEngine/plan(_:files:options:remoteNames:)`` returns every plan).
@@ -18,8 +18,6 @@ final class DestinationPlanner {
     let now: Date
 
     private(set) var plans: [PlannedDelivery] = []
-    /// Files seen (routed to this destination).
-    private(set) var considered = 0
     /// Skipped files: up to date, and failed ones not due (retryable) or given up on (permanent).
     private(set) var upToDate = 0, stillFailedRetryable = 0, stillFailedPermanently = 0
     /// Files touched with the same bytes: their size and time are refreshed in the ledger.
@@ -28,11 +26,11 @@ final class DestinationPlanner {
     private var repeatedHashes: Set<Int> = []
 
     init(
-        _ destination: DestinationConfig, engine: SyncEngine, options: SyncOptions, remoteNames: Set<ExactString>?,
+        _ destination: DestinationConfig, config: GatewayConfig, options: SyncOptions, remoteNames: Set<ExactString>?,
         keepSkipped: Bool, now: Date, skipped: @escaping (PlannedDelivery) throws -> Void
     ) {
         self.destination = destination
-        self.engine = engine
+        self.config = config
         self.options = options
         self.remoteNames = remoteNames
         self.keepSkipped = keepSkipped
@@ -42,10 +40,9 @@ final class DestinationPlanner {
 
     /// Decides one file. `rows` is positioned on the file's row for this destination when `found`.
     func consider(_ file: ScannedFile, rows: LedgerRowStream, found: Bool) throws {
-        considered += 1
         var plan = PlannedDelivery(
             file: file, destination: destination.name, action: .upload(reason: "new"), sha256: nil,
-            isArtwork: engine.config.isArtwork(file.relativePath), entryRef: nil, remoteName: nil
+            isArtwork: config.isArtwork(file.relativePath), entryRef: nil, remoteName: nil
         )
         do {
             let name = try destination.destination.remoteName(forRelativePath: file.relativePath)
@@ -68,8 +65,7 @@ final class DestinationPlanner {
             return
         }
         let entry = found ? rows.entry() : nil
-        guard engine.decide(&plan, entry: entry, options: options, remoteNames: remoteNames, now: now,
-                            hashLater: destination.destination.hashesWhileSending) else { return }
+        guard decide(&plan, entry: entry) else { return }
         if case .skip = plan.action {
             // A file with nothing to do keeps no copy of its ledger row (only uploads read it later).
             try skip(plan)
@@ -77,6 +73,76 @@ final class DestinationPlanner {
         }
         plan.entryRef = entry.map(LedgerEntryRef.init)
         plans.append(plan)
+    }
+
+    /// Decides what to do with one file that is not simply up to date, from its ledger row (nil: none). Returns
+    /// false when the file is left out of this run altogether (`--failed` runs skip files that never failed).
+    private func decide(_ plan: inout PlannedDelivery, entry: LedgerEntry?) -> Bool {
+        let file = plan.file
+        let hashLater = destination.destination.hashesWhileSending
+        let sameStat = entry.map { $0.size == file.size && abs($0.modificationTime.timeIntervalSince(file.modificationTime)) < 0.000_001 } ?? false
+        func unreadable(_ error: any Error) {
+            plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .retryable(), code: "unreadable", attempts: 0))
+        }
+        func hashed() -> String? {
+            do {
+                plan.sha256 = try FileHasher.sha256(path: file.absolutePath, sizeHint: file.size)
+                return plan.sha256
+            } catch {
+                unreadable(error)
+                return nil
+            }
+        }
+        /// Whether the file opens (a file to be hashed while it is sent is not read now, but one that cannot be
+        /// read fails here as it would when hashed, without an attempt).
+        func opens() -> Bool {
+            do {
+                _ = try FileReader(path: file.absolutePath)
+                return true
+            } catch {
+                unreadable(error)
+                return false
+            }
+        }
+        guard let entry else {
+            if options.onlyFailed { return false }
+            // A new file is sent whatever its hash; a destination that hashes while sending saves a read.
+            if hashLater ? opens() : hashed() != nil { plan.action = .upload(reason: "new") }
+            return true
+        }
+        switch entry.status {
+        case .synced:
+            if options.onlyFailed { return false }
+            if let remoteNames, let name = plan.remoteName, !remoteNames.contains(ExactString(name)) {
+                if hashed() != nil { plan.action = .upload(reason: "missing at destination") }
+            } else if sameStat {
+                plan.sha256 = entry.sha256
+                plan.action = .skip(reason: "up to date", stillFailed: nil)
+            } else if let sha = hashed() {
+                plan.action = sha == entry.sha256 ? .skip(reason: "up to date (touched)", stillFailed: nil) : .upload(reason: "changed")
+            }
+        case .pending, .uploading:
+            if options.onlyFailed && entry.attempts == 0 && entry.lastError == nil { return false }
+            if hashed() != nil { plan.action = .upload(reason: entry.lastError == nil && entry.attempts == 0 ? "new" : "retry requested") }
+        case .failed:
+            let changed = !sameStat && hashed().map { $0 != entry.sha256 } == true
+            if case .fail = plan.action { break }
+            if changed {
+                plan.action = .upload(reason: "changed")
+            } else if entry.errorClass == "permanent" {
+                plan.action = .skip(reason: "failed permanently: \(entry.lastError ?? "") (fix it, then run syncgate retry)", stillFailed: .permanent)
+            } else if let next = entry.nextRetryAt {
+                if next <= now {
+                    if plan.sha256 == nil, hashed() == nil { break }
+                    plan.action = .upload(reason: "retry due")
+                } else {
+                    plan.action = .skip(reason: "retry scheduled at \(JSONText.time(next))", stillFailed: .retryable())
+                }
+            } else {
+                plan.action = .skip(reason: "gave up after failing since \(entry.firstFailedAt.map { "\(JSONText.time($0))" } ?? "?") (run syncgate retry)", stillFailed: .permanent)
+            }
+        }
+        return true
     }
 
     private func skip(_ plan: PlannedDelivery) throws {
@@ -99,7 +165,7 @@ final class DestinationPlanner {
         var touched: [ScannedFile]
     }
 
-    /// ``finish(rescan:)``, with the counts.
+    /// The plans to act on (see ``finish(rescan:)``), with the counts.
     func outcome(rescan: ((ScannedFile) throws -> Void) throws -> Void) rethrows -> Outcome {
         Outcome(destination: destination, plans: try finish(rescan: rescan), upToDate: upToDate,
                 stillFailedRetryable: stillFailedRetryable, stillFailedPermanently: stillFailedPermanently, touched: touched)
@@ -107,7 +173,7 @@ final class DestinationPlanner {
 
     /// The plans to act on, after failing every file that would be stored under the same remote name as another:
     /// nothing is overwritten. `rescan` walks the files again (only when a name hash repeated) for their names.
-    func finish(rescan: ((ScannedFile) throws -> Void) throws -> Void) rethrows -> [PlannedDelivery] {
+    private func finish(rescan: ((ScannedFile) throws -> Void) throws -> Void) rethrows -> [PlannedDelivery] {
         guard !repeatedHashes.isEmpty else { return plans }
         var byName: [ExactString: [ScannedFile]] = [:]
         try rescan { file in

@@ -6,7 +6,7 @@ import Darwin
 import Foundation
 
 /// A regular file found in a source. Its absolute path is not stored but joined on demand from the source's
-/// folder (one string shared by all its files) and the relative path: a sync holds one of these per file.
+/// folder (one string shared by all its files) and the relative path, which keeps the plans of many files small.
 public struct ScannedFile: Sendable, Hashable {
     public var source: String
     public var relativePath: String
@@ -76,9 +76,8 @@ public struct SourceScanner: Sendable {
             return
         }
         defer { closedir(dir) }
-        var names: [(String, UInt8)] = []
+        var names: [String] = []
         while let entry = readdir(dir) {
-            let type = entry.pointee.d_type
             let decoded: String? = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(validatingCString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
             }
@@ -89,14 +88,14 @@ public struct SourceScanner: Sendable {
                 continue
             }
             if name == "." || name == ".." { continue }
-            names.append((name, type))
+            names.append(name)
         }
         // Stat every entry first (relative to the open folder: no path walk): whether it is a folder decides
         // where it sorts.
         let folder = dirfd(dir)
         var entries: [(name: String, st: stat, kind: mode_t)] = []
         entries.reserveCapacity(names.count)
-        for (name, _) in names {
+        for name in names {
             var st = stat()
             guard fstatat(folder, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
                 let childRelative = relative.isEmpty ? name : relative + "/" + name

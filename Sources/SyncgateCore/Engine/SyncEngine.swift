@@ -64,7 +64,7 @@ public final class SyncEngine: Sendable {
         let now = clock.now()
         let sources = config.sources.sorted { ExactString.compare($0.name, $1.name) < 0 }
         let planners = destinations.map { destination in
-            DestinationPlanner(destination, engine: self, options: options, remoteNames: listings[destination.name], keepSkipped: false, now: now) { plan in
+            DestinationPlanner(destination, config: config, options: options, remoteNames: listings[destination.name], keepSkipped: false, now: now) { plan in
                 if case .skip(let reason, _) = plan.action {
                     observe(DeliveryEvent(file: plan.file.key, destination: destination.name, size: plan.file.size, kind: .skipped(reason: reason), time: self.clock.now()))
                 }
@@ -72,14 +72,14 @@ public final class SyncEngine: Sendable {
         }
         let plannerByName = Dictionary(planners.map { ($0.destination.name, $0) }) { a, _ in a }
         var fileCount = 0
-        try ledger.withAllRows { rows in
+        try ledger.withRows { rows in
             for source in sources {
                 let warnings = try SourceScanner().scan(source) { file in
                     fileCount += 1
                     let routed = config.destinations(forSource: file.source, relativePath: file.relativePath)
                     guard !routed.isEmpty else { return }
                     let key = file.key
-                    while let current = rows.key, current < key { try rows.advance() }
+                    _ = try rows.seek(key)
                     var planned: [String] = []
                     while rows.key == key {
                         if let name = rows.destination, routed.contains(name), let planner = plannerByName[name] {
@@ -99,16 +99,8 @@ public final class SyncEngine: Sendable {
             }
         }
         tally.update { $0.files = fileCount }
-        var outcomes: [DestinationPlanner.Outcome] = []
-        for planner in planners {
-            let outcome = try planner.outcome { body in
-                for source in sources {
-                    _ = try SourceScanner().scan(source) { file in
-                        if config.destinations(forSource: file.source, relativePath: file.relativePath).contains(planner.destination.name) { try body(file) }
-                    }
-                }
-            }
-            outcomes.append(outcome)
+        let outcomes = try planners.map { planner in
+            try planner.outcome { body in try self.scan(sources, routedTo: planner.destination.name, body) }
         }
 
         // 3. Deliver per destination, destinations in parallel.
@@ -131,91 +123,28 @@ public final class SyncEngine: Sendable {
     /// Every file gets a plan, in the byte order of (source, path).
     public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<ExactString>?) throws -> [PlannedDelivery] {
         let ordered = SyncEngine.inKeyOrder(files)
-        let planner = DestinationPlanner(destination, engine: self, options: options, remoteNames: remoteNames, keepSkipped: true, now: clock.now()) { _ in }
+        let planner = DestinationPlanner(destination, config: config, options: options, remoteNames: remoteNames, keepSkipped: true, now: clock.now()) { _ in }
         try ledger.withRows(destination: destination.name) { rows in
             for file in ordered {
                 let found = try rows.seek(file.key)
                 try planner.consider(file, rows: rows, found: found)
             }
         }
-        return try planner.finish { body in for file in ordered { try body(file) } }
+        return try planner.outcome { body in for file in ordered { try body(file) } }.plans
+    }
+
+    /// Walks the sources again for the files routed to one destination (a planner settling a repeated name hash).
+    private func scan(_ sources: [SourceConfig], routedTo destination: String, _ body: (ScannedFile) throws -> Void) throws {
+        for source in sources {
+            _ = try SourceScanner().scan(source) { file in
+                if config.destinations(forSource: file.source, relativePath: file.relativePath).contains(destination) { try body(file) }
+            }
+        }
     }
 
     /// Whether any route sends files to this destination.
     private func isRouted(_ destination: String) -> Bool {
         config.routes.contains { $0.to.contains(destination) }
-    }
-
-    /// Decides what to do with one file that is not simply up to date, from its ledger row (nil: none). Returns
-    /// false when the file is left out of this run altogether (`--failed` runs skip files that never failed).
-    func decide(
-        _ plan: inout PlannedDelivery, entry: LedgerEntry?, options: SyncOptions, remoteNames: Set<ExactString>?, now: Date,
-        hashLater: Bool = false
-    ) -> Bool {
-        let file = plan.file
-        let sameStat = entry.map { $0.size == file.size && abs($0.modificationTime.timeIntervalSince(file.modificationTime)) < 0.000_001 } ?? false
-        func unreadable(_ error: any Error) {
-            plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .retryable(), code: "unreadable", attempts: 0))
-        }
-        func hashed() -> String? {
-            do {
-                plan.sha256 = try FileHasher.sha256(path: file.absolutePath, sizeHint: file.size)
-                return plan.sha256
-            } catch {
-                unreadable(error)
-                return nil
-            }
-        }
-        /// Whether the file opens (a file to be hashed while it is sent is not read now, but one that cannot be
-        /// read fails here as it would when hashed, without an attempt).
-        func opens() -> Bool {
-            do {
-                _ = try FileReader(path: file.absolutePath)
-                return true
-            } catch {
-                unreadable(error)
-                return false
-            }
-        }
-        guard let entry else {
-            if options.onlyFailed { return false }
-            // A new file is sent whatever its hash; a destination that hashes while sending saves a read.
-            if hashLater ? opens() : hashed() != nil { plan.action = .upload(reason: "new") }
-            return true
-        }
-        switch entry.status {
-        case .synced:
-            if options.onlyFailed { return false }
-            if let remoteNames, let name = plan.remoteName, !remoteNames.contains(ExactString(name)) {
-                if hashed() != nil { plan.action = .upload(reason: "missing at destination") }
-            } else if sameStat {
-                plan.sha256 = entry.sha256
-                plan.action = .skip(reason: "up to date", stillFailed: nil)
-            } else if let sha = hashed() {
-                plan.action = sha == entry.sha256 ? .skip(reason: "up to date (touched)", stillFailed: nil) : .upload(reason: "changed")
-            }
-        case .pending, .uploading:
-            if options.onlyFailed && entry.attempts == 0 && entry.lastError == nil { return false }
-            if hashed() != nil { plan.action = .upload(reason: entry.lastError == nil && entry.attempts == 0 ? "new" : "retry requested") }
-        case .failed:
-            let changed = !sameStat && hashed().map { $0 != entry.sha256 } == true
-            if case .fail = plan.action { break }
-            if changed {
-                plan.action = .upload(reason: "changed")
-            } else if entry.errorClass == "permanent" {
-                plan.action = .skip(reason: "failed permanently: \(entry.lastError ?? "") (fix it, then run syncgate retry)", stillFailed: .permanent)
-            } else if let next = entry.nextRetryAt {
-                if next <= now {
-                    if plan.sha256 == nil, hashed() == nil { break }
-                    plan.action = .upload(reason: "retry due")
-                } else {
-                    plan.action = .skip(reason: "retry scheduled at \(JSONText.time(next))", stillFailed: .retryable())
-                }
-            } else {
-                plan.action = .skip(reason: "gave up after failing since \(entry.firstFailedAt.map { "\(JSONText.time($0))" } ?? "?") (run syncgate retry)", stillFailed: .permanent)
-            }
-        }
-        return true
     }
 
     /// The files in the byte order of (source, path), as a scan lists them (sorted here only when they are not).
@@ -461,7 +390,6 @@ final class LedgerRecorder: @unchecked Sendable {
         if toWrite.contains(where: \.recordsSynced) { try makeDurable() }
         try ledger.apply(toWrite)
     }
-
 
     /// Writes whatever gathered (at the end of a destination's run).
     func flush() {

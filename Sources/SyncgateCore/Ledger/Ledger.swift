@@ -124,27 +124,17 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// Walks one destination's rows in the byte order of (source, path), the order of a scan, one row at a time:
-    /// a sync's plan reads them side by side with the scanned files and keeps none it does not act on.
+    /// Walks the rows (of one destination when given) in the order of the primary key (source, path,
+    /// destination), the byte order of a scan, one row at a time: a sync's plan reads them side by side with the
+    /// scanned files and keeps none it does not act on; a file's rows at its destinations come one after another.
     /// Receipts are neither read nor decoded (see ``receipts(_:destination:)``).
-    public func withRows<T>(destination: String, _ body: (LedgerRowStream) throws -> T) throws -> T {
+    public func withRows<T>(destination: String? = nil, _ body: (LedgerRowStream) throws -> T) throws -> T {
         try read { db in
-            // `+destination`: filter, do not look up by it, so that the primary key (source, path, destination)
-            // gives the order without a sort.
+            // `+destination`: filter, do not look up by it, so that the primary key gives the order without a sort.
+            let filter = destination == nil ? "" : "WHERE +destination = ?"
             let rows = try Row.fetchCursor(
-                db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files WHERE +destination = ? ORDER BY source, path",
-                arguments: [destination])
-            let stream = LedgerRowStream(rows)
-            try stream.advance()
-            return try body(stream)
-        }
-    }
-
-    /// ``withRows(destination:_:)`` for every destination at once: rows in the order of (source, path,
-    /// destination), the primary key's, so a file's rows at its destinations come one after another.
-    public func withAllRows<T>(_ body: (LedgerRowStream) throws -> T) throws -> T {
-        try read { db in
-            let rows = try Row.fetchCursor(db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files ORDER BY source, path, destination")
+                db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files \(filter) ORDER BY source, path, destination",
+                arguments: StatementArguments(destination.map { [$0] } ?? []))
             let stream = LedgerRowStream(rows)
             try stream.advance()
             return try body(stream)

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-/// One destination's ledger rows, read one at a time in the byte order of (source, path) (see
+/// Ledger rows, read one at a time in the byte order of (source, path, destination) (see
 /// ``Ledger/withRows(destination:_:)``). Only valid inside that call. The current row's key, status, size and
 /// time are decoded as the stream moves; the whole row (``entry()``) only when asked for.
 public final class LedgerRowStream {
