@@ -37,6 +37,44 @@ struct LedgerTests {
         #expect(try ledger.counts()["car"]?[.synced] == 1)
     }
 
+    /// ``Ledger/apply(_:)`` writes an attempt's start and its success as one row change; the rows must end exactly
+    /// as if every update had been applied alone, in order, whatever lies between them.
+    @Test func batchedUpdatesEndAsIfAppliedOneByOne() throws {
+        defer { dir.remove() }
+        let batched = try Ledger(path: dir.file("batched.sqlite").path)
+        let alone = try Ledger(path: dir.file("alone.sqlite").path)
+        let files = (0..<6).map { FileKey(source: "outbox", path: "f\($0).bin") }
+        let receipt = Receipt(remoteName: "r", etag: "e", detail: "4 bytes", sha256: "ab")
+        func synced(_ f: Int, at t: Double) -> Ledger.Update {
+            .synced(files[f], destination: "car", receipt: receipt, size: 4, modificationTime: t0, sha256: "ab", at: t0 + t)
+        }
+        func uploading(_ f: Int, at t: Double) -> Ledger.Update { .uploading(files[f], destination: "car", at: t0 + t) }
+        let updates: [Ledger.Update] = [
+            uploading(0, at: 1), synced(0, at: 2),                                      // the usual pair
+            uploading(1, at: 1), uploading(2, at: 1), synced(2, at: 3), synced(1, at: 4),  // interleaved with another file
+            uploading(3, at: 1), .retryNote(files[3], destination: "car", error: "slow", at: t0 + 2),
+            uploading(3, at: 5), synced(3, at: 6),                                      // a retry: two attempts
+            uploading(4, at: 1), .progress(files[4], destination: "car", bytes: 2), synced(4, at: 7),
+            synced(5, at: 8),                                                           // a success without a start here
+            uploading(0, at: 9),                                                        // a start left open
+        ]
+        for ledger in [batched, alone] {
+            try ledger.recordPending(files.map { Ledger.Pending(file: $0, destination: "car", size: 4, modificationTime: t0, sha256: "ab", contentChanged: false) }, at: t0)
+        }
+        try batched.apply(updates)
+        for update in updates { try alone.apply([update]) }
+        for file in files {
+            let a = try #require(try batched.entry(file, destination: "car"))
+            let b = try #require(try alone.entry(file, destination: "car"))
+            #expect(a == b, "\(file.path)")
+        }
+        #expect(try batched.entry(files[0], destination: "car")?.attempts == 2)
+        #expect(try batched.entry(files[0], destination: "car")?.status == .uploading)
+        #expect(try batched.entry(files[3], destination: "car")?.attempts == 2)
+        #expect(try batched.entry(files[3], destination: "car")?.lastAttemptAt == t0 + 5)
+        #expect(try batched.entry(files[5], destination: "car")?.attempts == 0)
+    }
+
     @Test func failedRunsScheduleGrowingRetriesThenGiveUp() throws {
         defer { dir.remove() }
         let ledger = try Ledger(path: dir.file("state.sqlite").path)

@@ -280,12 +280,50 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// Applies updates in one transaction, in order.
+    /// Applies updates in one transaction, with the effect of applying them one by one in order.
+    ///
+    /// An attempt's start directly followed by that file's success (the usual pair in a batch) is written as one
+    /// row change: the synced row with the attempt counted. Each row change costs SQLite a primary-key search and
+    /// an index update, which is most of a small file's delivery cost.
     public func apply(_ updates: [Update]) throws {
         guard !updates.isEmpty else { return }
+        let attemptStarts = Ledger.attemptStartsFolded(into: updates)
         try write { db in
-            for update in updates { try Ledger.apply(update, in: db) }
+            for (index, update) in updates.enumerated() {
+                if let start = attemptStarts.starts[index] {
+                    try Ledger.apply(update, in: db, attemptStartedAt: start)
+                } else if !attemptStarts.folded.contains(index) {
+                    try Ledger.apply(update, in: db)
+                }
+            }
         }
+    }
+
+    /// Which `.uploading` updates are followed, for the same row, directly by `.synced` (`folded`, by index), and
+    /// the attempt start each such `.synced` takes over (`starts`, by the synced update's index).
+    static func attemptStartsFolded(into updates: [Update]) -> (folded: Set<Int>, starts: [Int: Date]) {
+        struct Row: Hashable {
+            let file: FileKey
+            let destination: String
+        }
+        var folded = Set<Int>()
+        var starts: [Int: Date] = [:]
+        var openAttempt: [Row: (index: Int, at: Date)] = [:]
+        for (index, update) in updates.enumerated() {
+            switch update {
+            case .uploading(let file, let destination, let at):
+                openAttempt[Row(file: file, destination: destination)] = (index, at)
+            case .synced(let file, let destination, _, _, _, _, _):
+                if let open = openAttempt.removeValue(forKey: Row(file: file, destination: destination)) {
+                    folded.insert(open.index)
+                    starts[index] = open.at
+                }
+            case .progress(let file, let destination, _), .retryNote(let file, let destination, _, _),
+                .failed(let file, let destination, _, _, _), .interrupted(let file, let destination, _):
+                openAttempt[Row(file: file, destination: destination)] = nil
+            }
+        }
+        return (folded, starts)
     }
 
     public func markUploading(_ file: FileKey, destination: String, at now: Date) throws {
@@ -321,7 +359,12 @@ public final class Ledger: Sendable {
         return min(retry.maxRetryInterval.seconds, doubled)
     }
 
-    static func apply(_ update: Update, in db: Database) throws {
+    /// One encoder for every receipt (making one per row cost more than the encoding).
+    static let receiptEncoder = JSONEncoder()
+
+    /// Applies one update; a `.synced` with `attemptStartedAt` also counts the attempt that started then (what its
+    /// `.uploading` would have written).
+    static func apply(_ update: Update, in db: Database, attemptStartedAt: Date? = nil) throws {
         switch update {
         case .uploading(let file, let destination, let now):
             try db.cachedStatement(sql: """
@@ -335,14 +378,18 @@ public final class Ledger: Sendable {
             try db.cachedStatement(sql: "UPDATE files SET last_error = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ?")
                 .execute(arguments: [Redactor.shared.redact(error), now.timeIntervalSince1970, file.source, file.path, destination])
         case .synced(let file, let destination, let receipt, let size, let modificationTime, let sha256, let now):
-            let receiptText = String(decoding: try JSONEncoder().encode(receipt), as: UTF8.self)
+            let receiptText = String(decoding: try Ledger.receiptEncoder.encode(receipt), as: UTF8.self)
+            // Without a folded attempt start, `attempts + ?` adds 0 and `COALESCE(?, last_attempt_at)` keeps the column.
             try db.cachedStatement(sql: """
                 UPDATE files SET status = 'synced', last_error = NULL, error_class = NULL, error_code = NULL,
                     next_retry_at = NULL, failed_runs = 0, first_failed_at = NULL, size = ?, mtime = ?, sha256 = ?,
-                    receipt = ?, bytes_done = ?, synced_at = ?, updated_at = ?
+                    receipt = ?, bytes_done = ?, synced_at = ?, updated_at = ?,
+                    attempts = attempts + ?, last_attempt_at = COALESCE(?, last_attempt_at)
                 WHERE source = ? AND path = ? AND destination = ?
                 """).execute(arguments: [size, modificationTime.timeIntervalSince1970, sha256, Redactor.shared.redact(receiptText), size,
-                                         now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
+                                         now.timeIntervalSince1970, now.timeIntervalSince1970,
+                                         attemptStartedAt == nil ? 0 : 1, attemptStartedAt?.timeIntervalSince1970,
+                                         file.source, file.path, destination])
         case .failed(let file, let destination, let failure, let retry, let now):
             let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT failed_runs, first_failed_at FROM files WHERE source = ? AND path = ? AND destination = ?"),
                                        arguments: [file.source, file.path, destination])
