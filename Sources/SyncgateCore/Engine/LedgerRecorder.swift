@@ -1,0 +1,167 @@
+import Foundation
+import Logging
+
+/// Turns delivery events into ledger rows, counts and observer calls.
+final class LedgerRecorder: @unchecked Sendable {
+    let ledger: Ledger
+    let destination: String
+    let retry: RetrySettings
+    let clock: any SyncClock
+    let tally: SummaryTally
+    let observe: @Sendable (DeliveryEvent) -> Void
+    let logger: Logger
+    /// Each planned file's modification time (what a synced row records).
+    let planned: [FileKey: Date]
+    let metrics: DeliveryMetrics
+    /// Whether each attempt's start is written (with what gathered) before its upload; see
+    /// ``Destination/resendIsHarmless``.
+    let attemptMarksMustBeDurable: Bool
+    /// The destination's flush, run before a batch that records files synced (``Destination/makeDurable()``).
+    let makeDurable: @Sendable () throws -> Void
+    private let lock = NSLock()
+    /// Held while a batch is taken and written (see ``write(taking:force:)``).
+    private let writeLock = NSLock()
+    private var lastProgressWrite: [FileKey: Date] = [:]
+    private var lastProgressEvent: [FileKey: Date] = [:]
+    private var error: (any Error)?
+
+    init(ledger: Ledger, destination: String, retry: RetrySettings, clock: any SyncClock, tally: SummaryTally,
+         items: [UploadItem], attemptMarksMustBeDurable: Bool = true, makeDurable: @escaping @Sendable () throws -> Void = {},
+         observe: @escaping @Sendable (DeliveryEvent) -> Void, logger: Logger) {
+        self.attemptMarksMustBeDurable = attemptMarksMustBeDurable
+        self.makeDurable = makeDurable
+        self.planned = Dictionary(items.map { ($0.key, $0.modificationTime) }) { a, _ in a }
+        self.metrics = DeliveryMetrics(destination: destination)
+        self.ledger = ledger
+        self.destination = destination
+        self.retry = retry
+        self.clock = clock
+        self.tally = tally
+        self.observe = observe
+        self.logger = logger
+    }
+
+    var firstError: (any Error)? { lock.withLock { error } }
+
+    /// Outcomes waiting to be written; flushed with the next attempt's start, when many have gathered, or
+    /// after a short while (``flush()``). Losing them in a crash only means the files are sent again.
+    private var batch: [Ledger.Update] = []
+    private var lastFlush = Date()
+    /// Whether a write is queued on `writer` and has not started taking the batch yet.
+    private var writerScheduled = false
+    /// Writes due batches, one at a time, off the cooperative thread pool.
+    private let writer = DispatchQueue(label: "syncgate.ledger-recorder")
+
+    func record(_ event: DeliveryEvent) async {
+        do {
+            switch event.kind {
+            case .started:
+                // Where a resend could duplicate, the attempt must be on disk before the upload starts: one
+                // transaction with what gathered. Elsewhere it joins the next batch.
+                try write(taking: [.uploading(event.file, destination: destination, at: event.time)], force: attemptMarksMustBeDurable)
+            case .retrying(_, let failure, _):
+                try write(taking: [.retryNote(event.file, destination: destination, error: failure.message, at: event.time)], force: false)
+            case .synced(let receipt, _, let uploaded):
+                let modificationTime = try planned[event.file] ?? ledger.entry(event.file, destination: destination)?.modificationTime
+                try write(taking: [.synced(event.file, destination: destination, receipt: receipt, size: event.size,
+                                           modificationTime: modificationTime ?? event.time, sha256: receipt.sha256, at: event.time)], force: false)
+                tally.update { summary in
+                    if uploaded {
+                        summary.uploaded += 1
+                        summary.bytesUploaded += event.size
+                    } else {
+                        summary.alreadyPresent += 1
+                    }
+                }
+            case .failed(let failure):
+                if failure.isCancellation {
+                    try write(taking: [.interrupted(event.file, destination: destination, at: event.time)], force: false)
+                } else {
+                    try write(taking: [.failed(event.file, destination: destination, failure: failure, retry: retry, at: event.time)], force: false)
+                    tally.update { summary in
+                        summary.failed += 1
+                        if failure.failureClass.isRetryable { summary.failedRetryable += 1 } else { summary.failedPermanently += 1 }
+                    }
+                }
+            case .queued, .progress, .skipped:
+                break
+            }
+        } catch {
+            fail(error)
+        }
+        metrics.record(event)
+        observe(event)
+    }
+
+    private func write(taking updates: [Ledger.Update], force: Bool) throws {
+        let due: Bool = lock.withLock {
+            batch += updates
+            guard !force, !writerScheduled, batch.count >= 128 || Date().timeIntervalSince(lastFlush) >= 0.25 else { return false }
+            writerScheduled = true
+            return true
+        }
+        if force {
+            try writeLock.withLock { try takeAndWrite() }
+        } else if due {
+            // A batch that is merely due is written on the recorder's own queue, not on the uploading task's
+            // thread: the destination's flush (a `syncfs`) and SQLite then overlap with the next uploads instead
+            // of holding one of the few cooperative threads.
+            writer.async { [self] in
+                lock.withLock { writerScheduled = false }
+                do {
+                    try writeLock.withLock { try takeAndWrite() }
+                } catch {
+                    fail(error)
+                }
+            }
+        }
+    }
+
+    /// Takes what gathered and writes it; the caller holds `writeLock`. Batches are taken and written under that
+    /// one lock, so they reach the ledger in the order they were taken: a file's "uploading" mark in one batch can
+    /// never land after its "synced" row in a later one.
+    private func takeAndWrite() throws {
+        let toWrite: [Ledger.Update] = lock.withLock {
+            let all = batch
+            batch.removeAll(keepingCapacity: true)
+            lastFlush = Date()
+            return all
+        }
+        guard !toWrite.isEmpty else { return }
+        if toWrite.contains(where: \.recordsSynced) { try makeDurable() }
+        try ledger.apply(toWrite)
+    }
+
+    /// Writes whatever gathered (at the end of a destination's run).
+    func flush() {
+        writer.sync {}  // a write queued earlier goes first
+        do {
+            try write(taking: [], force: true)
+        } catch {
+            fail(error)
+        }
+    }
+
+    private func fail(_ error: any Error) {
+        logger.error("cannot write the state ledger: \(error)")
+        lock.withLock { if self.error == nil { self.error = error } }
+    }
+
+    /// Byte progress: written to the ledger about once a second per file, to observers about 4 times a second.
+    func progress(_ progress: TransferProgress) {
+        guard progress.error == nil, progress.fileBytesDone < progress.fileBytesTotal else { return }
+        let now = Date()
+        let key = progress.file
+        let (writeLedger, emit) = lock.withLock { () -> (Bool, Bool) in
+            let w = now.timeIntervalSince(lastProgressWrite[key] ?? .distantPast) >= 1
+            let e = now.timeIntervalSince(lastProgressEvent[key] ?? .distantPast) >= 0.25
+            if w { lastProgressWrite[key] = now }
+            if e { lastProgressEvent[key] = now }
+            return (w, e)
+        }
+        if writeLedger { try? ledger.markProgress(key, destination: destination, bytes: progress.fileBytesDone) }
+        if emit {
+            observe(DeliveryEvent(file: key, destination: destination, size: progress.fileBytesTotal, kind: .progress(bytes: progress.fileBytesDone), time: clock.now()))
+        }
+    }
+}
