@@ -142,7 +142,11 @@ public struct LocalDestination: Destination {
     /// Removes temporary files that a killed run left in the folders this batch writes to (those whose process is
     /// gone), so that a crash leaves no debris.
     public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] {
-        let folders = Set(items.map { ((root + "/" + $0.remoteName) as NSString).deletingLastPathComponent })
+        // Remote names are relative paths already checked by `remoteName(forRelativePath:)`: no "." or ".." parts.
+        let folders = Set(items.map { item -> String in
+            guard let slash = item.remoteName.utf8.lastIndex(of: UInt8(ascii: "/")) else { return root }
+            return root + "/" + String(item.remoteName[..<slash])
+        })
         for folder in folders {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }
             for name in names where name.hasPrefix(LocalDestination.temporaryPrefix) {

@@ -143,7 +143,7 @@ public struct DeliveryLayer: Sendable {
         _ items: [UploadItem], cancellation: CancellationHandle = CancellationHandle(),
         progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }
     ) async -> [FileKey: DeliveryFailure] {
-        let tally = ProgressTally(total: items.reduce(0) { $0 + $1.size })
+        let tally = ProgressTally(files: items.count, total: items.reduce(0) { $0 + $1.size })
         let concurrency = max(1, settings.concurrency)
         return await withTaskGroup(of: (FileKey, DeliveryFailure?).self) { group in
             var failures: [FileKey: DeliveryFailure] = [:]
@@ -151,10 +151,11 @@ public struct DeliveryLayer: Sendable {
             func startNext() {
                 guard next < items.count else { return }
                 let item = items[next]
+                let index = next
                 next += 1
                 group.addTask {
                     let result = await deliver(item, cancellation: cancellation) { bytes in
-                        let (done, total) = tally.set(item.key, bytes)
+                        let (done, total) = tally.set(index, bytes)
                         progress(TransferProgress(
                             file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
                             bytesDone: done, bytesTotal: total, fileBytesDone: bytes, fileBytesTotal: item.size, error: nil,
@@ -163,7 +164,7 @@ public struct DeliveryLayer: Sendable {
                     }
                     switch result {
                     case .success:
-                        let (done, total) = tally.set(item.key, item.size)
+                        let (done, total) = tally.set(index, item.size)
                         progress(TransferProgress(
                             file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
                             bytesDone: done, bytesTotal: total, fileBytesDone: item.size, fileBytesTotal: item.size, error: nil,
@@ -171,7 +172,7 @@ public struct DeliveryLayer: Sendable {
                         ))
                         return (item.key, nil)
                     case .failure(let failure):
-                        let (done, total) = tally.set(item.key, 0)
+                        let (done, total) = tally.set(index, 0)
                         progress(TransferProgress(
                             file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
                             bytesDone: done, bytesTotal: total, fileBytesDone: 0, fileBytesTotal: item.size, error: failure,
@@ -282,20 +283,23 @@ public struct DeliveryLayer: Sendable {
     }
 }
 
-/// Bytes done per file across a batch.
+/// Bytes done per file across a batch, by the file's index in it.
 final class ProgressTally: @unchecked Sendable {
     private let lock = NSLock()
-    private var perFile: [FileKey: Int64] = [:]
+    private var perFile: [Int64]
     private var done: Int64 = 0
     let total: Int64
 
-    init(total: Int64) { self.total = total }
+    init(files: Int, total: Int64) {
+        self.perFile = [Int64](repeating: 0, count: files)
+        self.total = total
+    }
 
-    func set(_ key: FileKey, _ bytes: Int64) -> (Int64, Int64) {
+    func set(_ index: Int, _ bytes: Int64) -> (Int64, Int64) {
         lock.lock()
         defer { lock.unlock() }
-        done += bytes - (perFile[key] ?? 0)
-        perFile[key] = bytes
+        done += bytes - perFile[index]
+        perFile[index] = bytes
         return (done, total)
     }
 }
