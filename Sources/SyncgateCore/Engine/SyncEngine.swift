@@ -72,29 +72,36 @@ public final class SyncEngine: Sendable {
         }
         let plannerByName = Dictionary(planners.map { ($0.destination.name, $0) }) { a, _ in a }
         var fileCount = 0
+        // The walk runs on its own thread, ahead of the planning here.
+        let walk = ScanPipeline(sources: sources)
+        defer { walk.stop() }
         try ledger.withRows { rows in
-            for source in sources {
-                let warnings = try SourceScanner().scan(source) { file in
-                    fileCount += 1
-                    let routed = config.destinations(forSource: file.source, relativePath: file.relativePath)
-                    guard !routed.isEmpty else { return }
-                    let key = file.key
-                    _ = try rows.seek(key)
-                    var planned: [String] = []
-                    while rows.key == key {
-                        if let name = rows.destination, routed.contains(name), let planner = plannerByName[name] {
-                            try planner.consider(file, rows: rows, found: true)
-                            planned.append(name)
+            while let item = walk.next() {
+                switch item {
+                case .files(let files):
+                    for file in files {
+                        fileCount += 1
+                        let routed = config.destinations(forSource: file.source, relativePath: file.relativePath)
+                        guard !routed.isEmpty else { continue }
+                        let key = file.key
+                        _ = try rows.seek(key)
+                        var planned: [String] = []
+                        while rows.key == key {
+                            if let name = rows.destination, routed.contains(name), let planner = plannerByName[name] {
+                                try planner.consider(file, rows: rows, found: true)
+                                planned.append(name)
+                            }
+                            try rows.advance()
                         }
-                        try rows.advance()
+                        for name in routed where !planned.contains(name) {
+                            try plannerByName[name]?.consider(file, rows: rows, found: false)
+                        }
                     }
-                    for name in routed where !planned.contains(name) {
-                        try plannerByName[name]?.consider(file, rows: rows, found: false)
+                case .finished(_, let warnings):
+                    for warning in warnings {
+                        warn(warning)
+                        tally.update { $0.warnings += 1 }
                     }
-                }
-                for warning in warnings {
-                    warn(warning)
-                    tally.update { $0.warnings += 1 }
                 }
             }
         }

@@ -1,0 +1,87 @@
+import Foundation
+
+/// Walks sources on a thread of its own and hands their files over in chunks, in the order the walk finds them
+/// (each source in the byte order of its paths, see ``SourceScanner``). The walk is mostly system calls
+/// (`getdents`, `fstatat`) and the planning that consumes it is mostly the ledger's cursor: run side by side they
+/// take about as long as the longer of the two, not their sum.
+///
+/// At most `capacity` chunks wait at a time, so memory stays flat however many files the sources hold.
+final class ScanPipeline: @unchecked Sendable {
+    enum Item {
+        /// The next files of the source being walked.
+        case files([ScannedFile])
+        /// A source's walk ended, with what it passed over.
+        case finished(source: String, warnings: [ScanWarning])
+    }
+
+    private let condition = NSCondition()
+    private var waiting: [Item] = []
+    private var finished = false
+    private var stopped = false
+    private let capacity: Int
+
+    /// Starts walking `sources`, in the order given.
+    init(sources: [SourceConfig], chunkSize: Int = 512, capacity: Int = 8) {
+        self.capacity = capacity
+        let thread = Thread { [self] in
+            defer {
+                condition.withLock {
+                    finished = true
+                    condition.broadcast()
+                }
+            }
+            do {
+                for source in sources {
+                    var chunk: [ScannedFile] = []
+                    chunk.reserveCapacity(chunkSize)
+                    let warnings = try SourceScanner().scan(source) { file in
+                        chunk.append(file)
+                        if chunk.count >= chunkSize {
+                            try put(.files(chunk))
+                            chunk.removeAll(keepingCapacity: true)
+                        }
+                    }
+                    if !chunk.isEmpty { try put(.files(chunk)) }
+                    try put(.finished(source: source.name, warnings: warnings))
+                }
+            } catch {
+                // Only `Stopped` is thrown here: the consumer no longer wants the rest.
+            }
+        }
+        thread.name = "syncgate.scan"
+        thread.stackSize = 8 << 20  // the walk recurses once per folder level, like the main thread's would
+        thread.start()
+    }
+
+    private struct Stopped: Error {}
+
+    private func put(_ item: Item) throws {
+        try condition.withLock {
+            while waiting.count >= capacity && !stopped { condition.wait() }
+            if stopped { throw Stopped() }
+            waiting.append(item)
+            condition.broadcast()
+        }
+    }
+
+    /// The next item, waiting for the walk if need be; nil once every source was walked.
+    func next() -> Item? {
+        condition.withLock {
+            while waiting.isEmpty && !finished { condition.wait() }
+            guard !waiting.isEmpty else { return nil }
+            let item = waiting.removeFirst()
+            condition.broadcast()
+            return item
+        }
+    }
+
+    /// Ends the walk early (or confirms it ended) and waits for its thread to let go of the sources.
+    func stop() {
+        condition.withLock {
+            stopped = true
+            waiting.removeAll()
+            condition.broadcast()
+            while !finished { condition.wait() }
+        }
+    }
+}
