@@ -25,6 +25,8 @@ public struct LocalDestination: Destination {
     /// The copy replaces the old one whole (temporary file, then rename).
     public var resendIsHarmless: Bool { true }
     public var hashesWhileSending: Bool { true }
+    /// The relative path itself (checked, never changed).
+    public var remoteNamesAreDistinct: Bool { true }
 
     public init(root: String, fsync: LocalFsync = .batch) {
         self.root = root

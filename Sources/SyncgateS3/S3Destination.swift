@@ -38,6 +38,9 @@ public final class S3Destination: Destination, @unchecked Sendable {
 
     // MARK: Names
 
+    /// The key is the configured prefix followed by the path.
+    public var remoteNamesAreDistinct: Bool { true }
+
     public func remoteName(forRelativePath path: String) throws -> String {
         let key = settings.prefix + path
         guard key.utf8.count <= S3Destination.maximumKeyBytes else {

@@ -39,6 +39,15 @@ public struct GatewayConfig: Sendable {
         return destinations.map(\.name).filter(names.contains)
     }
 
+    /// The names of the sources whose files some route may send to a destination.
+    public func sources(routedTo destination: String) -> Set<String> {
+        var names = Set<String>()
+        for route in routes where route.to.contains(destination) {
+            names.formUnion(route.sources ?? sources.map(\.name))
+        }
+        return names
+    }
+
     static func resolve(_ path: String, against base: URL) -> String {
         if path.hasPrefix("/") { return URL(fileURLWithPath: path).standardizedFileURL.path }
         if path == "~" || path.hasPrefix("~/") {

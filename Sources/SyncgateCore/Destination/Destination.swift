@@ -26,6 +26,11 @@ public protocol Destination: Sendable {
     /// class `.permanent` for a path this destination cannot hold. Must be deterministic.
     func remoteName(forRelativePath path: String) throws -> String
 
+    /// `true` when ``remoteName(forRelativePath:)`` never gives two different paths the same name (it keeps the
+    /// path, perhaps behind a fixed prefix). Names can then clash only between sources, and the engine does not
+    /// track the names of a destination that one source feeds. Default `false`.
+    var remoteNamesAreDistinct: Bool { get }
+
     /// `true` when ``list()`` is cheap and is the truth about what is there (a head unit forgets files):
     /// the engine lists at the start of every run and sends again files the ledger marks synced but the
     /// destination no longer has.
@@ -76,6 +81,7 @@ public protocol Destination: Sendable {
 extension Destination {
     public func classify(_ error: any Error) -> FailureClass { FailureClass.classify(error) }
     public func remoteName(forRelativePath path: String) throws -> String { path }
+    public var remoteNamesAreDistinct: Bool { false }
     public var listingIsAuthoritative: Bool { false }
     public var resendIsHarmless: Bool { false }
     public var hashesWhileSending: Bool { false }

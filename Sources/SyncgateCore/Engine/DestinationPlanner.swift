@@ -24,6 +24,8 @@ final class DestinationPlanner {
     private(set) var touched: [ScannedFile] = []
     private var nameHashes: Set<Int> = []
     private var repeatedHashes: Set<Int> = []
+    /// Whether names can clash at all: not when the destination keeps paths apart and one source feeds it.
+    private let tracksNames: Bool
 
     init(
         _ destination: DestinationConfig, config: GatewayConfig, options: SyncOptions, remoteNames: Set<ExactString>?,
@@ -36,22 +38,26 @@ final class DestinationPlanner {
         self.keepSkipped = keepSkipped
         self.now = now
         self.skipped = skipped
+        self.tracksNames = !(destination.destination.remoteNamesAreDistinct && config.sources(routedTo: destination.name).count <= 1)
     }
 
     /// Decides one file. `rows` is positioned on the file's row for this destination when `found`.
     func consider(_ file: ScannedFile, rows: LedgerRowStream, found: Bool) throws {
+        // Whether it is artwork is looked up only for a plan that is kept (most files are up to date).
         var plan = PlannedDelivery(
             file: file, destination: destination.name, action: .upload(reason: "new"), sha256: nil,
-            isArtwork: config.isArtwork(file.relativePath), entryRef: nil, remoteName: nil
+            isArtwork: false, entryRef: nil, remoteName: nil
         )
         do {
             let name = try destination.destination.remoteName(forRelativePath: file.relativePath)
             plan.remoteName = name
-            let hash = ExactString(name).hashValue
-            if !nameHashes.insert(hash).inserted { repeatedHashes.insert(hash) }
+            if tracksNames {
+                let hash = ExactString(name).hashValue
+                if !nameHashes.insert(hash).inserted { repeatedHashes.insert(hash) }
+            }
         } catch {
             plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .permanent, code: (error as? DestinationError)?.code, attempts: 0))
-            plans.append(plan)
+            keep(plan)
             return
         }
         // The common case first: synced, same size and time, still at the destination. Decided from the row's
@@ -72,6 +78,12 @@ final class DestinationPlanner {
             return
         }
         plan.entryRef = entry.map(LedgerEntryRef.init)
+        keep(plan)
+    }
+
+    private func keep(_ plan: PlannedDelivery) {
+        var plan = plan
+        plan.isArtwork = config.isArtwork(plan.file.relativePath)
         plans.append(plan)
     }
 
@@ -153,7 +165,7 @@ final class DestinationPlanner {
         default: stillFailedRetryable += 1
         }
         if reason == "up to date (touched)" { touched.append(plan.file) }
-        if keepSkipped { plans.append(plan) }
+        if keepSkipped { keep(plan) }
         try skipped(plan)
     }
 
