@@ -43,8 +43,12 @@ final class LedgerRecorder: @unchecked Sendable {
 
     var firstError: (any Error)? { lock.withLock { error } }
 
-    /// Outcomes waiting to be written; flushed with the next attempt's start, when many have gathered, or
-    /// after a short while (``flush()``). Losing them in a crash only means the files are sent again.
+    /// Outcomes waiting to be written: when 4,096 have gathered or a second has passed, with an attempt's start
+    /// that must be durable, and at the end (``flush()``). Losing them in a crash only means the files are sent
+    /// again. Few large batches matter where each one costs a flush of the destination's file system (`syncfs`
+    /// commits its journal): 20,000 small local files took 10-15% longer in batches of 128 or a quarter second.
+    static let batchSize = 4096
+    static let batchInterval: TimeInterval = 1
     private var batch: [Ledger.Update] = []
     private var lastFlush = Date()
     /// Whether a write is queued on `writer` and has not started taking the batch yet.
@@ -96,7 +100,7 @@ final class LedgerRecorder: @unchecked Sendable {
     private func write(taking updates: [Ledger.Update], force: Bool) throws {
         let due: Bool = lock.withLock {
             batch += updates
-            guard !force, !writerScheduled, batch.count >= 128 || Date().timeIntervalSince(lastFlush) >= 0.25 else { return false }
+            guard !force, !writerScheduled, batch.count >= LedgerRecorder.batchSize || Date().timeIntervalSince(lastFlush) >= LedgerRecorder.batchInterval else { return false }
             writerScheduled = true
             return true
         }
