@@ -83,6 +83,7 @@ public struct LocalDestination: Destination {
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: FileHasher.bufferSize(for: item.size), alignment: 16)
             defer { buffer.deallocate() }
             var offset: Int64 = 0
+            var writebackStart: Int64 = 0
             // A new file's hash is taken from the bytes as they are copied (one read instead of two).
             var hasher: SHA256? = item.sha256.isEmpty ? SHA256() : nil
             while true {
@@ -100,6 +101,12 @@ public struct LocalDestination: Destination {
                     written += w
                 }
                 offset += Int64(n)
+                if fsync != .off, offset - writebackStart >= LocalDestination.writebackStep {
+                    // A large copy that must be made durable starts going to the disk while it is written, so
+                    // the flush at the end finds little left to wait for.
+                    _ = LocalDestination.syncFileRange?(out, writebackStart, offset - writebackStart, LocalDestination.syncFileRangeWrite)
+                    writebackStart = offset
+                }
                 progress(offset)
             }
             // A file that changed while it was copied must not replace the old copy with a mix of two versions.
@@ -129,6 +136,21 @@ public struct LocalDestination: Destination {
             sync()
         }
     }
+
+    /// How many written bytes of a copy to be made durable are handed to the disk at a time (`sync_file_range`).
+    static let writebackStep: Int64 = 8 << 20
+    /// `SYNC_FILE_RANGE_WRITE`: start writing the range back, without waiting.
+    static let syncFileRangeWrite: UInt32 = 2
+
+    /// Linux's `sync_file_range(2)` (declared under _GNU_SOURCE only, like `syncfs`); nil elsewhere.
+    static let syncFileRange: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32)? = {
+        #if os(Linux)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sync_file_range") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32).self)
+        #else
+        return nil
+        #endif
+    }()
 
     /// Linux's `syncfs(2)` (glibc declares it only under _GNU_SOURCE, which Swift's Glibc module leaves out, so
     /// it is looked up by name); nil elsewhere, where `sync()` flushes every file system instead.

@@ -9,7 +9,11 @@ struct LocalDestinationTests {
     @Test func writesThroughATemporaryFileListsAndDeletes() async throws {
         let dir = try TemporaryDirectory("sg-local")
         defer { dir.remove() }
-        let source = try dir.write("src/a/b.bin", Data((0..<3_000_000).map { UInt8($0 % 253) }))
+        // Over 8 MiB, not a multiple of it: the copy starts its write-back in steps, then ends with a short one.
+        let block = Data((0..<253).map { UInt8($0) })
+        var content = Data(capacity: 20_000_000)
+        while content.count < 20_000_000 { content.append(block) }
+        let source = try dir.write("src/a/b.bin", content)
         let stat = try #require(FileStat.of(source.path))
         let destination = LocalDestination(root: dir.file("dst").path)
         let item = UploadItem(source: "s", relativePath: "a/b.bin", absolutePath: source.path,
