@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import NIOCore
 import SyncgateCore
@@ -62,7 +61,8 @@ struct PutFileSender {
             throw DestinationError.permanent("the head unit's MTU of \(mtu) bytes leaves no room for file data", code: "protocol-error")
         }
         var whole: UInt32?
-        var hasher = SHA256()  // chunks are read in order, so the hash is taken as they are sent
+        // Chunks are read in order, so a new file's hash is taken from them as they are sent, on another thread.
+        let hasher = hashing ? ChunkHasher(backlog: 2 * window) : nil
         var offset: Int64 = 0
         var inFlight: [(future: EventLoopFuture<RPCMessage>, start: Int64, end: Int64)] = []
         var space: Int64?
@@ -76,7 +76,7 @@ struct PutFileSender {
                 }
                 var crc = CRC32()
                 crc.update(bulk)
-                if hashing { bulk.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) } }
+                await hasher?.add(bulk)
                 whole = whole.map { CRC32.combine($0, crc.value, length: bulk.readableBytes) } ?? crc.value
                 let params = PutFileSender.parameters(
                     name: remoteName, fileType: fileType, persistent: persistent, offset: offset,
@@ -103,6 +103,6 @@ struct PutFileSender {
             throw DestinationError.retryable("\(reader.path) changed size while it was being sent", code: "file-changed")
         }
         await connection.noteStored(remoteName, spaceAvailable: space)
-        return Outcome(crc: whole ?? 0, spaceAvailable: space, size: size, sha256: hashing ? FileHasher.hex(hasher.finalize()) : nil)
+        return Outcome(crc: whole ?? 0, spaceAvailable: space, size: size, sha256: await hasher?.finalize())
     }
 }

@@ -1,0 +1,41 @@
+import Crypto
+import Dispatch
+import NIOCore
+import Synchronization
+import SyncgateCore
+
+/// Takes the SHA-256 of a file's chunks on a queue of its own, in the order they are added, so that hashing a file
+/// overlaps with sending it (the CRC-32s, the frames, the socket) instead of adding to it. The sender waits, without
+/// blocking a thread, while `backlog` chunks are still to be hashed: memory stays bounded.
+final class ChunkHasher: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "syncgate.headunit.sha256")
+    /// Only touched on `queue`.
+    private var hasher = SHA256()
+    private let waiting = Atomic<Int>(0)
+    let backlog: Int
+
+    init(backlog: Int) {
+        self.backlog = max(1, backlog)
+    }
+
+    /// Queues the next chunk (a `ByteBuffer` shares its bytes, it is not copied).
+    func add(_ chunk: ByteBuffer) async {
+        if waiting.load(ordering: .acquiring) >= backlog { await drain() }
+        waiting.add(1, ordering: .relaxed)
+        queue.async { [self] in
+            chunk.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+            waiting.subtract(1, ordering: .releasing)
+        }
+    }
+
+    /// Waits until every chunk added so far is hashed.
+    private func drain() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in queue.async { done.resume() } }
+    }
+
+    /// The hash of every chunk added, as lowercase hex.
+    func finalize() async -> String {
+        await drain()
+        return queue.sync { FileHasher.hex(hasher.finalize()) }
+    }
+}
