@@ -272,6 +272,14 @@ struct EndToEndTests {
         #expect(prom.status == 0)
         let text = try String(contentsOf: dir.file("syncgate.prom"), encoding: .utf8)
         #expect(text.contains("syncgate_files{destination=\"archive\",type=\"local\",status=\"synced\"} 2"))
+        // Written again (as cron does every minute): replaced whole, no temporary file left beside it.
+        try dir.write("outbox/d.txt", "delta")
+        #expect(try await cli.run(["sync"]).status == 0)
+        let rewritten = try await cli.run(["status", "--prometheus", dir.file("syncgate.prom").path])
+        #expect(rewritten.status == 0, "\(rewritten.stderr)")
+        let updated = try String(contentsOf: dir.file("syncgate.prom"), encoding: .utf8)
+        #expect(updated.contains("syncgate_files{destination=\"archive\",type=\"local\",status=\"synced\"} 3"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".prom.") }.isEmpty)
     }
 
     @Test func permanentFailureThenRetryAndForget() async throws {
