@@ -164,7 +164,7 @@ final class AllDestinations {
     func stop() {
         s3.stop()
         sheets.stop()
-        headUnit.stop()
+        headUnit.cleanUp()
         dir.remove()
     }
 }

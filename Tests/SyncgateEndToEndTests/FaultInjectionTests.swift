@@ -162,7 +162,7 @@ struct FaultInjectionTests {
             proxy.stop()
             s3?.stop()
             sheets?.stop()
-            sim?.stop()
+            sim?.cleanUp()
             dir.remove()
         }
     }

@@ -25,7 +25,7 @@ public final class HeadUnitSimulatorProcess: @unchecked Sendable {
         var control = Loopback.freePort()
         while control == port { control = Loopback.freePort() }
         controlPort = control
-        logFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("headunit-sim-\(UUID().uuidString.prefix(8)).log")
+        logFile = try TemporaryDirectory("headunit-sim-log").file("simulator.log")
         process = try ProcessRunner.start(
             TestPaths.executable("syncgate-headunit-sim"),
             ["--port", String(port), "--control-port", String(controlPort), "--storage", storage.path] + arguments,
@@ -78,7 +78,7 @@ public final class HeadUnitSimulatorProcess: @unchecked Sendable {
     public func cleanUp() {
         stop()
         storage.remove()
-        try? FileManager.default.removeItem(at: logFile)
+        try? FileManager.default.removeItem(at: logFile.deletingLastPathComponent())
     }
 
     deinit { stop() }

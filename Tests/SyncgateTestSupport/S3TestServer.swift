@@ -29,7 +29,7 @@ public final class S3TestServer: @unchecked Sendable {
         guard let python = ProcessRunner.which("python3") else { throw S3TestServerError("python3 not found") }
         self.python = python
         self.port = port ?? Loopback.freePort()
-        self.logFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("moto-\(self.port)-\(UUID().uuidString.prefix(6)).log")
+        self.logFile = try TemporaryDirectory("moto-\(self.port)").file("moto.log")
         self.accessKeyID = "testing"
         self.secretAccessKey = "testing"
         await ServerStartGate.shared.enter()
@@ -62,7 +62,7 @@ public final class S3TestServer: @unchecked Sendable {
     /// Stops the server (SIGTERM, then SIGKILL after 5 s), waits for it to exit and removes its log. Idempotent.
     public func stop() {
         terminate()
-        try? FileManager.default.removeItem(at: logFile)
+        try? FileManager.default.removeItem(at: logFile.deletingLastPathComponent())
     }
 
     private func terminate() {

@@ -1,6 +1,17 @@
 import Foundation
+import Synchronization
 
-/// A fresh folder under the system's temporary folder, removed by ``remove()``.
+/// Every folder made by this process; whatever is left of them is removed when the process exits, so that a test
+/// that fails (or forgets) before its own clean-up leaves nothing under the temporary folder.
+private let madeFolders = Mutex<[URL]>([])
+private let removeLeftFoldersAtExit: Void = {
+    atexit {
+        for url in madeFolders.withLock({ $0 }) { try? FileManager.default.removeItem(at: url) }
+    }
+}()
+
+/// A fresh folder under the system's temporary folder, removed by ``remove()`` (or at the latest when the test
+/// process exits).
 public struct TemporaryDirectory: Sendable {
     public let url: URL
     public var path: String { url.path }
@@ -9,6 +20,8 @@ public struct TemporaryDirectory: Sendable {
         let base = URL(fileURLWithPath: NSTemporaryDirectory())
         url = base.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        _ = removeLeftFoldersAtExit
+        madeFolders.withLock { [url] in $0.append(url) }
     }
 
     public func file(_ relative: String) -> URL { url.appendingPathComponent(relative) }
