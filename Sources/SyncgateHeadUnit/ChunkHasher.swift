@@ -33,9 +33,10 @@ final class ChunkHasher: @unchecked Sendable {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in queue.async { done.resume() } }
     }
 
-    /// The hash of every chunk added, as lowercase hex.
+    /// The hash of every chunk added, as lowercase hex (taken on the queue once the chunks before it are hashed).
     func finalize() async -> String {
-        await drain()
-        return queue.sync { FileHasher.hex(hasher.finalize()) }
+        await withCheckedContinuation { (done: CheckedContinuation<String, Never>) in
+            queue.async { [self] in done.resume(returning: FileHasher.hex(hasher.finalize())) }
+        }
     }
 }

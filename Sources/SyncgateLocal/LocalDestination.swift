@@ -142,35 +142,27 @@ public struct LocalDestination: Destination {
     /// `SYNC_FILE_RANGE_WRITE`: start writing the range back, without waiting.
     static let syncFileRangeWrite: UInt32 = 2
 
-    /// Linux's `sync_file_range(2)` (declared under _GNU_SOURCE only, like `syncfs`); nil elsewhere.
-    static let syncFileRange: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32)? = {
-        #if os(Linux)
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sync_file_range") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32).self)
-        #else
-        return nil
-        #endif
-    }()
+    /// Linux's `sync_file_range(2)`; nil elsewhere (see ``linuxFunction(_:as:)``).
+    static let syncFileRange = linuxFunction("sync_file_range", as: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32).self)
 
-    /// Linux's `syncfs(2)` (glibc declares it only under _GNU_SOURCE, which Swift's Glibc module leaves out, so
-    /// it is looked up by name); nil elsewhere, where `sync()` flushes every file system instead.
-    static let syncfs: (@convention(c) (Int32) -> Int32)? = {
+    /// Linux's `syncfs(2)`; nil elsewhere, where `sync()` flushes every file system instead.
+    static let syncfs = linuxFunction("syncfs", as: (@convention(c) (Int32) -> Int32).self)
+
+    /// A glibc function that its headers declare only under _GNU_SOURCE, which Swift's Glibc module leaves out: it
+    /// is looked up by name. nil on other systems.
+    static func linuxFunction<F>(_ name: String, as type: F.Type) -> F? {
         #if os(Linux)
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "syncfs") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }
+        return unsafeBitCast(symbol, to: type)
         #else
         return nil
         #endif
-    }()
+    }
 
     /// Removes temporary files that a killed run left in the folders this batch writes to (those whose process is
     /// gone), so that a crash leaves no debris.
     public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] {
-        // Remote names are relative paths already checked by `remoteName(forRelativePath:)`: no "." or ".." parts.
-        let folders = Set(items.map { item -> String in
-            guard let slash = item.remoteName.utf8.lastIndex(of: UInt8(ascii: "/")) else { return root }
-            return root + "/" + String(item.remoteName[..<slash])
-        })
+        let folders = Set(items.map { LocalDestination.split(root + "/" + $0.remoteName).folder })
         for folder in folders {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }
             for name in names where name.hasPrefix(LocalDestination.temporaryPrefix) {

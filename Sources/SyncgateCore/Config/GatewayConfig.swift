@@ -36,7 +36,7 @@ public struct GatewayConfig: Sendable {
         for route in routes where route.applies(source: source, relativePath: relativePath) {
             for name in route.to where !names.contains(name) { names.append(name) }
         }
-        return destinations.map(\.name).filter(names.contains)
+        return destinations.compactMap { names.contains($0.name) ? $0.name : nil }
     }
 
     /// The names of the sources whose files some route may send to a destination.

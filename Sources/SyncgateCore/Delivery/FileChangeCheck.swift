@@ -35,7 +35,7 @@ enum FileChangeCheck {
         if now.size != item.size {
             throw FileChangedError(path: item.relativePath, detail: "size \(item.size) -> \(now.size)")
         }
-        if abs(now.modificationTime.timeIntervalSince(item.modificationTime)) > 0.000_001 {
+        if !FileStat.sameModificationTime(now.modificationTime, item.modificationTime) {
             throw FileChangedError(path: item.relativePath, detail: "modification time changed")
         }
     }
@@ -46,6 +46,11 @@ public struct FileStat: Sendable, Hashable {
     public var size: Int64
     public var modificationTime: Date
     public var isRegular: Bool
+
+    /// Whether two modification times are the same one (to the microsecond: the ledger stores them as doubles).
+    public static func sameModificationTime(_ a: Date, _ b: Date) -> Bool {
+        abs(a.timeIntervalSince(b)) < 0.000_001
+    }
 
     /// `stat` (following links); `nil` when the file is not there.
     public static func of(_ path: String) -> FileStat? {

@@ -48,8 +48,9 @@ final class DestinationPlanner {
             file: file, destination: destination.name, action: .upload(reason: "new"), sha256: nil,
             isArtwork: false, entryRef: nil, remoteName: nil
         )
+        let name: String
         do {
-            let name = try destination.destination.remoteName(forRelativePath: file.relativePath)
+            name = try destination.destination.remoteName(forRelativePath: file.relativePath)
             plan.remoteName = name
             if tracksNames {
                 let hash = ExactString(name).hashValue
@@ -63,8 +64,8 @@ final class DestinationPlanner {
         // The common case first: synced, same size and time, still at the destination. Decided from the row's
         // status, size and time alone.
         if found, rows.status == .synced, !options.onlyFailed,
-           rows.size == file.size, abs(rows.modificationTime.timeIntervalSince(file.modificationTime)) < 0.000_001,
-           remoteNames.map({ names in plan.remoteName.map { names.contains(ExactString($0)) } ?? true }) ?? true {
+           rows.size == file.size, FileStat.sameModificationTime(rows.modificationTime, file.modificationTime),
+           remoteNames.map({ $0.contains(ExactString(name)) }) ?? true {
             plan.action = .skip(reason: "up to date", stillFailed: nil)
             if keepSkipped { plan.sha256 = rows.entry()?.sha256 }
             try skip(plan)
@@ -92,7 +93,7 @@ final class DestinationPlanner {
     private func decide(_ plan: inout PlannedDelivery, entry: LedgerEntry?) -> Bool {
         let file = plan.file
         let hashLater = destination.destination.hashesWhileSending
-        let sameStat = entry.map { $0.size == file.size && abs($0.modificationTime.timeIntervalSince(file.modificationTime)) < 0.000_001 } ?? false
+        let sameStat = entry.map { $0.size == file.size && FileStat.sameModificationTime($0.modificationTime, file.modificationTime) } ?? false
         func unreadable(_ error: any Error) {
             plan.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .retryable(), code: "unreadable", attempts: 0))
         }

@@ -76,6 +76,7 @@ public struct SourceScanner: Sendable {
             return
         }
         defer { closedir(dir) }
+        func child(_ name: String) -> String { relative.isEmpty ? name : relative + "/" + name }
         var names: [String] = []
         while let entry = readdir(dir) {
             let decoded: String? = withUnsafeBytes(of: entry.pointee.d_name) { raw in
@@ -84,7 +85,7 @@ public struct SourceScanner: Sendable {
             guard let name = decoded else {
                 let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
                 let shown = String(decoding: bytes, as: UTF8.self)
-                warnings.append(ScanWarning(source: source.name, relativePath: relative.isEmpty ? shown : relative + "/" + shown, message: "skipped: the name is not valid UTF-8"))
+                warnings.append(ScanWarning(source: source.name, relativePath: child(shown), message: "skipped: the name is not valid UTF-8"))
                 continue
             }
             if name == "." || name == ".." { continue }
@@ -98,19 +99,17 @@ public struct SourceScanner: Sendable {
         for name in names {
             var st = stat()
             guard fstatat(folder, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
-                let childRelative = relative.isEmpty ? name : relative + "/" + name
-                warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message: "cannot stat: \(String(cString: strerror(errno)))"))
+                warnings.append(ScanWarning(source: source.name, relativePath: child(name), message: "cannot stat: \(String(cString: strerror(errno)))"))
                 continue
             }
             var kind = st.st_mode & S_IFMT
             if kind == S_IFLNK {
-                let childRelative = relative.isEmpty ? name : relative + "/" + name
                 guard source.followSymlinks else {
-                    warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message: "skipped: symbolic link (set follow_symlinks: true to follow links)"))
+                    warnings.append(ScanWarning(source: source.name, relativePath: child(name), message: "skipped: symbolic link (set follow_symlinks: true to follow links)"))
                     continue
                 }
                 guard fstatat(folder, name, &st, 0) == 0 else {
-                    warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message: "skipped: broken or looping symbolic link"))
+                    warnings.append(ScanWarning(source: source.name, relativePath: child(name), message: "skipped: broken or looping symbolic link"))
                     continue
                 }
                 kind = st.st_mode & S_IFMT
@@ -119,11 +118,15 @@ public struct SourceScanner: Sendable {
         }
         // Sorted by byte keys (a folder's with a "/" after its name) through an index, so the sort moves
         // integers rather than whole stat records.
-        let keys: [[UInt8]] = entries.map { Array($0.name.utf8) + ($0.kind == S_IFDIR ? [UInt8(ascii: "/")] : []) }
+        let keys: [[UInt8]] = entries.map { entry in
+            var key = Array(entry.name.utf8)
+            if entry.kind == S_IFDIR { key.append(UInt8(ascii: "/")) }
+            return key
+        }
         var order = Array(entries.indices)
         order.sort { ExactString.compare(keys[$0], keys[$1]) < 0 }
         for (name, st, kind) in order.lazy.map({ entries[$0] }) {
-            let childRelative = relative.isEmpty ? name : relative + "/" + name
+            let childRelative = child(name)
             switch kind {
             case S_IFDIR:
                 let childAbsolute = absolute + "/" + name

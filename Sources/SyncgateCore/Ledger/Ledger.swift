@@ -287,43 +287,40 @@ public final class Ledger: Sendable {
     /// an index update, which is most of a small file's delivery cost.
     public func apply(_ updates: [Update]) throws {
         guard !updates.isEmpty else { return }
-        let attemptStarts = Ledger.attemptStartsFolded(into: updates)
+        let changes = Ledger.foldingAttemptStarts(updates)
         try write { db in
-            for (index, update) in updates.enumerated() {
-                if let start = attemptStarts.starts[index] {
-                    try Ledger.apply(update, in: db, attemptStartedAt: start)
-                } else if !attemptStarts.folded.contains(index) {
-                    try Ledger.apply(update, in: db)
-                }
-            }
+            for change in changes { try Ledger.apply(change.update, in: db, attemptStartedAt: change.attemptStartedAt) }
         }
     }
 
-    /// Which `.uploading` updates are followed, for the same row, directly by `.synced` (`folded`, by index), and
-    /// the attempt start each such `.synced` takes over (`starts`, by the synced update's index).
-    static func attemptStartsFolded(into updates: [Update]) -> (folded: Set<Int>, starts: [Int: Date]) {
+    /// The updates in order, each `.uploading` that is followed, for the same row, directly by `.synced` left out
+    /// and its start time handed to that `.synced`.
+    static func foldingAttemptStarts(_ updates: [Update]) -> [(update: Update, attemptStartedAt: Date?)] {
         struct Row: Hashable {
             let file: FileKey
             let destination: String
         }
-        var folded = Set<Int>()
-        var starts: [Int: Date] = [:]
-        var openAttempt: [Row: (index: Int, at: Date)] = [:]
-        for (index, update) in updates.enumerated() {
+        var changes: [(update: Update, attemptStartedAt: Date?)?] = []
+        changes.reserveCapacity(updates.count)
+        var openAttempt: [Row: Int] = [:]  // the index in `changes` of a row's start not yet followed by anything
+        for update in updates {
+            var startedAt: Date? = nil
             switch update {
-            case .uploading(let file, let destination, let at):
-                openAttempt[Row(file: file, destination: destination)] = (index, at)
+            case .uploading(let file, let destination, _):
+                openAttempt[Row(file: file, destination: destination)] = changes.count
             case .synced(let file, let destination, _, _, _, _, _):
-                if let open = openAttempt.removeValue(forKey: Row(file: file, destination: destination)) {
-                    folded.insert(open.index)
-                    starts[index] = open.at
+                if let open = openAttempt.removeValue(forKey: Row(file: file, destination: destination)),
+                   case .uploading(_, _, let at)? = changes[open]?.update {
+                    startedAt = at
+                    changes[open] = nil
                 }
             case .progress(let file, let destination, _), .retryNote(let file, let destination, _, _),
                 .failed(let file, let destination, _, _, _), .interrupted(let file, let destination, _):
                 openAttempt[Row(file: file, destination: destination)] = nil
             }
+            changes.append((update, startedAt))
         }
-        return (folded, starts)
+        return changes.compactMap { $0 }
     }
 
     public func markUploading(_ file: FileKey, destination: String, at now: Date) throws {
