@@ -28,7 +28,7 @@ final class ProgressLine: @unchecked Sendable {
                 perFile[key] = 0
             case .synced:
                 doneBytes += event.size - (perFile[key] ?? 0)
-                perFile[key] = event.size
+                perFile[key] = nil  // settled: only files in flight are kept
                 doneFiles += 1
             case .failed:
                 failedFiles += 1

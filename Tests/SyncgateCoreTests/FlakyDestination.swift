@@ -40,6 +40,10 @@ final class FlakyDestination: Destination, @unchecked Sendable {
     }
 
     var listingIsAuthoritative: Bool { authoritative }
+    /// Whether it says its remote names never clash (it keeps paths, as a local folder does): the engine then
+    /// hands it its plans in waves.
+    var distinctNames = false
+    var remoteNamesAreDistinct: Bool { distinctNames }
 
     func makeDurable() throws {
         let synced = try syncedInLedger?() ?? []

@@ -36,4 +36,21 @@ struct OperationListTests {
         for await e in stream { names.append(e.name) }
         #expect(names == ["started", "started", "progress", "synced", "failed"])
     }
+
+    @Test func aBurstKeepsOnlyTheNewestWithinTheLimit() {
+        let clock = VirtualClock()
+        let list = OperationList(clock: clock, keepCompleted: { _ in .seconds(3600) }, keepFailed: { _ in .seconds(3600) })
+        let total = 2 * OperationList.recentLimit + 500
+        for index in 0..<total {
+            let t = clock.now()
+            list.apply(event("c\(index)", .started(attempt: 1), at: t))
+            list.apply(event("c\(index)", .synced(receipt: Receipt(remoteName: "c\(index)"), attempts: 1, uploaded: true), at: t))
+            list.apply(event("f\(index)", .failed(DeliveryFailure(message: "boom", failureClass: .permanent, attempts: 1)), at: t))
+        }
+        let snap = list.snapshot()
+        #expect(snap.recentlyCompleted.map(\.file.path) == (total - OperationList.recentLimit..<total).map { "c\($0)" })
+        #expect(snap.recentlyFailed.count == OperationList.recentLimit)
+        #expect(snap.recentlyFailed.last?.file.path == "f\(total - 1)")
+        #expect(snap.ongoing.isEmpty)
+    }
 }

@@ -31,6 +31,11 @@ public final class OperationList: @unchecked Sendable {
     private var failed: [Operation] = []
     private var subscribers: [UUID: AsyncStream<DeliveryEvent>.Continuation] = [:]
 
+    /// At most this many recently completed operations stay listed, and as many recently failed ones: the newest.
+    /// A first sync settles thousands of files a second; without a bound the lists would hold every file of a
+    /// large run until its time ran out.
+    public static let recentLimit = 1000
+
     /// `keepCompleted` / `keepFailed` give each destination's `recent` durations.
     public init(clock: any SyncClock = SystemClock(), keepCompleted: @escaping @Sendable (String) -> Duration = { _ in .seconds(10) },
                 keepFailed: @escaping @Sendable (String) -> Duration = { _ in .seconds(60) }) {
@@ -82,9 +87,11 @@ public final class OperationList: @unchecked Sendable {
             case .synced(_, let attempts, _):
                 ongoing[key] = nil
                 completed.append(Operation(file: event.file, destination: event.destination, progress: 1, attempts: attempts, error: nil, time: event.time))
+                if completed.count >= 2 * OperationList.recentLimit { trim(&completed, keep: keepCompleted, now: clock.now()) }
             case .failed(let failure):
                 ongoing[key] = nil
                 failed.append(Operation(file: event.file, destination: event.destination, progress: 0, attempts: failure.attempts, error: failure.message, time: event.time))
+                if failed.count >= 2 * OperationList.recentLimit { trim(&failed, keep: keepFailed, now: clock.now()) }
             case .queued, .skipped:
                 break
             }
@@ -93,12 +100,18 @@ public final class OperationList: @unchecked Sendable {
         for continuation in continuations { continuation.yield(event) }
     }
 
+    /// Drops the expired entries, then the oldest beyond ``recentLimit`` (the caller holds the lock).
+    private func trim(_ list: inout [Operation], keep: (String) -> Duration, now: Date) {
+        list.removeAll { now.timeIntervalSince($0.time) > keep($0.destination).seconds }
+        if list.count > OperationList.recentLimit { list.removeFirst(list.count - OperationList.recentLimit) }
+    }
+
     /// The lists now, with expired entries dropped.
     public func snapshot() -> Snapshot {
         let now = clock.now()
         return lock.withLock {
-            completed.removeAll { now.timeIntervalSince($0.time) > keepCompleted($0.destination).seconds }
-            failed.removeAll { now.timeIntervalSince($0.time) > keepFailed($0.destination).seconds }
+            trim(&completed, keep: keepCompleted, now: now)
+            trim(&failed, keep: keepFailed, now: now)
             return Snapshot(
                 ongoing: ongoing.values.sorted { $0.time < $1.time }, recentlyCompleted: completed, recentlyFailed: failed
             )

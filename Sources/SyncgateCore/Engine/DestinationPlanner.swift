@@ -27,6 +27,13 @@ final class DestinationPlanner {
     /// Whether names can clash at all: not when the destination keeps paths apart and one source feeds it.
     private let tracksNames: Bool
 
+    /// Whether the plans can be handed over in waves while the scan goes on (``takeWave()``): only when no name
+    /// can clash. Where one can, every name must be seen before anything is sent, so nothing is overwritten.
+    var deliversInWaves: Bool { !tracksNames }
+
+    /// Plans kept so far (since the last wave).
+    var keptCount: Int { plans.count }
+
     init(
         _ destination: DestinationConfig, config: GatewayConfig, options: SyncOptions, remoteNames: Set<ExactString>?,
         keepSkipped: Bool, now: Date, skipped: @escaping (PlannedDelivery) throws -> Void
@@ -176,6 +183,21 @@ final class DestinationPlanner {
         var plans: [PlannedDelivery]
         var upToDate: Int, stillFailedRetryable: Int, stillFailedPermanently: Int
         var touched: [ScannedFile]
+    }
+
+    /// The plans and counts gathered since the last wave, handed over and forgotten here (only where
+    /// ``deliversInWaves``): the delivery's memory then stays flat however many files the scan finds.
+    func takeWave() -> Outcome {
+        precondition(deliversInWaves, "a destination whose names can clash is planned whole")
+        defer {
+            plans.removeAll()
+            touched.removeAll()
+            upToDate = 0
+            stillFailedRetryable = 0
+            stillFailedPermanently = 0
+        }
+        return Outcome(destination: destination, plans: plans, upToDate: upToDate, stillFailedRetryable: stillFailedRetryable,
+                       stillFailedPermanently: stillFailedPermanently, touched: touched)
     }
 
     /// The plans to act on (see ``finish(rescan:)``), with the counts.

@@ -10,8 +10,8 @@ final class LedgerRecorder: @unchecked Sendable {
     let tally: SummaryTally
     let observe: @Sendable (DeliveryEvent) -> Void
     let logger: Logger
-    /// Each planned file's modification time (what a synced row records).
-    let planned: [FileKey: Date]
+    /// The modification time of each file expected and not settled yet (what a synced row records).
+    private var planned: [FileKey: Date] = [:]
     let metrics: DeliveryMetrics
     /// Whether each attempt's start is written (with what gathered) before its upload; see
     /// ``Destination/resendIsHarmless``.
@@ -26,11 +26,10 @@ final class LedgerRecorder: @unchecked Sendable {
     private var error: (any Error)?
 
     init(ledger: Ledger, destination: String, retry: RetrySettings, clock: any SyncClock, tally: SummaryTally,
-         items: [UploadItem], attemptMarksMustBeDurable: Bool = true, makeDurable: @escaping @Sendable () throws -> Void = {},
+         attemptMarksMustBeDurable: Bool = true, makeDurable: @escaping @Sendable () throws -> Void = {},
          observe: @escaping @Sendable (DeliveryEvent) -> Void, logger: Logger) {
         self.attemptMarksMustBeDurable = attemptMarksMustBeDurable
         self.makeDurable = makeDurable
-        self.planned = Dictionary(items.map { ($0.key, $0.modificationTime) }) { a, _ in a }
         self.metrics = DeliveryMetrics(destination: destination)
         self.ledger = ledger
         self.destination = destination
@@ -42,6 +41,23 @@ final class LedgerRecorder: @unchecked Sendable {
     }
 
     var firstError: (any Error)? { lock.withLock { error } }
+
+    /// The files of the next uploads (a wave). Each is forgotten once its outcome is recorded, so what is kept
+    /// here is the files in flight, not every file of the run.
+    func expect(_ items: [UploadItem]) {
+        lock.withLock {
+            for item in items { planned[item.key] = item.modificationTime }
+        }
+    }
+
+    /// Forgets a file whose outcome is recorded.
+    private func settled(_ file: FileKey) -> Date? {
+        lock.withLock {
+            lastProgressWrite[file] = nil
+            lastProgressEvent[file] = nil
+            return planned.removeValue(forKey: file)
+        }
+    }
 
     /// Outcomes waiting to be written: when 4,096 have gathered or a second has passed, with an attempt's start
     /// that must be durable, and at the end (``flush()``). Losing them in a crash only means the files are sent
@@ -66,7 +82,7 @@ final class LedgerRecorder: @unchecked Sendable {
             case .retrying(_, let failure, _):
                 try write(taking: [.retryNote(event.file, destination: destination, error: failure.message, at: event.time)], force: false)
             case .synced(let receipt, _, let uploaded):
-                let modificationTime = try planned[event.file] ?? ledger.entry(event.file, destination: destination)?.modificationTime
+                let modificationTime = try settled(event.file) ?? ledger.entry(event.file, destination: destination)?.modificationTime
                 try write(taking: [.synced(event.file, destination: destination, receipt: receipt, size: event.size,
                                            modificationTime: modificationTime ?? event.time, sha256: receipt.sha256, at: event.time)], force: false)
                 tally.update { summary in
@@ -78,6 +94,7 @@ final class LedgerRecorder: @unchecked Sendable {
                     }
                 }
             case .failed(let failure):
+                _ = settled(event.file)
                 if failure.isCancellation {
                     try write(taking: [.interrupted(event.file, destination: destination, at: event.time)], force: false)
                 } else {

@@ -8,6 +8,8 @@ public struct SyncOptions: Sendable {
     public var destinations: [String]
     /// How long in-flight uploads may go on after an interruption before they are cut off (and left pending).
     public var interruptGrace: Duration
+    /// Plans held per wave of a destination whose names cannot clash (see ``PlanningPass``); tests make it small.
+    var waveSize = PlanningPass.defaultWaveSize
 
     public init(dryRun: Bool = false, onlyFailed: Bool = false, destinations: [String] = [], interruptGrace: Duration = .seconds(3)) {
         self.dryRun = dryRun

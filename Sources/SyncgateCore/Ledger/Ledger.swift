@@ -141,6 +141,20 @@ public final class Ledger: Sendable {
         }
     }
 
+    /// Walks one source's rows whose path comes after `path` (all of them when nil), in the order of
+    /// ``withRows(destination:_:)``. A sync reads its plan in waves, a short read transaction each, so that the rows
+    /// it writes meanwhile never wait for a long-lived reader to let the write-ahead log go.
+    public func withRows<T>(source: String, after path: String?, _ body: (LedgerRowStream) throws -> T) throws -> T {
+        try read { db in
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files WHERE source = ?\(path == nil ? "" : " AND path > ?") ORDER BY source, path, destination",
+                arguments: StatementArguments([source] + (path.map { [$0] } ?? [])))
+            let stream = LedgerRowStream(rows)
+            try stream.advance()
+            return try body(stream)
+        }
+    }
+
     /// The receipts of these files' last deliveries to a destination (files without one are left out), read in
     /// one transaction.
     public func receipts(_ files: [FileKey], destination: String) throws -> [FileKey: Receipt] {

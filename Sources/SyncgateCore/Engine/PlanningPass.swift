@@ -1,0 +1,162 @@
+import Foundation
+
+/// Scans the sources and plans every destination, on a thread of its own, handing the plans to the deliveries
+/// through a ``WaveFeed`` while the scan goes on.
+///
+/// A destination whose names cannot clash (``DestinationPlanner/deliversInWaves``) gets its plans in waves of
+/// about ``defaultWaveSize`` files: while it sends one wave the next is planned, and the scan waits when it is a wave
+/// ahead. A first sync of any size then holds a few waves in memory, not a plan per file. A destination whose
+/// names can clash (a head unit, several sources into one folder) gets its whole plan once every file routed to
+/// it was seen; the sources feeding such destinations are walked first, so that it starts while the others are
+/// still being planned.
+///
+/// The ledger is read beside the walk, one short read transaction per source and wave (see
+/// ``Ledger/withRows(source:after:_:)``).
+final class PlanningPass: @unchecked Sendable {
+    /// Files kept per wave (uploads and failures; up-to-date files are only counted).
+    static let defaultWaveSize = 4096
+
+    let config: GatewayConfig
+    let ledger: Ledger
+    let planners: [DestinationPlanner]
+    let feed: WaveFeed
+    let tally: SummaryTally
+    let cancellation: CancellationHandle
+    let warn: @Sendable (ScanWarning) -> Void
+    /// The sources in the order they are walked.
+    let sources: [SourceConfig]
+    private let waveSize: Int
+    private var plannerByName: [String: DestinationPlanner] = [:]
+    /// Sources feeding the planners planned whole, not walked to their end yet.
+    private var wholeSourcesLeft: Set<String>
+    private var wholeHandedOver = false
+    private var walk: ScanPipeline?
+    private var chunk: [ScannedFile] = []
+    private var chunkIndex = 0
+    private var fileCount = 0
+
+    init(config: GatewayConfig, ledger: Ledger, planners: [DestinationPlanner], feed: WaveFeed, tally: SummaryTally,
+         cancellation: CancellationHandle, waveSize: Int, warn: @escaping @Sendable (ScanWarning) -> Void) {
+        self.config = config
+        self.ledger = ledger
+        self.planners = planners
+        self.feed = feed
+        self.tally = tally
+        self.cancellation = cancellation
+        self.waveSize = waveSize
+        self.warn = warn
+        for planner in planners where plannerByName[planner.destination.name] == nil { plannerByName[planner.destination.name] = planner }
+        var whole = Set<String>()
+        for planner in planners where !planner.deliversInWaves { whole.formUnion(config.sources(routedTo: planner.destination.name)) }
+        wholeSourcesLeft = Set(config.sources.map(\.name)).intersection(whole)
+        wholeHandedOver = planners.allSatisfy(\.deliversInWaves)
+        // The sources of whole plans first, then the others; each group in the byte order of the names.
+        let byName = config.sources.sorted { ExactString.compare($0.name, $1.name) < 0 }
+        sources = byName.filter { whole.contains($0.name) } + byName.filter { !whole.contains($0.name) }
+    }
+
+    /// Runs the pass on a thread of its own; returns when every wave was handed over (or the run stopped).
+    func run() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let thread = Thread { [self] in continuation.resume(with: Result { try plan() }) }
+            thread.name = "syncgate.plan"
+            thread.start()
+        }
+    }
+
+    private var stopping: Bool { feed.isStopped || cancellation.isCancelled }
+
+    private func plan() throws {
+        let walk = ScanPipeline(sources: sources)
+        self.walk = walk
+        defer {
+            walk.stop()
+            feed.finish()
+        }
+        var last: (source: String, path: String)? = nil
+        while !stopping, let first = try peek() {
+            try handOver(final: false)
+            if stopping { break }
+            let after = last?.source == first.source ? last?.path : nil
+            try ledger.withRows(source: first.source, after: after) { rows in
+                while let file = try peek(), file.source == first.source {
+                    chunkIndex += 1
+                    try consider(file, rows: rows)
+                    last = (file.source, file.relativePath)
+                    // What is due is handed over outside the read transaction; an interruption is looked for
+                    // between chunks.
+                    if handOverDue || (chunkIndex == chunk.count && stopping) { return }
+                }
+            }
+        }
+        tally.update { $0.files = fileCount }
+        if !stopping { try handOver(final: true) }
+    }
+
+    /// The next file of the walk, without taking it; source ends met on the way are handled. Nil at the end.
+    private func peek() throws -> ScannedFile? {
+        while chunkIndex >= chunk.count {
+            guard let item = walk?.next() else { return nil }
+            switch item {
+            case .files(let files):
+                chunk = files
+                chunkIndex = 0
+            case .finished(let source, let warnings):
+                for warning in warnings {
+                    warn(warning)
+                    tally.update { $0.warnings += 1 }
+                }
+                wholeSourcesLeft.remove(source)
+            }
+        }
+        return chunk[chunkIndex]
+    }
+
+    /// Plans one file at every destination it is routed to, beside its ledger rows.
+    private func consider(_ file: ScannedFile, rows: LedgerRowStream) throws {
+        fileCount += 1
+        let routed = config.destinations(forSource: file.source, relativePath: file.relativePath)
+        guard !routed.isEmpty else { return }
+        let key = file.key
+        _ = try rows.seek(key)
+        var planned: [String] = []
+        while rows.key == key {
+            if let name = rows.destination, routed.contains(name), let planner = plannerByName[name] {
+                try planner.consider(file, rows: rows, found: true)
+                planned.append(name)
+            }
+            try rows.advance()
+        }
+        for name in routed where !planned.contains(name) {
+            try plannerByName[name]?.consider(file, rows: rows, found: false)
+        }
+    }
+
+    /// Whether a wave is full, or the whole plans can go.
+    private var handOverDue: Bool {
+        (!wholeHandedOver && wholeSourcesLeft.isEmpty) || planners.contains { $0.deliversInWaves && $0.keptCount >= waveSize }
+    }
+
+    /// Hands over full waves, and the whole plans once their sources were walked; at the end, everything.
+    private func handOver(final: Bool) throws {
+        if !wholeHandedOver && (final || wholeSourcesLeft.isEmpty) {
+            wholeHandedOver = true
+            for (index, planner) in planners.enumerated() where !planner.deliversInWaves {
+                let outcome = try planner.outcome { body in try rescan(routedTo: planner.destination.name, body) }
+                if !feed.send(outcome, to: index) { return }
+            }
+        }
+        for (index, planner) in planners.enumerated() where planner.deliversInWaves && (final || planner.keptCount >= waveSize) {
+            if !feed.send(planner.takeWave(), to: index) { return }
+        }
+    }
+
+    /// Walks the sources again for the files routed to one destination (a planner settling a repeated name hash).
+    private func rescan(routedTo destination: String, _ body: (ScannedFile) throws -> Void) throws {
+        for source in sources where config.sources(routedTo: destination).contains(source.name) {
+            _ = try SourceScanner().scan(source) { file in
+                if config.destinations(forSource: file.source, relativePath: file.relativePath).contains(destination) { try body(file) }
+            }
+        }
+    }
+}
