@@ -60,6 +60,7 @@ final class PlanningPass: @unchecked Sendable {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let thread = Thread { [self] in continuation.resume(with: Result { try plan() }) }
             thread.name = "syncgate.plan"
+            thread.stackSize = 8 << 20  // a clash check walks the sources again here, recursing once per folder level
             thread.start()
         }
     }
