@@ -75,12 +75,12 @@ final class PlanningPass: @unchecked Sendable {
             feed.finish()
         }
         var last: (source: String, path: String)? = nil
-        while !stopping, let first = try peek() {
+        while !stopping, let first = peek() {
             try handOver(final: false)
             if stopping { break }
             let after = last?.source == first.source ? last?.path : nil
             try ledger.withRows(source: first.source, after: after) { rows in
-                while let file = try peek(), file.source == first.source {
+                while let file = peek(), file.source == first.source {
                     chunkIndex += 1
                     try consider(file, rows: rows)
                     last = (file.source, file.relativePath)
@@ -95,7 +95,7 @@ final class PlanningPass: @unchecked Sendable {
     }
 
     /// The next file of the walk, without taking it; source ends met on the way are handled. Nil at the end.
-    private func peek() throws -> ScannedFile? {
+    private func peek() -> ScannedFile? {
         while chunkIndex >= chunk.count {
             guard let item = walk?.next() else { return nil }
             switch item {
