@@ -59,11 +59,13 @@ struct PlanningWaveTests {
         #expect(summary.uploaded == 60)
         #expect(car.storedNames.count == 60)
         #expect(try ledger.entries().allSatisfy { $0.status == .synced })
-        // Recording runs one wave ahead of sending, never more: when the i-th upload starts, the waves up to
-        // its own are in the ledger and no later one (the last wave holds 4). What the run holds does not grow
-        // with the number of files.
+        // Recording runs at most one wave ahead of sending (the next wave is staged while one is sent): when the
+        // i-th upload starts, the waves up to its own are in the ledger, perhaps the next one, and no later one
+        // (the last wave holds 4). What the run holds does not grow with the number of files.
         #expect(watch.rowsAtStart.count == 60)
-        #expect(watch.rowsAtStart.enumerated().allSatisfy { $0.element == min(60, 8 * ($0.offset / 8 + 1)) }, "\(watch.rowsAtStart)")
+        #expect(watch.rowsAtStart.first.map { $0 == 8 || $0 == 16 } == true, "\(watch.rowsAtStart)")
+        #expect(watch.rowsAtStart.enumerated().allSatisfy { (min(60, 8 * ($0.offset / 8 + 1))...min(60, 8 * ($0.offset / 8 + 2))).contains($0.element) },
+                "\(watch.rowsAtStart)")
         // Every file was in the ledger before its upload started.
         #expect(watch.statusAtStart.count == 60)
         #expect(watch.statusAtStart.values.allSatisfy { $0 == .pending || $0 == .uploading }, "\(watch.statusAtStart)")

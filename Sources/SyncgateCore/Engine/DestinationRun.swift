@@ -4,8 +4,9 @@ import Logging
 /// One destination's part of a sync: delivers its plans wave after wave (see ``PlanningPass``) through one
 /// ``DeliveryLayer`` and one ``LedgerRecorder``, then ends the destination's batch.
 ///
-/// Each wave is recorded `pending` in one transaction before any of its uploads start. Waves are delivered one
-/// after another by one task, so the state here needs no lock.
+/// Each wave is recorded `pending` in one transaction before any of its uploads start. Waves are staged one after
+/// another, and sent one after another; only ``send(_:)`` touches the delivery layer, so the state here needs no
+/// lock.
 final class DestinationRun: @unchecked Sendable {
     let destination: DestinationConfig
     let ledger: Ledger
@@ -38,8 +39,10 @@ final class DestinationRun: @unchecked Sendable {
         DeliveryEvent(file: plan.file.key, destination: destination.name, size: plan.file.size, kind: kind, time: clock.now())
     }
 
-    /// Delivers one wave of plans.
-    func deliver(_ outcome: DestinationPlanner.Outcome) async throws {
+    /// Readies one wave of plans: counts it, records its files `pending` (and fails those that cannot be sent),
+    /// and returns what is to be uploaded (nothing in a dry run). The next wave is readied while this one is sent
+    /// (``send(_:)``), so that the ledger's transaction and the destination's preparation do not hold up uploads.
+    func stage(_ outcome: DestinationPlanner.Outcome) async throws -> [UploadItem] {
         let plugin = destination.destination
         var plans = outcome.plans
         let now = clock.now()
@@ -53,7 +56,7 @@ final class DestinationRun: @unchecked Sendable {
                 }
             }
             tally.update { $0.planned += plans.filter(\.isUpload).count }
-            return
+            return []
         }
         tally.update { summary in
             summary.upToDate += outcome.upToDate
@@ -115,9 +118,12 @@ final class DestinationRun: @unchecked Sendable {
             }
         }
         tally.update { $0.planned += items.count }
-        plans = []  // everything the uploads need is in `items` now
-        guard !items.isEmpty else { return }
+        return items
+    }
 
+    /// Uploads a staged wave through the destination's delivery layer.
+    func send(_ items: [UploadItem]) async throws {
+        guard !items.isEmpty else { return }
         let (layer, recorder) = deliveryLayer()
         recorder.expect(items)
         let grace = options.interruptGrace
