@@ -67,15 +67,26 @@ struct S3MultipartUpload: Sendable {
         }
     }
 
-    /// AbortMultipartUpload, best effort, even when this task is cancelled (a fresh task is not).
+    /// AbortMultipartUpload, even when this task is cancelled (a fresh task is not). Tried up to 3 times: the
+    /// first try often goes out just as a cancelled part's connection is torn down, and an upload left open keeps
+    /// its parts (and their storage cost) until a lifecycle rule removes them.
     func abort(_ uploadID: String) async {
         let client = self.client
         let key = self.key
         let display = client.settings.display(key: key)
         let task = Task {
-            _ = try? await client.send(
-                .DELETE, key: key, query: [("uploadId", uploadID)], context: "AbortMultipartUpload \(display)",
-                timeout: .seconds(30))
+            for attempt in 1...3 {
+                do {
+                    _ = try await client.send(
+                        .DELETE, key: key, query: [("uploadId", uploadID)], context: "AbortMultipartUpload \(display)",
+                        timeout: .seconds(30))
+                    return
+                } catch let error as DestinationError where error.code == "NoSuchUpload" {
+                    return  // already gone
+                } catch {
+                    if attempt < 3 { try? await Task.sleep(for: .milliseconds(200 * attempt)) }
+                }
+            }
         }
         await task.value
     }

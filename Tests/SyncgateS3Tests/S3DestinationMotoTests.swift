@@ -264,7 +264,7 @@ struct S3DestinationMotoTests {
         if case .success = result { Issue.record("the cancelled upload completed") }
         await destination.finish()
         #expect(server.requests("DELETE").contains { $0.contains("uploadId=") }, "AbortMultipartUpload sent")
-        #expect(try await server.openMultipartUploads(bucket: "cancel") == 0, "no orphan parts")
+        #expect(try await server.openMultipartUploads(bucket: "cancel") == 0, "no orphan parts: \(server.log().split(separator: "\n").filter { $0.contains("uploadId") || $0.contains("uploads") })")
         let readBack = try TemporaryDirectory("s3-cancel-readback")
         defer { readBack.remove() }
         #expect(try await server.objects(bucket: "cancel", into: readBack.url).isEmpty)
