@@ -247,26 +247,10 @@ struct EngineTests {
     /// that keeps paths apart (``Destination/remoteNamesAreDistinct``) cannot, and its names are not tracked.
     @Test func oneSourceClashesOnlyWhereNamesAreFlattened() async throws {
         defer { dir.remove() }
-        struct FlatNames: Destination {
-            func remoteName(forRelativePath path: String) throws -> String { path.replacingOccurrences(of: "/", with: "_") }
-            func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
-                Receipt(remoteName: item.remoteName)
-            }
-            func delete(remoteName: String) async throws {}
-            func list() async throws -> RemoteListing { RemoteListing(entries: []) }
-        }
         try dir.write("outbox/a/b.txt", "folder")
         try dir.write("outbox/a_b.txt", "flat")
         try dir.write("outbox/c.txt", "c")
-        let registry = PluginRegistry([PluginRegistration(type: "flat", summary: "test") { _ in FlatNames() }, LocalDestination.registration])
-        let config = try GatewayConfig.parse(text: """
-            version: 1
-            state: state/ledger.sqlite
-            sources: [{name: outbox, path: outbox}]
-            destinations: [{name: flat, type: flat}, {name: copy, type: local, path: copy, fsync: false}]
-            routes: [{match: ["**/*"], to: [flat, copy]}]
-            """, file: "plugins.yaml", baseDirectory: dir.url, registry: registry)
-        let engine = SyncEngine(config: config, ledger: try Ledger(path: config.statePath))
+        let engine = try FlatNamesDestination.engineWithCopy(in: dir)
         let summary = try await engine.run()
         #expect(summary.uploaded == 4, "c.txt to flat, all three to copy")
         #expect(summary.failed == 2)

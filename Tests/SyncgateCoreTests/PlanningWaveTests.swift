@@ -99,27 +99,11 @@ struct PlanningWaveTests {
 
     @Test func aClashIsStillFoundAcrossWavesWhereNamesAreFlattened() async throws {
         defer { dir.remove() }
-        struct FlatNames: Destination {
-            func remoteName(forRelativePath path: String) throws -> String { path.replacingOccurrences(of: "/", with: "_") }
-            func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
-                Receipt(remoteName: item.remoteName)
-            }
-            func delete(remoteName: String) async throws {}
-            func list() async throws -> RemoteListing { RemoteListing(entries: []) }
-        }
         // 'a/b.txt' is walked first and 'a_b.txt' last, dozens of files (many waves of the copy) apart.
         try dir.write("outbox/a/b.txt", "folder")
         for index in 0..<40 { try dir.write(String(format: "outbox/a/c%02d.txt", index), "\(index)") }
         try dir.write("outbox/a_b.txt", "flat")
-        let registry = PluginRegistry([PluginRegistration(type: "flat", summary: "test") { _ in FlatNames() }, LocalDestination.registration])
-        let config = try GatewayConfig.parse(text: """
-            version: 1
-            state: state/ledger.sqlite
-            sources: [{name: outbox, path: outbox}]
-            destinations: [{name: flat, type: flat}, {name: copy, type: local, path: copy, fsync: false}]
-            routes: [{match: ["**/*"], to: [flat, copy]}]
-            """, file: "plugins.yaml", baseDirectory: dir.url, registry: registry)
-        let engine = SyncEngine(config: config, ledger: try Ledger(path: config.statePath))
+        let engine = try FlatNamesDestination.engineWithCopy(in: dir)
         let summary = try await engine.run(options(wave: 4))
         #expect(summary.uploaded == 40 + 42, "the 40 others to flat, all 42 to copy")
         let failed = try engine.ledger.entries(destination: "flat", statuses: [.failed])
