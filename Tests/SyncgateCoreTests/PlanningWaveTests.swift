@@ -38,6 +38,8 @@ struct PlanningWaveTests {
         var rowsAtStart: [Int] = []
         var statusAtStart: [String: FileStatus] = [:]
         var synced = 0
+        /// Files synced at the slow destination when the other one started its first upload.
+        var syncedAtOtherStart: Int?
     }
 
     @Test func aFirstSyncIsRecordedAndSentWaveByWave() async throws {
@@ -111,6 +113,40 @@ struct PlanningWaveTests {
         #expect(failed.allSatisfy { $0.errorCode == "name-clash" })
         #expect(try engine.ledger.entries(destination: "copy").count == 42)
         #expect(try dir.read("copy/a_b.txt") == Data("flat".utf8))
+    }
+
+    @Test func aDestinationPlannedWholeDoesNotWaitForAnotherDestinationsWaves() async throws {
+        defer { dir.remove() }
+        for index in 0..<40 { try dir.write(String(format: "outbox/f%02d.txt", index), "file \(index)") }
+        let slow = FlakyDestination(uploadDelay: .milliseconds(20))
+        slow.distinctNames = true
+        let registry = PluginRegistry([
+            PluginRegistration(type: "flat", summary: "test") { _ in FlatNamesDestination() },
+            PluginRegistration(type: "flaky", summary: "test") { _ in slow },
+        ])
+        let config = try GatewayConfig.parse(text: """
+            version: 1
+            state: state/ledger.sqlite
+            sources: [{name: outbox, path: outbox}]
+            destinations: [{name: flat, type: flat}, {name: slow, type: flaky, concurrency: 1}]
+            routes: [{match: ["**/*"], to: [flat, slow]}]
+            """, file: "plugins.yaml", baseDirectory: dir.url, registry: registry)
+        let engine = SyncEngine(config: config, ledger: try Ledger(path: config.statePath))
+        let watch = Watch()
+        let summary = try await engine.run(options(wave: 4)) { event in
+            guard case .synced = event.kind else {
+                if case .started = event.kind, event.destination == "flat" {
+                    watch.lock.withLock { if watch.syncedAtOtherStart == nil { watch.syncedAtOtherStart = watch.synced } }
+                }
+                return
+            }
+            if event.destination == "slow" { watch.lock.withLock { watch.synced += 1 } }
+        }
+        #expect(summary.uploaded == 80)
+        // The slow destination gets 10 waves of 4 files, 80 ms each. When its waves held up the walk, the flat
+        // destination's whole plan (and its first upload) waited for most of them (24 files when tried).
+        let slowSyncedAtFlatStart = try #require(watch.lock.withLock { watch.syncedAtOtherStart })
+        #expect(slowSyncedAtFlatStart <= 8, "the flat destination started after \(slowSyncedAtFlatStart) files reached the slow one")
     }
 
     @Test func anInterruptionBetweenWavesLeavesNothingHalfDoneAndTheNextRunSendsTheRest() async throws {

@@ -7,8 +7,8 @@ import Foundation
 /// about ``defaultWaveSize`` files: while it sends one wave the next is planned, and the scan waits when it is a wave
 /// ahead. A first sync of any size then holds a few waves in memory, not a plan per file. A destination whose
 /// names can clash (a head unit, several sources into one folder) gets its whole plan once every file routed to
-/// it was seen; the sources feeding such destinations are walked first, so that it starts while the others are
-/// still being planned.
+/// it was seen; the sources feeding such destinations are walked first, without waiting for the waves, so that it
+/// starts at once however slow the others are, while they are still being planned.
 ///
 /// The ledger is read beside the walk, one short read transaction per source and wave (see
 /// ``Ledger/withRows(source:after:_:)``).
@@ -147,8 +147,10 @@ final class PlanningPass: @unchecked Sendable {
                 if !feed.send(outcome, to: index) { return }
             }
         }
+        // Until the whole plans are handed over, waves do not hold up the walk: a destination planned whole must
+        // not wait for another's uploads (what it holds grows with those files anyway).
         for (index, planner) in planners.enumerated() where planner.deliversInWaves && (final || planner.keptCount >= waveSize) {
-            if !feed.send(planner.takeWave(), to: index) { return }
+            if !feed.send(planner.takeWave(), to: index, wait: wholeHandedOver) { return }
         }
     }
 

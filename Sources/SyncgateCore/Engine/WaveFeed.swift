@@ -30,11 +30,12 @@ final class WaveFeed: @unchecked Sendable {
         self.continuations = continuations
     }
 
-    /// Hands a wave to destination `index`, waiting while it has `capacity` waves not taken yet (a destination
-    /// that left drops it). Returns false when the run is stopping (``stop()``): plan no further.
-    func send(_ wave: DestinationPlanner.Outcome, to index: Int) -> Bool {
+    /// Hands a wave to destination `index`, waiting while it has `capacity` waves not taken yet unless `wait` is
+    /// false (a destination that left drops it). Returns false when the run is stopping (``stop()``): plan no
+    /// further.
+    func send(_ wave: DestinationPlanner.Outcome, to index: Int, wait: Bool = true) -> Bool {
         let (deliver, go): (Bool, Bool) = condition.withLock {
-            while waiting[index] >= capacity && !stopped && !left[index] { condition.wait() }
+            while wait && waiting[index] >= capacity && !stopped && !left[index] { condition.wait() }
             guard !stopped else { return (false, false) }
             guard !left[index] else { return (false, true) }
             waiting[index] += 1
