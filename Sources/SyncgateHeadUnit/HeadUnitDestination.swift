@@ -107,7 +107,8 @@ public final class HeadUnitDestination: Destination {
     public func list() async throws -> RemoteListing {
         let connection = try await link.current()
         let names = await connection.files.sorted()
-        return RemoteListing(entries: names.map { RemoteListing.Entry(name: $0) }, spaceAvailable: await connection.spaceAvailable)
+        return RemoteListing(entries: names.map { RemoteListing.Entry(name: $0) }, spaceAvailable: await connection.spaceAvailable,
+                             isComplete: await connection.listingIsComplete)
     }
 
     /// Fails alone, before anything is sent: files whose names collide, empty files, and files that cannot

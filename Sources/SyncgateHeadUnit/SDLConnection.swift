@@ -33,6 +33,9 @@ actor SDLConnection {
     private(set) var hmiLevel = "NONE"
     private(set) var closedReason: DestinationError?
     private(set) var files: Set<String> = []
+    /// Whether the last ListFiles named every file: SDL Core names at most ``listFilesLimit``.
+    private(set) var listingIsComplete = true
+    static let listFilesLimit = 1000
     private(set) var spaceAvailable: Int64?
     /// A request was REJECTED at level NONE on this connection: wait for a higher level before sending more.
     private(set) var noneRejected = false
@@ -390,7 +393,9 @@ actor SDLConnection {
             throw ResultClassifier.error(
                 response.code, info: response.info, function: "ListFiles", subject: "", hmiLevel: hmiLevel)
         }
-        files = Set((response.parameters["filenames"]?.arrayValue ?? []).compactMap(\.stringValue))
+        let names = (response.parameters["filenames"]?.arrayValue ?? []).compactMap(\.stringValue)
+        files = Set(names)
+        listingIsComplete = names.count < SDLConnection.listFilesLimit
         spaceAvailable = response.parameters["spaceAvailable"]?.intValue
     }
 

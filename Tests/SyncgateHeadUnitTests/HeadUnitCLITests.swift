@@ -68,6 +68,25 @@ struct HeadUnitCLITests {
         }
     }
 
+    @Test("more files than ListFiles names (SDL Core names at most 1,000): a second sync sends nothing")
+    func listingCappedAtAThousandIsNotTakenAsMissingFiles() async throws {
+        try await HeadUnitTestEnvironment.withSimulator { sim in
+            let run = try HeadUnitCLIRun(sim: sim)
+            defer { run.remove() }
+            for index in 0..<1_005 { try run.source(String(format: "f%04d.png", index), HeadUnitFixtures.bytes(100, seed: UInt64(index))) }
+            let first = try await run.sync()
+            #expect(first.status == 0, "\(first.result.output)")
+            #expect(events(first.events, "synced").count == 1_005)
+            let putsAfterFirst = sim.rpcLines("PutFile").count
+            // The second session's ListFiles names 1,000 of the 1,005: the 5 it leaves out are not missing.
+            let again = try await run.sync()
+            #expect(again.status == 0, "\(again.result.output)")
+            #expect(events(again.events, "synced").isEmpty, "\(events(again.events, "synced").count) sent again")
+            #expect(sim.rpcLines("PutFile").count == putsAfterFirst)
+            #expect(sim.rpcLines("ListFiles").count >= 2)
+        }
+    }
+
     @Test("the connection cut mid-file: the file is retried on a new session and arrives whole")
     func connectionCutRecovers() async throws {
         try await HeadUnitTestEnvironment.withSimulator(["--cut-after-bytes", "600000"]) { sim in

@@ -12,10 +12,14 @@ public struct RemoteListing: Sendable, Hashable {
     public var entries: [Entry]
     /// Free space the destination reports, when it has such a notion (a head unit's quota).
     public var spaceAvailable: Int64?
+    /// False when the destination may hold names the listing leaves out (SDL Core's ListFiles names at most 1,000
+    /// files): a name missing from it proves nothing.
+    public var isComplete: Bool
 
-    public init(entries: [Entry], spaceAvailable: Int64? = nil) {
+    public init(entries: [Entry], spaceAvailable: Int64? = nil, isComplete: Bool = true) {
         self.entries = entries
         self.spaceAvailable = spaceAvailable
+        self.isComplete = isComplete
     }
 
     public var names: Set<String> { Set(entries.map(\.name)) }

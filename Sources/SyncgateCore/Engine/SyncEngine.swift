@@ -48,7 +48,12 @@ public final class SyncEngine: Sendable {
                 for destination in destinations where destination.destination.listingIsAuthoritative && isRouted(destination.name) {
                     group.addTask {
                         do {
-                            return (destination.name, try await destination.destination.list().exactNames)
+                            let listing = try await destination.destination.list()
+                            guard listing.isComplete else {
+                                self.logger.info("\(destination.name): the destination lists only part of what it holds (\(listing.entries.count) names); trusting the ledger")
+                                return (destination.name, nil)
+                            }
+                            return (destination.name, listing.exactNames)
                         } catch {
                             self.logger.warning("\(destination.name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
                             return (destination.name, nil)
