@@ -39,10 +39,34 @@ final class DestinationRun: @unchecked Sendable {
         DeliveryEvent(file: plan.file.key, destination: destination.name, size: plan.file.size, kind: kind, time: clock.now())
     }
 
+    /// Delivers the waves `feed` hands destination `index`, each staged (recorded pending) while the one before it
+    /// is sent, then ends the destination's run (``finish()``), also when a wave failed.
+    func deliver(_ feed: WaveFeed, index: Int) async throws {
+        defer { feed.leave(index) }
+        var sending: Task<Void, any Error>? = nil
+        do {
+            for await wave in feed.waves[index] {
+                feed.took(index)
+                if cancellation.isCancelled { break }
+                let items = try await stage(wave)
+                try await sending?.value
+                sending = nil
+                if cancellation.isCancelled { break }
+                sending = Task { try await send(items) }
+            }
+            try await sending?.value
+        } catch {
+            _ = try? await sending?.value
+            try? await finish()
+            throw error
+        }
+        try await finish()
+    }
+
     /// Readies one wave of plans: counts it, records its files `pending` (and fails those that cannot be sent),
     /// and returns what is to be uploaded (nothing in a dry run). The next wave is readied while this one is sent
     /// (``send(_:)``), so that the ledger's transaction and the destination's preparation do not hold up uploads.
-    func stage(_ outcome: DestinationPlanner.Outcome) async throws -> [UploadItem] {
+    private func stage(_ outcome: DestinationPlanner.Outcome) async throws -> [UploadItem] {
         let plugin = destination.destination
         var plans = outcome.plans
         let now = clock.now()
@@ -122,7 +146,7 @@ final class DestinationRun: @unchecked Sendable {
     }
 
     /// Uploads a staged wave through the destination's delivery layer.
-    func send(_ items: [UploadItem]) async throws {
+    private func send(_ items: [UploadItem]) async throws {
         guard !items.isEmpty else { return }
         let (layer, recorder) = deliveryLayer()
         recorder.expect(items)
@@ -157,8 +181,7 @@ final class DestinationRun: @unchecked Sendable {
     }
 
     /// Ends the destination's run: the last outcomes written, then the destination's batch ended.
-    /// Called once, also after a wave failed.
-    func finish() async throws {
+    private func finish() async throws {
         var failure: (any Error)? = nil
         if let recorder = delivery?.recorder {
             recorder.flush()

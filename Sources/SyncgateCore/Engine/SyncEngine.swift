@@ -84,28 +84,7 @@ public final class SyncEngine: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await planning.run() }
             for (index, run) in runs.enumerated() {
-                group.addTask {
-                    defer { feed.leave(index) }
-                    // Each wave is staged (recorded pending) while the one before it is sent.
-                    var sending: Task<Void, any Error>? = nil
-                    do {
-                        for await wave in feed.waves[index] {
-                            feed.took(index)
-                            if cancellation.isCancelled { break }
-                            let items = try await run.stage(wave)
-                            try await sending?.value
-                            sending = nil
-                            if cancellation.isCancelled { break }
-                            sending = Task { try await run.send(items) }
-                        }
-                        try await sending?.value
-                    } catch {
-                        _ = try? await sending?.value
-                        try? await run.finish()
-                        throw error
-                    }
-                    try await run.finish()
-                }
+                group.addTask { try await run.deliver(feed, index: index) }
             }
             do {
                 try await group.waitForAll()

@@ -129,26 +129,23 @@ public final class Ledger: Sendable {
     /// scanned files and keeps none it does not act on; a file's rows at its destinations come one after another.
     /// Receipts are neither read nor decoded (see ``receipts(_:destination:)``).
     public func withRows<T>(destination: String? = nil, _ body: (LedgerRowStream) throws -> T) throws -> T {
-        try read { db in
-            // `+destination`: filter, do not look up by it, so that the primary key gives the order without a sort.
-            let filter = destination == nil ? "" : "WHERE +destination = ?"
-            let rows = try Row.fetchCursor(
-                db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files \(filter) ORDER BY source, path, destination",
-                arguments: StatementArguments(destination.map { [$0] } ?? []))
-            let stream = LedgerRowStream(rows)
-            try stream.advance()
-            return try body(stream)
-        }
+        // `+destination`: filter, do not look up by it, so that the primary key gives the order without a sort.
+        try withRows(where: destination == nil ? "" : "WHERE +destination = ?", destination.map { [$0] } ?? [], body)
     }
 
     /// Walks one source's rows whose path comes after `path` (all of them when nil), in the order of
     /// ``withRows(destination:_:)``. A sync reads its plan in waves, a short read transaction each, so that the rows
     /// it writes meanwhile never wait for a long-lived reader to let the write-ahead log go.
     public func withRows<T>(source: String, after path: String?, _ body: (LedgerRowStream) throws -> T) throws -> T {
+        try withRows(where: "WHERE source = ?" + (path == nil ? "" : " AND path > ?"), [source] + (path.map { [$0] } ?? []), body)
+    }
+
+    /// The rows `filter` selects, in primary key order, as a stream read inside one read transaction.
+    private func withRows<T>(where filter: String, _ arguments: [String], _ body: (LedgerRowStream) throws -> T) throws -> T {
         try read { db in
             let rows = try Row.fetchCursor(
-                db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files WHERE source = ?\(path == nil ? "" : " AND path > ?") ORDER BY source, path, destination",
-                arguments: StatementArguments([source] + (path.map { [$0] } ?? [])))
+                db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files \(filter) ORDER BY source, path, destination",
+                arguments: StatementArguments(arguments))
             let stream = LedgerRowStream(rows)
             try stream.advance()
             return try body(stream)
