@@ -20,6 +20,11 @@ struct HeadUnitSimulator: ParsableCommand {
     @Option(help: "Highest protocol major version to negotiate (4 or 5).") var protocolVersion: UInt8 = 5
     @Option(help: "Seconds after registration before the HMI raises the app from NONE to FULL (negative: never).")
     var activateAfter = 0.0
+    @Option(help: ArgumentHelp(
+        "Seconds after the first request refused at level NONE before the HMI raises the app to FULL, as a user "
+            + "opening the app would (negative: never). Unlike --activate-after, this does not depend on how fast "
+            + "the app is.", valueName: "seconds"))
+    var activateAfterRefusal = -1.0
     @Option(help: "PutFiles, DeleteFiles and ListFiles allowed at HMI level NONE.") var noneLimit = 5
     @Option(help: "Send a heartbeat every this many seconds (0: never).") var heartbeatInterval = 0.0
     @Option(help: "Delay every RPC response by this many milliseconds.") var delayMs = 0
@@ -44,7 +49,7 @@ struct HeadUnitSimulator: ParsableCommand {
     func run() throws {
         let settings = SimulatorSettings(
             protocolVersion: protocolVersion, mtu: mtu, noACK: noAck, noUI: noUi, activateAfter: activateAfter,
-            noneLimit: noneLimit, heartbeatInterval: heartbeatInterval, delayMilliseconds: delayMs,
+            activateAfterRefusal: activateAfterRefusal, noneLimit: noneLimit, heartbeatInterval: heartbeatInterval, delayMilliseconds: delayMs,
             genericErrors: genericErrors, corruptPuts: corruptPuts, cutAfterBytes: cutAfterBytes,
             cutConnections: cutConnections, verbose: verbose)
         let store = try FileStore(folder: URL(fileURLWithPath: storage), quota: quota)

@@ -28,6 +28,7 @@ final class SimulatorSession: ChannelInboundHandler {
     private var nonePuts = 0
     private var noneDeletes = 0
     private var noneLists = 0
+    private var activationScheduled = false
     private var malformed: [NIODeadline] = []
     private var heartbeatTask: RepeatedTask?
 
@@ -301,6 +302,7 @@ final class SimulatorSession: ChannelInboundHandler {
         nonePuts = 0
         noneDeletes = 0
         noneLists = 0
+        activationScheduled = false
         log(request, "app=\(params["appName"]?.stringValue ?? "?") id=\(params["appID"]?.stringValue ?? "?") -> SUCCESS")
         respond(
             to: request, .success,
@@ -317,11 +319,18 @@ final class SimulatorSession: ChannelInboundHandler {
             ])
         if let forced = settings.forcedLevel {
             setLevel(forced)
-        } else if settings.activateAfter >= 0, let channel {
-            let bound = NIOLoopBound(self, eventLoop: channel.eventLoop)
-            channel.eventLoop.scheduleTask(in: .milliseconds(Int64(settings.activateAfter * 1000))) {
-                if bound.value.settings.forcedLevel == nil { bound.value.setLevel("FULL") }
-            }
+        } else if settings.activateAfter >= 0 {
+            activate(after: settings.activateAfter)
+        }
+    }
+
+    /// Raises the app to FULL after `seconds`, unless the control port forced a level meanwhile.
+    private func activate(after seconds: Double) {
+        guard let channel, !activationScheduled else { return }
+        activationScheduled = true
+        let bound = NIOLoopBound(self, eventLoop: channel.eventLoop)
+        channel.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
+            if bound.value.settings.forcedLevel == nil { bound.value.setLevel("FULL") }
         }
     }
 
@@ -329,7 +338,9 @@ final class SimulatorSession: ChannelInboundHandler {
     private func overNoneLimit(_ counter: inout Int) -> Bool {
         guard level == "NONE" else { return false }
         counter += 1
-        return counter > settings.noneLimit
+        guard counter > settings.noneLimit else { return false }
+        if settings.activateAfterRefusal >= 0 { activate(after: settings.activateAfterRefusal) }
+        return true
     }
 
     private func listFiles(_ request: RPCMessage) {

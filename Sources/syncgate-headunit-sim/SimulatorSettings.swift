@@ -10,6 +10,7 @@ final class SimulatorSettings: @unchecked Sendable {
     let noACK: Bool
     let noUI: Bool
     let activateAfter: Double
+    let activateAfterRefusal: Double
     let noneLimit: Int
     let heartbeatInterval: Double
     let verbose: Bool
@@ -26,7 +27,8 @@ final class SimulatorSettings: @unchecked Sendable {
     private var _heartbeatACKs = 0
 
     init(
-        protocolVersion: UInt8, mtu: Int, noACK: Bool, noUI: Bool, activateAfter: Double, noneLimit: Int,
+        protocolVersion: UInt8, mtu: Int, noACK: Bool, noUI: Bool, activateAfter: Double, activateAfterRefusal: Double,
+        noneLimit: Int,
         heartbeatInterval: Double, delayMilliseconds: Int, genericErrors: Int, corruptPuts: Int, cutAfterBytes: Int,
         cutConnections: Int, verbose: Bool
     ) {
@@ -35,6 +37,7 @@ final class SimulatorSettings: @unchecked Sendable {
         self.noACK = noACK
         self.noUI = noUI
         self.activateAfter = activateAfter
+        self.activateAfterRefusal = activateAfterRefusal
         self.noneLimit = noneLimit
         self.heartbeatInterval = heartbeatInterval
         self.verbose = verbose

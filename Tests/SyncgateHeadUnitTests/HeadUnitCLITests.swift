@@ -119,7 +119,8 @@ struct HeadUnitCLITests {
 
     @Test("level NONE with more than 5 new files: none fails, they wait for FULL (no retries allowed at all)")
     func levelNoneWaits() async throws {
-        try await HeadUnitTestEnvironment.withSimulator(["--activate-after", "2"]) { sim in
+        // FULL comes 1 s after the first refusal, however long the first 5 uploads take on a loaded machine.
+        try await HeadUnitTestEnvironment.withSimulator(["--activate-after=-1", "--activate-after-refusal", "1"]) { sim in
             let run = try HeadUnitCLIRun(sim: sim, retries: 0)
             defer { run.remove() }
             for i in 1...8 { try run.source("art/\(i).png", HeadUnitFixtures.bytes(500 + i, seed: UInt64(i))) }

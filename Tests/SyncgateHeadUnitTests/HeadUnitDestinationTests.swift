@@ -123,10 +123,12 @@ struct HeadUnitDestinationTests {
     func levelNoneWaits() async throws {
         let files = try HeadUnitFixtures()
         defer { files.remove() }
-        try await HeadUnitTestEnvironment.withSimulator(["--activate-after", "2"]) { sim in
+        // The level rises 1 s after the first refusal, not at a fixed time after registration: on a loaded machine
+        // the first 5 uploads could take longer than any fixed time, and the 6th would then not be refused.
+        try await HeadUnitTestEnvironment.withSimulator(["--activate-after=-1", "--activate-after-refusal", "1"]) { sim in
             // The wait for a higher level is bounded by the response timeout: long here, so that a loaded machine
-            // cannot end it before the simulator raises the level (2 s after registration). A wait that ran out
-            // would throw; the uploads below succeeding means the plugin woke on FULL.
+            // cannot end it before the simulator raises the level. A wait that ran out would throw; the uploads
+            // below succeeding means the plugin woke on FULL.
             let destination = HeadUnitFixtures.destination(sim, responseTimeout: .seconds(20))
             var items: [UploadItem] = []
             for i in 1...7 { items.append(try files.item("n\(i).png", HeadUnitFixtures.bytes(100 + i, seed: UInt64(i)), artwork: true)) }

@@ -24,7 +24,7 @@ public final class FaultProxy: @unchecked Sendable {
         var control = Loopback.freePort()
         while control == port { control = Loopback.freePort() }
         let process = try ProcessRunner.start(python, [script.path, "--listen", "\(port)", "--target", "127.0.0.1:\(targetPort)", "--control", "\(control)"])
-        guard await Loopback.waitForListener(port: control, timeout: 20) else {
+        guard await Loopback.waitForListener(port: control, timeout: 20, while: { process.isRunning }) else {
             process.terminate()
             throw ProxyError("the fault proxy did not start")
         }

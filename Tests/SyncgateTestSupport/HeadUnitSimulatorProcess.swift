@@ -30,7 +30,10 @@ public final class HeadUnitSimulatorProcess: @unchecked Sendable {
             TestPaths.executable("syncgate-headunit-sim"),
             ["--port", String(port), "--control-port", String(controlPort), "--storage", storage.path] + arguments,
             logFile: logFile)
-        guard await Loopback.waitForListener(port: port, timeout: 60), await Loopback.waitForListener(port: controlPort, timeout: 10) else {
+        let process = self.process
+        guard await Loopback.waitForListener(port: port, timeout: 60, while: { process.isRunning }),
+            await Loopback.waitForListener(port: controlPort, timeout: 10, while: { process.isRunning })
+        else {
             stop()
             throw SimulatorError("the head-unit simulator did not start listening:\n\(log)")
         }

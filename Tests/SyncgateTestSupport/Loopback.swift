@@ -83,11 +83,15 @@ public enum Loopback {
         return fd
     }
 
-    /// Waits until 127.0.0.1:port accepts connections; false after `timeout` seconds.
-    public static func waitForListener(port: Int, timeout: TimeInterval = 30) async -> Bool {
+    /// Waits until 127.0.0.1:port accepts connections; false after `timeout` seconds, or as soon as `alive`
+    /// says the server that should listen there has exited (a bad flag, say), so a test fails at once.
+    public static func waitForListener(
+        port: Int, timeout: TimeInterval = 30, while alive: () -> Bool = { true }
+    ) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if isListening(port: port) { return true }
+            guard alive() else { return false }
             try? await Task.sleep(for: .milliseconds(50))
         }
         return false

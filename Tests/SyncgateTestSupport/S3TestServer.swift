@@ -52,10 +52,13 @@ public final class S3TestServer: @unchecked Sendable {
         let script = "from moto.server import main; import sys; sys.argv=['moto_server','-H','127.0.0.1','-p','\(port)']; main()"
         process = try ProcessRunner.start(python, ["-c", script], environment: ["PYTHONUNBUFFERED": "1"], logFile: logFile)
         // (Still running once something listens: the listener is this moto, not another program on the port.)
-        guard await Loopback.waitForListener(port: port, timeout: 90), process?.isRunning == true else {
+        let started = process
+        guard await Loopback.waitForListener(port: port, timeout: 90, while: { started?.isRunning == true }),
+            process?.isRunning == true
+        else {
             let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
             stop()
-            throw S3TestServerError("moto did not listen on 127.0.0.1:\(port) within 90 s: \(log.suffix(500))")
+            throw S3TestServerError("moto exited or did not listen on 127.0.0.1:\(port) within 90 s: \(log.suffix(500))")
         }
     }
 
