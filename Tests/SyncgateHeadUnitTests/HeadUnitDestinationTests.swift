@@ -246,9 +246,15 @@ struct HeadUnitDestinationTests {
             let item = try files.item("v4.bin", HeadUnitFixtures.bytes(400_000, seed: 4))
             _ = try await destination.upload(item) { _ in }
             #expect(try sim.storage.read("v4.bin") == HeadUnitFixtures.bytes(400_000, seed: 4))
-            try await Task.sleep(for: .milliseconds(900))
-            let stats = try sim.control("stats")
-            let acks = stats.split(separator: " ").first { $0.hasPrefix("heartbeat_acks=") }.flatMap { Int($0.dropFirst(15)) } ?? 0
+            // A heartbeat every 0.2 s: wait (up to 10 s, for a loaded machine) until two have been answered.
+            var stats = ""
+            var acks = 0
+            let deadline = ContinuousClock.now + .seconds(10)
+            while acks < 2, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                stats = try sim.control("stats")
+                acks = stats.split(separator: " ").first { $0.hasPrefix("heartbeat_acks=") }.flatMap { Int($0.dropFirst(15)) } ?? 0
+            }
             #expect(acks >= 2, "\(stats)")
             await destination.finish()
             #expect(sim.log.contains("END-SERVICE hash"))
