@@ -118,7 +118,8 @@ struct PlanningWaveTests {
     @Test func aDestinationPlannedWholeDoesNotWaitForAnotherDestinationsWaves() async throws {
         defer { dir.remove() }
         for index in 0..<40 { try dir.write(String(format: "outbox/f%02d.txt", index), "file \(index)") }
-        let slow = FlakyDestination(uploadDelay: .milliseconds(20))
+        // 50 ms per file: 8 files leave the flat destination 400 ms to start, even on a loaded machine.
+        let slow = FlakyDestination(uploadDelay: .milliseconds(50))
         slow.distinctNames = true
         let registry = PluginRegistry([
             PluginRegistration(type: "flat", summary: "test") { _ in FlatNamesDestination() },
@@ -143,7 +144,7 @@ struct PlanningWaveTests {
             if event.destination == "slow" { watch.lock.withLock { watch.synced += 1 } }
         }
         #expect(summary.uploaded == 80)
-        // The slow destination gets 10 waves of 4 files, 80 ms each. When its waves held up the walk, the flat
+        // The slow destination gets 10 waves of 4 files, 200 ms each. When its waves held up the walk, the flat
         // destination's whole plan (and its first upload) waited for most of them (24 files when tried).
         let slowSyncedAtFlatStart = try #require(watch.lock.withLock { watch.syncedAtOtherStart })
         #expect(slowSyncedAtFlatStart <= 8, "the flat destination started after \(slowSyncedAtFlatStart) files reached the slow one")
