@@ -184,7 +184,15 @@ struct FaultInjectionTests {
         defer { bench.stop() }
         try bench.proxy.set(fault.json())
         let (process, out) = try bench.start()
-        // The fault lasts 2.5 seconds, then clears.
+        // The fault lasts 2.5 seconds from the moment it first hits syncgate (a faulted connection, or a retry for a
+        // refused one), then clears: counted from the start instead, a slow start on a loaded machine could let the
+        // fault clear before syncgate ever met it.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while process.isRunning, ContinuousClock.now < deadline {
+            let hit = try bench.proxy.log().contains { $0["mode"] as? String != "pass" }
+            if hit || Self.events(out).contains(where: { $0["event"] as? String == "retrying" }) { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         try await Task.sleep(for: .milliseconds(2500))
         try bench.proxy.pass()
         if !(await ProcessRunner.waitForExit(process, timeout: 120)) { kill(process.processIdentifier, SIGKILL) }
