@@ -49,9 +49,9 @@ struct HeadUnitSimulator: ParsableCommand {
     func run() throws {
         let settings = SimulatorSettings(
             protocolVersion: protocolVersion, mtu: mtu, noACK: noAck, noUI: noUi, activateAfter: activateAfter,
-            activateAfterRefusal: activateAfterRefusal, noneLimit: noneLimit, heartbeatInterval: heartbeatInterval, delayMilliseconds: delayMs,
-            genericErrors: genericErrors, corruptPuts: corruptPuts, cutAfterBytes: cutAfterBytes,
-            cutConnections: cutConnections, verbose: verbose)
+            activateAfterRefusal: activateAfterRefusal, noneLimit: noneLimit, heartbeatInterval: heartbeatInterval,
+            delayMilliseconds: delayMs, genericErrors: genericErrors, corruptPuts: corruptPuts,
+            cutAfterBytes: cutAfterBytes, cutConnections: cutConnections, verbose: verbose)
         let store = try FileStore(folder: URL(fileURLWithPath: storage), quota: quota)
         let registry = SessionRegistry()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)

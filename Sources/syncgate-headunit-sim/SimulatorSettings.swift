@@ -28,9 +28,8 @@ final class SimulatorSettings: @unchecked Sendable {
 
     init(
         protocolVersion: UInt8, mtu: Int, noACK: Bool, noUI: Bool, activateAfter: Double, activateAfterRefusal: Double,
-        noneLimit: Int,
-        heartbeatInterval: Double, delayMilliseconds: Int, genericErrors: Int, corruptPuts: Int, cutAfterBytes: Int,
-        cutConnections: Int, verbose: Bool
+        noneLimit: Int, heartbeatInterval: Double, delayMilliseconds: Int, genericErrors: Int, corruptPuts: Int,
+        cutAfterBytes: Int, cutConnections: Int, verbose: Bool
     ) {
         self.protocolVersion = protocolVersion
         self.mtu = mtu
