@@ -153,10 +153,10 @@ public final class HeadUnitDestination: Destination {
         return rejected
     }
 
-    public func classify(_ error: any Error) -> FailureClass {
-        if let error = error as? DestinationError { return error.failureClass }
-        if error is SDLError { return .retryable() }
-        return FailureClass.classify(error)
+    public func classify(_ error: any Error) -> Classification {
+        if let error = error as? DestinationError { return error.classification }
+        if error is SDLError { return Classification(.retryable()) }
+        return Classification.of(error)
     }
 
     public func finish() async {

@@ -135,7 +135,7 @@ final class S3Client: @unchecked Sendable {
     /// A failure before an HTTP answer: connection refused or reset, timeouts, TLS. Classified by the core's
     /// rules (connection problems are retryable), worded for the ledger.
     func transportError(_ error: any Error, context: String) -> DestinationError {
-        var failure = FailureClass.classify(error)
+        var failure = Classification.of(error).failureClass
         let text = String(describing: error)
         let lower = text.lowercased()
         if lower.contains("connection refused") || lower.contains("connecttimeout") || lower.contains("connection reset")

@@ -202,8 +202,8 @@ public final class S3Destination: Destination, @unchecked Sendable {
 
     // MARK: Classification and closing
 
-    public func classify(_ error: any Error) -> FailureClass {
-        FailureClass.classify(error)
+    public func classify(_ error: any Error) -> Classification {
+        Classification.of(error)
     }
 
     public func finish() async {

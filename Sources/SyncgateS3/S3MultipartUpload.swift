@@ -54,7 +54,7 @@ struct S3MultipartUpload: Sendable {
             let etags = try await sendParts(uploadID: upload.uploadID, parts: parts, progress: progress)
             return try await complete(uploadID: upload.uploadID, etags: etags)
         } catch {
-            let resumable = FailureClass.classify(error).isRetryable && !Task.isCancelled && !(error is CancellationError)
+            let resumable = Classification.of(error).failureClass.isRetryable && !Task.isCancelled && !(error is CancellationError)
                 && (error as? DestinationError)?.code != "NoSuchUpload"
             if resumable {
                 var kept = upload

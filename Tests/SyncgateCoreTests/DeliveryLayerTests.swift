@@ -180,11 +180,13 @@ struct DeliveryLayerTests {
     }
 
     @Test func classificationOfCommonErrors() {
-        #expect(FailureClass.classify(POSIXError(.ECONNREFUSED)) == .retryable())
-        #expect(FailureClass.classify(POSIXError(.EACCES)) == .permanent)
-        #expect(FailureClass.classify(AttemptTimeoutError(timeout: .seconds(1))) == .retryable())
-        #expect(FailureClass.classify(DestinationError.permanent("auth")) == .permanent)
-        #expect(FailureClass.classify(DestinationError.retryable("503", after: .seconds(2))) == .retryable(after: .seconds(2)))
+        #expect(Classification.of(POSIXError(.ECONNREFUSED)) == Classification(.retryable(), scope: .destination))
+        #expect(Classification.of(POSIXError(.ECONNRESET)) == Classification(.retryable(), scope: .file))
+        #expect(Classification.of(POSIXError(.EACCES)) == Classification(.permanent))
+        #expect(Classification.of(AttemptTimeoutError(timeout: .seconds(1))) == Classification(.retryable()))
+        #expect(Classification.of(DestinationError.permanent("auth")) == Classification(.permanent))
+        #expect(Classification.of(DestinationError.retryable("503", after: .seconds(2))) == Classification(.retryable(after: .seconds(2))))
+        #expect(Classification.of(DestinationError.blocked("InvalidAccessKeyId")) == Classification(.permanent, scope: .destination))
     }
 }
 

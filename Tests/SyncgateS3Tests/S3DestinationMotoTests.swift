@@ -161,7 +161,7 @@ struct S3DestinationMotoTests {
             #expect(error.code == "SignatureDoesNotMatch")
             #expect(error.message.contains("HTTP 403 SignatureDoesNotMatch"))
             #expect(!error.message.contains(wrongSecret))
-            #expect(badSecret.classify(error) == .permanent)
+            #expect(badSecret.classify(error).failureClass == .permanent)
         }
         await badSecret.finish()
 
@@ -199,7 +199,7 @@ struct S3DestinationMotoTests {
             _ = try await down.upload(item, progress: { _ in })
             Issue.record("upload to a stopped server succeeded")
         } catch {
-            #expect(down.classify(error).isRetryable, "\(error)")
+            #expect(down.classify(error).failureClass.isRetryable, "\(error)")
             #expect((error as? DestinationError)?.code == "connection")
         }
         await down.finish()

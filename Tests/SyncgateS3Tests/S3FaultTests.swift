@@ -62,7 +62,7 @@ struct S3FaultTests {
             _ = try await destination.upload(item, progress: { _ in })
             Issue.record("the upload survived a reset")
         } catch {
-            #expect(destination.classify(error).isRetryable, "\(error)")
+            #expect(destination.classify(error).failureClass.isRetryable, "\(error)")
         }
         #expect(try await server.openMultipartUploads(bucket: "reset") == 1, "kept for the next attempt")
         // No next attempt: finishing the destination aborts it.
@@ -107,7 +107,7 @@ struct S3FaultTests {
             })
             Issue.record("the upload survived a reset")
         } catch {
-            #expect(destination.classify(error).isRetryable, "\(error)")
+            #expect(destination.classify(error).failureClass.isRetryable, "\(error)")
         }
         let okParts = { (number: Int) in
             server.requests("PUT").filter { $0.contains("partNumber=\(number)&") && $0.contains("\" 200") }.count

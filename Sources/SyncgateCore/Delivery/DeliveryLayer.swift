@@ -64,10 +64,11 @@ public struct DeliveryLayer: Sendable {
                 await emit(item, .synced(receipt: receipt, attempts: attempt, uploaded: true))
                 return .success(receipt)
             } catch {
-                let failureClass = classify(error)
+                let classification = classify(error)
+                let failureClass = classification.failureClass
                 let failure = DeliveryFailure(
                     message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: failureClass,
-                    code: (error as? DestinationError)?.code, attempts: attempt
+                    scope: classification.scope, code: (error as? DestinationError)?.code, attempts: attempt
                 )
                 let interrupted = cancellation.isCancelled || Task.isCancelled
                 if failureClass.isRetryable {
@@ -112,8 +113,8 @@ public struct DeliveryLayer: Sendable {
     }
 
     /// The destination's own classification, with the core's for errors it leaves alone.
-    func classify(_ error: any Error) -> FailureClass {
-        if error is AttemptTimeoutError || error is FileChangedError { return FailureClass.classify(error) }
+    func classify(_ error: any Error) -> Classification {
+        if error is AttemptTimeoutError || error is FileChangedError { return Classification.of(error) }
         return destination.classify(error)
     }
 
@@ -234,7 +235,7 @@ public struct DeliveryLayer: Sendable {
                     if case .retryable(let a?) = error.failureClass { after = max(after ?? .zero, a) }
                 }
             } catch {
-                let failureClass = classify(error)
+                let failureClass = classify(error).failureClass
                 let failure = DeliveryFailure(message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: failureClass,
                                               code: (error as? DestinationError)?.code, attempts: attempt)
                 for name in remaining {
@@ -262,7 +263,7 @@ public struct DeliveryLayer: Sendable {
                 try await destination.delete(remoteName: name)
                 return nil
             } catch {
-                let failureClass = classify(error)
+                let failureClass = classify(error).failureClass
                 let failure = DeliveryFailure(
                     message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: failureClass,
                     code: (error as? DestinationError)?.code, attempts: attempt

@@ -1,7 +1,8 @@
 import Foundation
 
 /// What a destination plugin implements: move one file, delete by remote name, list remote names,
-/// and say which of its own errors are worth retrying.
+/// and say of its own errors whether they are worth retrying and whether they are about the file or the whole
+/// destination.
 ///
 /// A plugin never retries, sleeps, keeps status or aggregates progress: the ``DeliveryLayer`` that
 /// wraps every destination does that, the same way for all of them.
@@ -16,9 +17,9 @@ public protocol Destination: Sendable {
     /// Lists what the destination holds.
     func list() async throws -> RemoteListing
 
-    /// Classifies an error thrown by this destination. The default understands ``DestinationError``,
-    /// timeouts and connection errors (see ``FailureClass/classify(_:)``).
-    func classify(_ error: any Error) -> FailureClass
+    /// Classifies an error thrown by this destination: its class and its scope. The default understands
+    /// ``DestinationError``, timeouts and connection errors (see ``Classification/of(_:)``).
+    func classify(_ error: any Error) -> Classification
 
     // MARK: Optional abilities (defaults below)
 
@@ -72,6 +73,17 @@ public protocol Destination: Sendable {
     /// whole request failed. Only called when ``supportsBatchDelete`` is `true`.
     func delete(remoteNames: [String]) async throws -> [String: DestinationError]
 
+    /// Checks, cheaply, that the destination can be used now (a head unit: TCP connect and session start; S3: one
+    /// bucket request; Sheets: a token and a metadata read). Called at the start of a run for a destination that
+    /// was unavailable or blocked; throws what an upload would (a destination-scoped error means it is still
+    /// away). Default: nothing to check, the first upload tells.
+    func probe() async throws
+
+    /// A digest of what the plugin uses that its config text does not show (credentials from the environment or a
+    /// key file's content), so that a destination blocked for its credentials is tried again once they change.
+    /// The core adds the destination's config text itself. Default: "".
+    var settingsFingerprint: String { get }
+
     /// A number that changes whenever the destination opens a new connection or session (0 for destinations
     /// without one). As the SDL libraries do, a file's failure count starts afresh on a new connection; the
     /// delivery layer still bounds a run's attempts per file (see ``DeliveryLayer``) and the ledger keeps the total.
@@ -79,7 +91,9 @@ public protocol Destination: Sendable {
 }
 
 extension Destination {
-    public func classify(_ error: any Error) -> FailureClass { FailureClass.classify(error) }
+    public func classify(_ error: any Error) -> Classification { Classification.of(error) }
+    public func probe() async throws {}
+    public var settingsFingerprint: String { "" }
     public func remoteName(forRelativePath path: String) throws -> String { path }
     public var remoteNamesAreDistinct: Bool { false }
     public var listingIsAuthoritative: Bool { false }
