@@ -5,8 +5,26 @@ public struct ProcessResult: Sendable {
     public var status: Int32
     public var stdout: String
     public var stderr: String
+    /// The process's peak resident memory (`VmHWM` of `/proc/PID/status`, read every 10 ms while it ran; the
+    /// high-water mark only grows, so the last reading is at most 10 ms of growth short of the peak), in KiB.
+    /// Nil where `/proc` is absent.
+    public var peakMemoryKiB: Int?
+    /// Wall time from start to exit, in seconds.
+    public var seconds: Double = 0
     /// Everything printed, both streams.
     public var output: String { stdout + stderr }
+}
+
+/// Reads a running process's peak resident memory from `/proc`.
+public enum PeakMemory {
+    /// `VmHWM` of `pid` in KiB, or nil when it cannot be read (the process ended, no `/proc`).
+    public static func kibibytes(of pid: Int32) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            return Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
+        }
+        return nil
+    }
 }
 
 public enum ProcessRunner {
@@ -18,10 +36,13 @@ public enum ProcessRunner {
         _ executable: URL, _ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil,
         timeout: TimeInterval = 120
     ) async throws -> ProcessResult {
+        let started = Date()
         let running = try Running(executable, arguments, environment: environment, currentDirectory: currentDirectory)
         let deadline = Date().addingTimeInterval(timeout)
         var killed = false
+        var peak: Int? = nil
         while running.process.isRunning {
+            if let reading = PeakMemory.kibibytes(of: running.process.processIdentifier) { peak = max(peak ?? 0, reading) }
             if Date() > deadline {
                 kill(running.process.processIdentifier, SIGKILL)
                 killed = true
@@ -29,7 +50,10 @@ public enum ProcessRunner {
             }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        return running.finish(killed: killed)
+        var result = running.finish(killed: killed)
+        result.peakMemoryKiB = peak
+        result.seconds = Date().timeIntervalSince(started)
+        return result
     }
 
     /// Waits (at most `timeout` seconds, without blocking a thread) for a started process to exit, then reaps it.
