@@ -24,10 +24,11 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    /// Sets up logging (secrets scrubbed) once per process.
+    /// Sets up the process once (logging with secrets scrubbed; a closed output pipe reported as EPIPE, not a
+    /// signal) and returns the logger.
     func makeLogger() -> Logger {
         let level = logLevel
-        LoggingBootstrapOnce.run(level)
+        ProcessSetup.once(level)
         return Logger(label: "syncgate")
     }
 
@@ -52,24 +53,12 @@ struct GlobalOptions: ParsableArguments {
     }
 }
 
-enum LoggingBootstrapOnce {
+enum ProcessSetup {
     nonisolated(unsafe) private static var done = false
-    static func run(_ level: Logger.Level) {
+    static func once(_ level: Logger.Level) {
         guard !done else { return }
         done = true
+        signal(SIGPIPE, SIG_IGN)
         LoggingSystem.bootstrap { label in RedactingLogHandler(label: label, level: level) }
     }
-}
-
-/// Plain output helpers (secrets scrubbed).
-enum Console {
-    static func out(_ line: String) {
-        FileHandle.standardOutput.write(Data((Redactor.shared.redact(line) + "\n").utf8))
-    }
-
-    static func error(_ line: String) {
-        FileHandle.standardError.write(Data(("syncgate: " + Redactor.shared.redact(line) + "\n").utf8))
-    }
-
-    static var stderrIsTerminal: Bool { isatty(2) == 1 }
 }

@@ -2,9 +2,16 @@ import Dispatch
 import Foundation
 import SyncgateCore
 
-/// Ctrl-C (SIGINT) and SIGTERM: the first stops new uploads (in-flight ones get a grace period); a second one exits
-/// at once (the ledger is consistent at every step, so the next run resumes).
+/// Ctrl-C (SIGINT) and SIGTERM: the first stops new uploads (in-flight ones get a grace period) and the process
+/// exits by ``exitDeadline`` after it whatever the destinations do; a second one exits at once. The ledger is
+/// consistent at every step, so the next run resumes either way.
 final class InterruptHandler: @unchecked Sendable {
+    /// How long after the first signal the process is gone at the latest.
+    static let exitDeadline: Duration = .seconds(3)
+    /// How long uploads in flight may go on after the first signal (the rest of the deadline is for ending sessions
+    /// and writing the ledger).
+    static let uploadGrace: Duration = .seconds(2)
+
     let cancellation = CancellationHandle()
     private var sources: [DispatchSourceSignal] = []
     private var count = 0
@@ -20,13 +27,27 @@ final class InterruptHandler: @unchecked Sendable {
                 if self.count == 1 {
                     onFirst()
                     self.cancellation.cancel()
+                    self.queue.asyncAfter(deadline: .now() + InterruptHandler.exitDeadline.seconds) {
+                        Console.errorRaw("syncgate: a destination did not let go in time; stopping now (the next run resumes)\n")
+                        _exit(130)
+                    }
                 } else {
-                    FileHandle.standardError.write(Data("syncgate: interrupted again, stopping now\n".utf8))
-                    exit(130)
+                    Console.errorRaw("syncgate: interrupted again, stopping now\n")
+                    _exit(130)
                 }
             }
             source.resume()
             sources.append(source)
+        }
+    }
+
+    /// Stops the run as the first signal would, without a signal (standard output's reader went away).
+    func stopQuietly() {
+        queue.async {
+            guard self.count == 0 else { return }
+            self.count = 1
+            self.cancellation.cancel()
+            self.queue.asyncAfter(deadline: .now() + InterruptHandler.exitDeadline.seconds) { _exit(141) }
         }
     }
 }

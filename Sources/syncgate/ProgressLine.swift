@@ -7,6 +7,7 @@ final class ProgressLine: @unchecked Sendable {
     private var totalFiles = 0
     private var doneFiles = 0
     private var failedFiles = 0
+    private var waitingFiles = 0
     private var totalBytes: Int64 = 0
     private var doneBytes: Int64 = 0
     private var perFile: [String: Int64] = [:]
@@ -34,6 +35,10 @@ final class ProgressLine: @unchecked Sendable {
                 failedFiles += 1
                 doneBytes -= perFile[key] ?? 0
                 perFile[key] = nil
+            case .waiting:
+                waitingFiles += 1
+                doneBytes -= perFile[key] ?? 0
+                perFile[key] = nil
             default: break
             }
             let now = Date()
@@ -50,15 +55,16 @@ final class ProgressLine: @unchecked Sendable {
         let remaining = rate > 0 ? Double(max(totalBytes - doneBytes, 0)) / rate : 0
         var line = "\r\u{1B}[2K\(doneFiles)/\(totalFiles) files"
         if failedFiles > 0 { line += ", \(failedFiles) failed" }
+        if waitingFiles > 0 { line += ", \(waitingFiles) waiting" }
         line += ", \(ByteSize.format(doneBytes)) of \(ByteSize.format(totalBytes)), \(ByteSize.format(Int64(rate)))/s"
-        if doneFiles + failedFiles < totalFiles, rate > 0 { line += ", ETA \(Int(remaining.rounded()))s" }
-        FileHandle.standardError.write(Data(line.utf8))
+        if doneFiles + failedFiles + waitingFiles < totalFiles, rate > 0 { line += ", ETA \(Int(remaining.rounded()))s" }
+        Console.errorRaw(line)
     }
 
     func finish() {
         lock.withLock {
             draw(Date())
-            FileHandle.standardError.write(Data("\n".utf8))
+            Console.errorRaw("\n")
         }
     }
 }

@@ -24,7 +24,12 @@ struct RetryCommand: AsyncParsableCommand {
             SyncOptions(onlyFailed: true, destinations: destination.map { [$0] } ?? []),
             before: { ledger in
                 let n = try ledger.requestRetry(destination: destination, paths: paths, at: Date())
-                if !json { FileHandle.standardError.write(Data("syncgate: retrying \(n) failed file(s)\n".utf8)) }
+                let unblocked = paths.isEmpty ? try ledger.unblock(destination: destination, at: Date()) : 0
+                if !json {
+                    var note = "syncgate: retrying \(n) failed file(s)"
+                    if unblocked > 0 { note += "; trying \(unblocked) blocked destination(s) again" }
+                    Console.errorRaw(note + "\n")
+                }
             }
         )
         if summary.exitCode != 0 { throw ExitCode(summary.exitCode) }

@@ -74,8 +74,13 @@ struct SyncRunner {
         let dryRun = self.dryRun
         let progressLine = (!json && !dryRun && Console.stderrIsTerminal && !global.quiet) ? ProgressLine() : nil
         let interrupts = InterruptHandler {
-            if !json { FileHandle.standardError.write(Data("\nsyncgate: interrupted; finishing uploads in flight (Ctrl-C again to stop now)\n".utf8)) }
+            if !json { Console.errorRaw("\nsyncgate: interrupted; finishing uploads in flight (Ctrl-C again to stop now)\n") }
         }
+        // A reader of the output that goes away (`syncgate sync --json | head -1`) ends the run as quietly as
+        // SIGPIPE would, but with the ledger written.
+        Console.onBrokenPipe = { interrupts.stopQuietly() }
+        var options = options
+        options.interruptGrace = InterruptHandler.uploadGrace
         let engine = SyncEngine(config: effective, ledger: ledger, logger: logger)
         let verbose = global.verbose > 0
         let summary: SyncSummary
@@ -97,7 +102,7 @@ struct SyncRunner {
                 progressLine?.handle(event)
                 switch event.kind {
                 case .failed(let failure) where !failure.isCancellation:
-                    if progressLine != nil { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+                    if progressLine != nil { Console.errorRaw("\r\u{1B}[2K") }
                     Console.error("\(event.destination): \(event.file.path): failed (\(failure.failureClass.name)): \(failure.message)")
                 case .retrying(let attempt, let failure, let delay) where verbose:
                     Console.error("\(event.destination): \(event.file.path): attempt \(attempt) failed (\(failure.message)); retrying in \(delay.syncgateText)")
@@ -107,7 +112,10 @@ struct SyncRunner {
                 }
             }, warn: { warning in
                 if json {
-                    Console.out(JSONText.encode(["event": "warning", "source": warning.source, "path": warning.relativePath, "message": warning.message]))
+                    Console.out(JSONText.encode(["event": warning.sourceMissing ? "error" : "warning", "source": warning.source,
+                                                 "path": warning.relativePath, "message": warning.message]))
+                } else if warning.sourceMissing {
+                    Console.error("error: source \(warning.source): \(warning.message)")
                 } else if !global.quiet {
                     Console.error("warning: \(warning)")
                 }
@@ -117,21 +125,41 @@ struct SyncRunner {
             throw ExitCode(ExitStatus.failed)
         }
         progressLine?.finish()
+        if Console.isOutputClosed { throw ExitCode(141) }
         if json {
             Console.out(EventJSON.summaryLine(summary))
         } else if dryRun {
             Console.out("dry run: \(summary.planned) to upload, \(summary.files) files scanned; nothing was changed")
         } else if !global.quiet {
-            var line = "\(summary.uploaded) uploaded (\(ByteSize.format(summary.bytesUploaded))), \(summary.upToDate) up to date"
-            if summary.alreadyPresent > 0 { line += ", \(summary.alreadyPresent) already there" }
-            if summary.failedPermanently + summary.failedRetryable > 0 {
-                line += ", \(summary.failedPermanently + summary.failedRetryable) failed (\(summary.failedRetryable) will be retried)"
-            }
-            if summary.warnings > 0 { line += ", \(summary.warnings) skipped with a warning" }
-            line += String(format: " in %.1fs", summary.seconds)
-            if summary.interrupted { line += "; interrupted, the rest stays pending" }
-            FileHandle.standardError.write(Data("syncgate: \(line)\n".utf8))
+            for line in SyncRunner.summaryLines(summary) { Console.errorRaw("syncgate: \(line)\n") }
         }
         return summary
+    }
+}
+
+extension SyncRunner {
+    /// The end-of-run report: what was done, then each destination that was away and what waits for it.
+    static func summaryLines(_ summary: SyncSummary) -> [String] {
+        var line = "\(summary.uploaded) uploaded (\(ByteSize.format(summary.bytesUploaded))), \(summary.upToDate) up to date"
+        if summary.alreadyPresent > 0 { line += ", \(summary.alreadyPresent) already there" }
+        if summary.failedPermanently + summary.failedRetryable > 0 {
+            line += ", \(summary.failedPermanently + summary.failedRetryable) failed (\(summary.failedRetryable) will be retried)"
+        }
+        if summary.waiting > 0 { line += ", \(summary.waiting) waiting" }
+        if summary.warnings > 0 { line += ", \(summary.warnings) skipped with a warning" }
+        if summary.sourcesFailed > 0 { line += ", \(summary.sourcesFailed) source(s) missing" }
+        line += String(format: " in %.1fs", summary.seconds)
+        if summary.interrupted { line += "; interrupted, the rest stays pending" }
+        var lines = [line]
+        for away in summary.away {
+            let files = "\(away.waiting) file\(away.waiting == 1 ? "" : "s") wait\(away.waiting == 1 ? "s" : "") for it"
+            switch away.state {
+            case .blocked:
+                lines.append("\(away.name): blocked since \(Console.when(away.since)) (\(away.error)): fix its credentials or settings (or run syncgate retry); \(files)")
+            default:
+                lines.append("\(away.name): unavailable since \(Console.when(away.since)) (\(away.error)); \(files), sent when it answers")
+            }
+        }
+        return lines
     }
 }

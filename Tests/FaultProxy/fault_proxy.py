@@ -7,6 +7,7 @@ Forwards every connection on 127.0.0.1:PORT to the target, unless a fault is set
 
     POST /fault  {"mode": "...", "count": N, ...}     set a fault for the next N connections (N absent: until changed)
     POST /pass                                        forward everything again
+    POST /run-ended                                   a run of the client ended (counts down "down" mode's runs)
     GET  /log                                         what happened to each connection (JSON lines)
 
 Modes:
@@ -17,6 +18,11 @@ Modes:
   cut         {"after": B}    forward B bytes of the request, then close both sides cleanly
   http_error  {"status": 503, "retry_after": 1, "body": "...", "content_type": "..."}
                               read one HTTP request and answer it with that status (Connection: close)
+  down        {"runs": N}     refuse connections (not listening) for the next N runs of the client: the test
+                              reports each run's end with POST /run-ended; after the N-th the proxy listens again
+  throttle    {"count": N, "flavor": "s3" | "sheets", "retry_after": S}
+                              answer the next N HTTP requests as a throttling server does (S3: 503 SlowDown;
+                              Sheets: 429 RESOURCE_EXHAUSTED), with Retry-After S when given, then forward again
 """
 import argparse
 import asyncio
@@ -37,6 +43,7 @@ class Proxy:
         self.server = None
         self.log = []
         self.tasks = set()
+        self.runs_down = 0
 
     async def start(self):
         if self.server is None:
@@ -51,10 +58,18 @@ class Proxy:
     async def set_fault(self, fault):
         self.fault = fault
         self.remaining = fault.get("count") if fault else None
-        if fault and fault.get("mode") == "refuse":
+        self.runs_down = fault.get("runs", 1) if fault and fault.get("mode") == "down" else 0
+        if fault and fault.get("mode") in ("refuse", "down"):
             await self.stop_listening()
         else:
             await self.start()
+
+    async def run_ended(self):
+        self.log.append({"time": time.time(), "mode": "run-ended"})
+        if self.fault and self.fault.get("mode") == "down":
+            self.runs_down -= 1
+            if self.runs_down <= 0:
+                await self.set_fault(None)
 
     def take_fault(self):
         fault = self.fault
@@ -87,6 +102,9 @@ class Proxy:
         try:
             if mode == "http_error":
                 await self.http_error(reader, writer, fault)
+                return
+            if mode == "throttle":
+                await self.http_error(reader, writer, self.throttle_answer(fault))
                 return
             if mode == "stall":
                 while await reader.read(65536):
@@ -147,6 +165,21 @@ class Proxy:
             pass
         return "eof"
 
+    @staticmethod
+    def throttle_answer(fault):
+        """The answer a throttling server gives, as its API documents it."""
+        answer = {"status": 503, "content_type": "application/xml",
+                  "body": "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>"
+                          "<Message>Please reduce your request rate.</Message><RequestId>FAULTPROXY</RequestId></Error>"}
+        if fault.get("flavor") == "sheets":
+            answer = {"status": 429, "content_type": "application/json; charset=UTF-8",
+                      "body": json.dumps({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+                                                    "message": "Quota exceeded for quota metric 'Write requests' and limit "
+                                                               "'Write requests per minute per user'"}})}
+        if "retry_after" in fault:
+            answer["retry_after"] = fault["retry_after"]
+        return answer
+
     async def http_error(self, reader, writer, fault):
         head = await reader.readuntil(b"\r\n\r\n")
         length = 0
@@ -188,6 +221,9 @@ async def control(proxy, reader, writer):
             answer = b"{}"
         elif method == "POST" and path == "/pass":
             await proxy.set_fault(None)
+            answer = b"{}"
+        elif method == "POST" and path == "/run-ended":
+            await proxy.run_ended()
             answer = b"{}"
         elif method == "GET" and path == "/log":
             answer = "\n".join(json.dumps(e) for e in proxy.log).encode()

@@ -18,12 +18,20 @@ final class FlakyDestination: Destination, @unchecked Sendable {
     private(set) var maxInFlight = 0
     private(set) var deletes: [String] = []
     private(set) var finished = 0
-    /// The `previousReceipt` each name last came with.
-    private(set) var previousReceipts: [String: Receipt] = [:]
     /// What ``makeDurable()`` saw each time it was called: the names stored by then.
     private(set) var durableSnapshots: [Set<String>] = []
     /// Makes ``makeDurable()`` throw (a flush that fails).
     var failDurability = false
+    /// While set, every upload and probe throws it (a destination that is away, blocked or throttling).
+    var awayError: DestinationError?
+    /// Uploads that throw ``awayError`` before the destination behaves again (nil: as long as it is set).
+    var awayAttempts: Int?
+    /// Only files whose name contains this fail transiently (nil: every file).
+    var transientMarker: String?
+    /// What ``settingsFingerprint`` says (a test changes it as a user would fix the credentials).
+    var fingerprint = ""
+    private(set) var probes = 0
+    private(set) var totalAttempts = 0
     /// Reads the names the ledger records synced; ``makeDurable()`` then notes any that no earlier flush covered.
     var syncedInLedger: (@Sendable () throws -> Set<String>)?
     /// Names the ledger recorded synced before a flush had covered them (must stay empty).
@@ -57,21 +65,31 @@ final class FlakyDestination: Destination, @unchecked Sendable {
 
     func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
         let attempt = lock.withLock { () -> Int in
-            previousReceipts[item.remoteName] = item.previousReceipt
             attempts[item.remoteName, default: 0] += 1
+            totalAttempts += 1
             inFlight += 1
             maxInFlight = max(maxInFlight, inFlight)
             return attempts[item.remoteName]!
         }
         defer { lock.withLock { inFlight -= 1 } }
         if uploadDelay > .zero { try await Task.sleep(for: uploadDelay) }
+        if let away = lock.withLock({ () -> DestinationError? in
+            guard let awayError else { return nil }
+            if let left = awayAttempts {
+                if left <= 0 { return nil }
+                awayAttempts = left - 1
+            }
+            return awayError
+        }) {
+            throw away
+        }
         if let permanentMarker, item.relativePath.contains(permanentMarker) {
             throw DestinationError.permanent("refused \(item.relativePath)", code: "Refused")
         }
         if attempt <= deferFirst {
             throw DestinationError(.deferred(after: .milliseconds(500)), code: "NotReady", "not ready yet")
         }
-        if attempt <= deferFirst + transientFailures {
+        if attempt <= deferFirst + transientFailures, transientMarker.map({ item.relativePath.contains($0) }) ?? true {
             throw DestinationError.retryable("busy (attempt \(attempt))", code: "Busy", after: retryAfter)
         }
         var data = Data()
@@ -97,6 +115,16 @@ final class FlakyDestination: Destination, @unchecked Sendable {
     }
 
     func finish() async { lock.withLock { finished += 1 } }
+
+    func probe() async throws {
+        let away: DestinationError? = lock.withLock {
+            probes += 1
+            return awayAttempts == 0 ? nil : awayError
+        }
+        if let away { throw away }
+    }
+
+    var settingsFingerprint: String { lock.withLock { fingerprint } }
 
     func forget(_ name: String) { lock.withLock { _ = stored.removeValue(forKey: name) } }
     func attemptCount(_ name: String) -> Int { lock.withLock { attempts[name] ?? 0 } }

@@ -325,8 +325,14 @@ struct EndToEndTests {
     @Test func validatePrintsThePlan() async throws {
         defer { dir.remove() }
         try writeConfig()
-        let result = try await cli.run(["validate"])
-        #expect(result.status == 0)
+        // A source folder that is not there is a config error, located at its `path`.
+        var result = try await cli.run(["validate"])
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("plugins.yaml:"), "\(result.stderr)")
+        #expect(result.stderr.contains("sources[0].path: the folder"), "\(result.stderr)")
+        try FileManager.default.createDirectory(at: dir.file("outbox"), withIntermediateDirectories: true)
+        result = try await cli.run(["validate"])
+        #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("archive (local)"))
         #expect(result.stdout.contains("retries file 1 / artwork 1"))
     }

@@ -44,6 +44,20 @@ public final class FaultProxy: @unchecked Sendable {
     /// Forward everything again.
     public func pass() throws { _ = try request("POST", "/pass", body: Data()) }
 
+    /// The destination is down (connections refused) for the next `runs` runs; report each with ``runEnded()``.
+    public func down(runs: Int) throws { try set(["mode": "down", "runs": runs]) }
+
+    /// A run of syncgate ended (counts down ``down(runs:)``).
+    public func runEnded() throws { _ = try request("POST", "/run-ended", body: Data()) }
+
+    /// The next `answers` requests get a throttling server's answer (`flavor` "s3": 503 SlowDown; "sheets": 429
+    /// RESOURCE_EXHAUSTED), with `retryAfter` seconds when given.
+    public func throttle(answers: Int, flavor: String, retryAfter: Int? = nil) throws {
+        var fault: [String: Any] = ["mode": "throttle", "count": answers, "flavor": flavor]
+        if let retryAfter { fault["retry_after"] = retryAfter }
+        try set(fault)
+    }
+
     /// What happened to each connection so far.
     public func log() throws -> [[String: Any]] {
         let text = String(decoding: try request("GET", "/log", body: Data()), as: UTF8.self)

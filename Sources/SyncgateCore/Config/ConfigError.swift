@@ -1,5 +1,5 @@
 /// A configuration error located in the file: `plugins.yaml:14:7: destinations[1].retry.file: must be >= 0`.
-public struct ConfigError: Error, Sendable, CustomStringConvertible, Equatable {
+public struct ConfigError: Error, Sendable, CustomStringConvertible, Hashable {
     public var file: String
     public var line: Int?
     public var column: Int?

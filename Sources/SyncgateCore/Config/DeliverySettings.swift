@@ -1,26 +1,34 @@
 /// The delivery keys every destination has (`defaults:` and per-destination overrides).
 public struct DeliverySettings: Sendable, Hashable {
-    /// Uploads in flight at once for one destination.
+    /// Uploads in flight at once for one destination (the most: throttling lowers it for a while).
     public var concurrency: Int
     public var retry: RetrySettings
     /// How long a completed operation stays in the recently-completed list.
     public var recentCompleted: Duration
     /// How long a failed operation stays in the recently-failed list.
     public var recentFailed: Duration
-    /// Longest one attempt (one upload of one file) may take.
+    /// Longest one attempt (one upload of one file, with the checks that go with it) may take.
     public var attemptTimeout: Duration
+    /// The most a run waits out a destination's throttling in all, before it leaves the rest pending.
+    public var throttleWait: Duration
+    /// The longest wait between two probes of an unavailable destination (by a gateway; a sync probes once at start).
+    public var probeIntervalMax: Duration
 
     public static let builtIn = DeliverySettings(
         concurrency: 4, retry: .builtIn, recentCompleted: .seconds(10), recentFailed: .seconds(60),
-        attemptTimeout: .seconds(600)
+        attemptTimeout: .seconds(600), throttleWait: .seconds(120), probeIntervalMax: .seconds(60)
     )
 
-    public init(concurrency: Int, retry: RetrySettings, recentCompleted: Duration, recentFailed: Duration, attemptTimeout: Duration) {
+    public init(concurrency: Int, retry: RetrySettings, recentCompleted: Duration, recentFailed: Duration, attemptTimeout: Duration,
+                throttleWait: Duration = DeliverySettings.builtIn.throttleWait,
+                probeIntervalMax: Duration = DeliverySettings.builtIn.probeIntervalMax) {
         self.concurrency = concurrency
         self.retry = retry
         self.recentCompleted = recentCompleted
         self.recentFailed = recentFailed
         self.attemptTimeout = attemptTimeout
+        self.throttleWait = throttleWait
+        self.probeIntervalMax = probeIntervalMax
     }
 }
 
@@ -35,11 +43,18 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
     var retry: RetryOverrides?
     var recent: Recent?
     var attemptTimeout: ConfigDuration?
+    var throttleWait: ConfigDuration?
+    var probeIntervalMax: ConfigDuration?
 
     enum CodingKeys: String, CodingKey {
         case concurrency, retry, recent
         case attemptTimeout = "attempt_timeout"
+        case throttleWait = "throttle_wait"
+        case probeIntervalMax = "probe_interval_max"
     }
+
+    /// The keys above, which belong to the core in a destination's mapping.
+    static let keys: Set<String> = ["concurrency", "retry", "recent", "attempt_timeout", "throttle_wait", "probe_interval_max"]
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -47,11 +62,19 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         retry = try c.decodeIfPresent(RetryOverrides.self, forKey: .retry)
         recent = try c.decodeIfPresent(Recent.self, forKey: .recent)
         attemptTimeout = try c.decodeIfPresent(ConfigDuration.self, forKey: .attemptTimeout)
+        throttleWait = try c.decodeIfPresent(ConfigDuration.self, forKey: .throttleWait)
+        probeIntervalMax = try c.decodeIfPresent(ConfigDuration.self, forKey: .probeIntervalMax)
         if let concurrency, concurrency < 1 || concurrency > 256 {
             throw ConfigValueError("must be between 1 and 256", key: CodingKeys.concurrency)
         }
         if let attemptTimeout, attemptTimeout.duration <= .zero {
             throw ConfigValueError("must be > 0", key: CodingKeys.attemptTimeout)
+        }
+        if let throttleWait, throttleWait.duration < .zero {
+            throw ConfigValueError("must be >= 0", key: CodingKeys.throttleWait)
+        }
+        if let probeIntervalMax, probeIntervalMax.duration < .seconds(1) {
+            throw ConfigValueError("must be at least 1s", key: CodingKeys.probeIntervalMax)
         }
     }
 
@@ -62,6 +85,8 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         if let completed = recent?.completed { result.recentCompleted = completed.duration }
         if let failed = recent?.failed { result.recentFailed = failed.duration }
         if let attemptTimeout { result.attemptTimeout = attemptTimeout.duration }
+        if let throttleWait { result.throttleWait = throttleWait.duration }
+        if let probeIntervalMax { result.probeIntervalMax = probeIntervalMax.duration }
         return result
     }
 }

@@ -1,15 +1,45 @@
+import Crypto
+import Foundation
+import Yams
+
 /// A configured destination: its plugin instance and the delivery settings that wrap it.
 public struct DestinationConfig: Sendable {
     public var name: String
     public var type: String
     public var settings: DeliverySettings
     public var destination: any Destination
+    /// A digest of the destination's mapping as written, with the environment variables it names.
+    public var configDigest: String
 
-    public init(name: String, type: String, settings: DeliverySettings, destination: any Destination) {
+    public init(name: String, type: String, settings: DeliverySettings, destination: any Destination, configDigest: String = "") {
         self.name = name
         self.type = type
         self.settings = settings
         self.destination = destination
+        self.configDigest = configDigest
+    }
+
+    /// What a blocked destination's settings are compared by: its config (with the environment variables it names)
+    /// and what its plugin uses beyond that (``Destination/settingsFingerprint``). A change unblocks it.
+    public var fingerprint: String {
+        let plugin = destination.settingsFingerprint
+        if plugin.isEmpty { return configDigest }
+        return SHA256.hash(data: Data((configDigest + "\u{0}" + plugin).utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// A digest of a destination's mapping: its text, and the value of every `${VAR}` in it.
+    static func digest(of node: Node, environment: [String: String]) -> String {
+        let text = (try? Yams.serialize(node: node)) ?? "\(node)"
+        var material = text
+        var rest = Substring(text)
+        while let start = rest.range(of: "${") {
+            rest = rest[start.upperBound...]
+            guard let end = rest.firstIndex(of: "}") else { break }
+            let name = String(rest[..<end])
+            material += "\u{0}\(name)=\(environment[name] ?? "")"
+            rest = rest[end...]
+        }
+        return SHA256.hash(data: Data(material.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 }
 

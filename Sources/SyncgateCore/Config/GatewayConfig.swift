@@ -17,7 +17,7 @@ public struct GatewayConfig: Sendable {
     public var routes: [RouteConfig]
 
     /// Keys of a destination mapping that belong to the core, not to the plugin.
-    public static let coreDestinationKeys: Set<String> = ["name", "type", "concurrency", "retry", "recent", "attempt_timeout"]
+    public static let coreDestinationKeys: Set<String> = DeliveryOverrides.keys.union(["name", "type"])
 
     public static let defaultArtwork = ["**/*.png", "**/*.jpg", "**/*.jpeg", "**/*.bmp"]
 
@@ -122,7 +122,8 @@ extension GatewayConfig {
             sources.append(SourceConfig(
                 name: raw.name, path: resolve(raw.path, against: baseDirectory),
                 include: raw.include ?? (try! GlobSet(patterns: ["**/*"])), exclude: raw.exclude ?? GlobSet([]),
-                followSymlinks: raw.followSymlinks ?? false
+                followSymlinks: raw.followSymlinks ?? false, optional: raw.optional ?? false,
+                pathLocation: decoder.error(at: root.descend(path + [.key("path")]), path: path + [.key("path")], "")
             ))
         }
         if sources.isEmpty {
@@ -163,7 +164,8 @@ extension GatewayConfig {
             }
             if let unknown = decoder.unknownKeys(under: path).first { throw unknown }
             destinations.append(DestinationConfig(
-                name: head.name, type: head.type, settings: head.delivery.applied(to: defaults), destination: destination
+                name: head.name, type: head.type, settings: head.delivery.applied(to: defaults), destination: destination,
+                configDigest: DestinationConfig.digest(of: node, environment: environment)
             ))
         }
         if destinations.isEmpty {

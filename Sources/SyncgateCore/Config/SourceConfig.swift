@@ -1,3 +1,5 @@
+import Foundation
+
 /// A local folder whose files are delivered.
 public struct SourceConfig: Sendable, Hashable {
     public var name: String
@@ -7,13 +9,30 @@ public struct SourceConfig: Sendable, Hashable {
     public var exclude: GlobSet
     /// Follow symbolic links (to files and folders) inside the source. Off by default.
     public var followSymlinks: Bool
+    /// A missing folder is normal (a card not inserted): it is noted, not an error.
+    public var optional: Bool
+    /// Where `path` is written in the config (file, line, column, key), for errors about the folder.
+    public var pathLocation: ConfigError?
 
-    public init(name: String, path: String, include: GlobSet, exclude: GlobSet, followSymlinks: Bool = false) {
+    public init(name: String, path: String, include: GlobSet, exclude: GlobSet, followSymlinks: Bool = false,
+                optional: Bool = false, pathLocation: ConfigError? = nil) {
         self.name = name
         self.path = path
         self.include = include
         self.exclude = exclude
         self.followSymlinks = followSymlinks
+        self.optional = optional
+        self.pathLocation = pathLocation
+    }
+
+    /// Whether the folder is there; otherwise the error to report, located at `path` in the config.
+    public func checkFolder() -> ConfigError? {
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue { return nil }
+        var error = pathLocation ?? ConfigError(file: "", line: nil, column: nil, keyPath: "sources.\(name).path", message: "")
+        let exists = FileManager.default.fileExists(atPath: path)
+        error.message = exists ? "\(path) is not a folder" : "the folder \(path) does not exist (create it, or mark the source `optional: true`)"
+        return error
     }
 
     /// Whether a relative path is selected by include/exclude.
@@ -28,9 +47,10 @@ struct RawSource: Decodable {
     var include: GlobSet?
     var exclude: GlobSet?
     var followSymlinks: Bool?
+    var optional: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case name, path, include, exclude
+        case name, path, include, exclude, optional
         case followSymlinks = "follow_symlinks"
     }
 }

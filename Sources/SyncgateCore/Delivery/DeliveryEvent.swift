@@ -4,7 +4,7 @@ import Foundation
 public struct DeliveryEvent: Sendable {
     public enum Kind: Sendable {
         /// Planned for delivery (recorded `pending`).
-        case queued(reason: String)
+        case queued(reason: UploadReason)
         /// An attempt starts (attempt numbers count this run's attempts from 1).
         case started(attempt: Int)
         /// Bytes of this file delivered so far in the current attempt.
@@ -15,8 +15,12 @@ public struct DeliveryEvent: Sendable {
         case synced(receipt: Receipt, attempts: Int, uploaded: Bool)
         /// Not delivered in this run.
         case failed(DeliveryFailure)
+        /// Not delivered in this run because its destination is unavailable or blocked (the failure says why): the
+        /// file stays pending. `attemptCut` when the file's last attempt in this run ended with the destination (cut
+        /// short, or failed as part of the outage): that attempt is not counted.
+        case waiting(DeliveryFailure, attemptCut: Bool)
         /// Nothing to do (up to date, scheduled later, given up...).
-        case skipped(reason: String)
+        case skipped(reason: SkipReason)
     }
 
     public var file: FileKey
@@ -41,6 +45,7 @@ public struct DeliveryEvent: Sendable {
         case .retrying: "retrying"
         case .synced: "synced"
         case .failed: "failed"
+        case .waiting: "waiting"
         case .skipped: "skipped"
         }
     }

@@ -2,20 +2,25 @@ import Foundation
 
 /// Wraps a destination with everything a plugin never does itself: retries with exponential backoff and jitter
 /// (artwork and other files with their own counts), Retry-After, permanent errors not retried, a per-attempt
-/// timeout, bounded concurrency, byte progress, cancellation, and a per-file error map. It reports every step as a
-/// ``DeliveryEvent``; the engine turns those into ledger rows and output.
+/// timeout, bounded concurrency, byte progress, cancellation, and a per-file error map. Errors about the whole
+/// destination stop every upload there (``CircuitBreaker``); throttling pauses them and lowers the concurrency
+/// (``Throttle``). It reports every step as a ``DeliveryEvent``; the engine turns those into ledger rows and output.
 public struct DeliveryLayer: Sendable {
     public let destinationName: String
     public let destination: any Destination
     public let settings: DeliverySettings
     public let clock: any SyncClock
     public let backoff: Backoff
+    /// Open once the destination is found unavailable or blocked: nothing more is tried there.
+    public let breaker: CircuitBreaker
+    /// Pauses and paces the destination while it throttles.
+    public let throttle: Throttle
     let onEvent: @Sendable (DeliveryEvent) async -> Void
     let watchdog = AttemptWatchdog()
 
     public init(
         destinationName: String, destination: any Destination, settings: DeliverySettings,
-        clock: any SyncClock = SystemClock(),
+        clock: any SyncClock = SystemClock(), breaker: CircuitBreaker = CircuitBreaker(),
         random: @escaping @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) },
         onEvent: @escaping @Sendable (DeliveryEvent) async -> Void = { _ in }
     ) {
@@ -24,12 +29,15 @@ public struct DeliveryLayer: Sendable {
         self.settings = settings
         self.clock = clock
         self.backoff = Backoff(settings: settings.retry, random: random)
+        self.breaker = breaker
+        self.throttle = Throttle(concurrency: settings.concurrency, budget: settings.throttleWait, clock: clock)
         self.onEvent = onEvent
     }
 
     // MARK: - One file
 
-    /// Delivers one file, retrying as configured. Returns the receipt or the final failure.
+    /// Delivers one file, retrying as configured. Returns the receipt or the final failure (a destination-scoped
+    /// one when the destination went away: the file then waits, pending).
     public func deliver(
         _ item: UploadItem, cancellation: CancellationHandle = CancellationHandle(),
         progress: @escaping @Sendable (Int64) -> Void = { _ in }
@@ -40,27 +48,44 @@ public struct DeliveryLayer: Sendable {
         var attempt = 0
         var retriesUsed = 0
         var deferredWait = Duration.zero
+        var throttles = 0
         var generationOfLastFailure: Int? = nil
 
-        if item.outcomeUnknown, let existing = try? await destination.existingCopy(of: item) {
-            var receipt = existing
-            receipt.sha256 = item.sha256
-            await emit(item, .synced(receipt: receipt, attempts: 0, uploaded: false))
-            return .success(receipt)
+        if let open = breaker.failure { return await wait(item, open, attemptCut: false) }
+        if item.outcomeUnknown {
+            switch await existingCopy(of: item) {
+            case .found(let receipt):
+                await emit(item, .synced(receipt: receipt, attempts: 0, uploaded: false))
+                return .success(receipt)
+            case .destinationFailed(let failure):
+                return await wait(item, breaker.trip(failure), attemptCut: false)
+            case .unknown:
+                break
+            }
         }
 
         while true {
+            // Its last attempt (if any) failed along with the destination: it is not counted.
+            if let open = breaker.failure { return await wait(item, open, attemptCut: attempt > 0) }
             if cancellation.isCancelled || Task.isCancelled {
                 let failure = DeliveryFailure.cancelled(attempts: attempt)
                 await emit(item, .failed(failure))
                 return .failure(failure)
             }
+            do {
+                try await throttle.waitWhilePaused()
+            } catch {
+                continue  // cancelled while paused: the checks above end it
+            }
+            if let open = breaker.failure { return await wait(item, open, attemptCut: attempt > 0) }
             attempt += 1
             await emit(item, .started(attempt: attempt))
             do {
                 var receipt = try await attemptUpload(item, progress: progress)
                 try FileChangeCheck.verifyUnchanged(item)
                 if !item.sha256.isEmpty { receipt.sha256 = item.sha256 }  // else: the destination hashed what it sent
+                breaker.succeeded()
+                throttle.succeeded()
                 await emit(item, .synced(receipt: receipt, attempts: attempt, uploaded: true))
                 return .success(receipt)
             } catch {
@@ -71,6 +96,27 @@ public struct DeliveryLayer: Sendable {
                     scope: classification.scope, code: (error as? DestinationError)?.code, attempts: attempt
                 )
                 let interrupted = cancellation.isCancelled || Task.isCancelled
+                // The destination went away while this attempt ran (here, or in another upload that tripped the
+                // breaker and ended this one): the attempt says nothing about the file.
+                if let open = breaker.failure { return await wait(item, open, attemptCut: true) }
+                if classification.scope == .destination && !interrupted {
+                    if case .deferred(let after) = failureClass {
+                        throttles += 1
+                        let delay = after ?? backoff.delay(forRetry: throttles)
+                        if throttle.throttled(for: delay) {
+                            await emit(item, .retrying(attempt: attempt, error: failure, delay: delay))
+                            continue
+                        }
+                        var outage = failure
+                        outage.failureClass = .retryable()
+                        outage.message = "throttled for more than throttle_wait (\(settings.throttleWait.syncgateText)) in all; the last answer: \(failure.message)"
+                        return await wait(item, breaker.trip(outage), attemptCut: true)
+                    }
+                    return await wait(item, breaker.trip(failure), attemptCut: true)
+                }
+                if failureClass.isRetryable, !interrupted, !(error is FileChangedError), let outage = breaker.failed(item.key, failure) {
+                    return await wait(item, outage, attemptCut: true)
+                }
                 if failureClass.isRetryable {
                     let generation = await destination.connectionGeneration
                     if let previous = generationOfLastFailure, previous != generation, attempt < attemptCap { retriesUsed = 0 }
@@ -93,7 +139,7 @@ public struct DeliveryLayer: Sendable {
                     await emit(item, .failed(failure))
                     return .failure(failure)
                 case .deferred(let after) where !interrupted && deferredWait < settings.attemptTimeout:
-                    // The destination asks to wait: not a burnt retry, bounded by the attempt timeout in total.
+                    // The destination asks to wait for this file: not a burnt retry, bounded by the attempt timeout in total.
                     let delay = after ?? settings.retry.baseDelay
                     deferredWait += delay
                     await emit(item, .retrying(attempt: attempt, error: failure, delay: delay))
@@ -109,6 +155,37 @@ public struct DeliveryLayer: Sendable {
                     return .failure(interrupted ? .cancelled(attempts: attempt) : failure)
                 }
             }
+        }
+    }
+
+    /// The file waits for its destination: reported, and returned as its failure.
+    private func wait(_ item: UploadItem, _ failure: DeliveryFailure, attemptCut: Bool) async -> Result<Receipt, DeliveryFailure> {
+        await emit(item, .waiting(failure, attemptCut: attemptCut))
+        return .failure(failure)
+    }
+
+    private enum ExistingCopy {
+        case found(Receipt)
+        case destinationFailed(DeliveryFailure)
+        case unknown
+    }
+
+    /// Asks the destination whether it holds the file already (after an attempt whose outcome was not recorded),
+    /// under the attempt's deadline. Anything but a clear answer means "send it".
+    private func existingCopy(of item: UploadItem) async -> ExistingCopy {
+        let destination = self.destination
+        do {
+            guard var receipt = try await watchdog.run(timeout: settings.attemptTimeout, { try await destination.existingCopy(of: item) }) else {
+                return .unknown
+            }
+            receipt.sha256 = item.sha256
+            return .found(receipt)
+        } catch {
+            let classification = classify(error)
+            guard classification.scope == .destination, !Task.isCancelled else { return .unknown }
+            return .destinationFailed(DeliveryFailure(
+                message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: classification.failureClass,
+                scope: .destination, code: (error as? DestinationError)?.code, attempts: 0))
         }
     }
 
@@ -137,56 +214,60 @@ public struct DeliveryLayer: Sendable {
 
     // MARK: - Many files
 
-    /// Uploads many files, at most `concurrency` at once, reporting byte progress over the whole batch. Ends with
-    /// the per-file error map (empty when everything was delivered). Cancelling through the progress value's
-    /// handle stops new files and retries from starting; they end with a `cancelled` failure.
+    /// Uploads many files, at most `concurrency` at once (fewer while the destination throttles), reporting byte
+    /// progress over the whole batch. Ends with the per-file error map (empty when everything was delivered; a
+    /// destination-scoped failure for the files left waiting when the destination went away). Cancelling through
+    /// the progress value's handle stops new files and retries from starting; they end with a `cancelled` failure.
     public func uploadMany(
         _ items: [UploadItem], cancellation: CancellationHandle = CancellationHandle(),
         progress: @escaping @Sendable (TransferProgress) -> Void = { _ in }
     ) async -> [FileKey: DeliveryFailure] {
+        let work = Task { await uploadAll(items, cancellation: cancellation, progress: progress) }
+        // When the destination goes away, the uploads in flight end at once (their files wait, pending).
+        breaker.onTrip { work.cancel() }
+        return await withTaskCancellationHandler { await work.value } onCancel: { work.cancel() }
+    }
+
+    private func uploadAll(
+        _ items: [UploadItem], cancellation: CancellationHandle, progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async -> [FileKey: DeliveryFailure] {
         let tally = ProgressTally(files: items.count, total: items.reduce(0) { $0 + $1.size })
-        let concurrency = max(1, settings.concurrency)
         return await withTaskGroup(of: (FileKey, DeliveryFailure?).self) { group in
             var failures: [FileKey: DeliveryFailure] = [:]
             var next = 0
-            func startNext() {
-                guard next < items.count else { return }
-                let item = items[next]
-                let index = next
-                next += 1
-                group.addTask {
-                    let result = await deliver(item, cancellation: cancellation) { bytes in
-                        let (done, total) = tally.set(index, bytes)
-                        progress(TransferProgress(
-                            file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
-                            bytesDone: done, bytesTotal: total, fileBytesDone: bytes, fileBytesTotal: item.size, error: nil,
-                            cancellation: cancellation
-                        ))
-                    }
-                    switch result {
-                    case .success:
-                        let (done, total) = tally.set(index, item.size)
-                        progress(TransferProgress(
-                            file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
-                            bytesDone: done, bytesTotal: total, fileBytesDone: item.size, fileBytesTotal: item.size, error: nil,
-                            cancellation: cancellation
-                        ))
-                        return (item.key, nil)
-                    case .failure(let failure):
-                        let (done, total) = tally.set(index, 0)
-                        progress(TransferProgress(
-                            file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
-                            bytesDone: done, bytesTotal: total, fileBytesDone: 0, fileBytesTotal: item.size, error: failure,
-                            cancellation: cancellation
-                        ))
-                        return (item.key, failure)
+            var running = 0
+            @Sendable func report(_ item: UploadItem, index: Int, bytes: Int64, error: DeliveryFailure?) {
+                let (done, total) = tally.set(index, bytes)
+                progress(TransferProgress(
+                    file: item.key, fractionCompleted: total > 0 ? Double(done) / Double(total) : 1,
+                    bytesDone: done, bytesTotal: total, fileBytesDone: bytes, fileBytesTotal: item.size, error: error,
+                    cancellation: cancellation
+                ))
+            }
+            func startMore() {
+                while next < items.count, running < throttle.limit {
+                    let item = items[next]
+                    let index = next
+                    next += 1
+                    running += 1
+                    group.addTask {
+                        let result = await deliver(item, cancellation: cancellation) { bytes in report(item, index: index, bytes: bytes, error: nil) }
+                        switch result {
+                        case .success:
+                            report(item, index: index, bytes: item.size, error: nil)
+                            return (item.key, nil)
+                        case .failure(let failure):
+                            report(item, index: index, bytes: 0, error: failure)
+                            return (item.key, failure)
+                        }
                     }
                 }
             }
-            for _ in 0..<min(concurrency, items.count) { startNext() }
+            startMore()
             while let (key, failure) = await group.next() {
+                running -= 1
                 if let failure { failures[key] = failure }
-                startNext()
+                startMore()
             }
             return failures
         }
@@ -215,6 +296,14 @@ public struct DeliveryLayer: Sendable {
         }
     }
 
+    /// A failure of a delete request, classified.
+    private func deleteFailure(_ error: any Error, attempt: Int) -> DeliveryFailure {
+        let classification = classify(error)
+        return DeliveryFailure(
+            message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: classification.failureClass,
+            scope: classification.scope, code: (error as? DestinationError)?.code, attempts: attempt)
+    }
+
     /// Deletes through the destination's batch call, retrying the names that failed retryably.
     private func deleteInBatches(_ names: [String], cancellation: CancellationHandle) async -> [String: DeliveryFailure] {
         var failures: [String: DeliveryFailure] = [:]
@@ -225,28 +314,32 @@ public struct DeliveryLayer: Sendable {
                 for name in remaining { failures[name] = .cancelled(attempts: attempt) }
                 break
             }
+            if let open = breaker.failure {
+                for name in remaining { failures[name] = open }
+                break
+            }
             attempt += 1
             var retryable: [String: DeliveryFailure] = [:]
             var after: Duration? = nil
             do {
                 for (name, error) in try await destination.delete(remoteNames: remaining) {
-                    let failure = DeliveryFailure(message: Redactor.shared.redact(error.description), failureClass: error.failureClass, code: error.code, attempts: attempt)
+                    let failure = DeliveryFailure(message: Redactor.shared.redact(error.description), failureClass: error.failureClass,
+                                                  scope: error.scope, code: error.code, attempts: attempt)
                     if error.failureClass.isRetryable { retryable[name] = failure } else { failures[name] = failure }
-                    if case .retryable(let a?) = error.failureClass { after = max(after ?? .zero, a) }
+                    if let a = error.failureClass.retryAfter { after = max(after ?? .zero, a) }
                 }
             } catch {
-                let failureClass = classify(error).failureClass
-                let failure = DeliveryFailure(message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: failureClass,
-                                              code: (error as? DestinationError)?.code, attempts: attempt)
+                let failure = deleteFailure(error, attempt: attempt)
+                if failure.scope == .destination, !failure.failureClass.isDeferred { breaker.trip(failure) }
                 for name in remaining {
-                    if failureClass.isRetryable { retryable[name] = failure } else { failures[name] = failure }
+                    if failure.failureClass.isRetryable { retryable[name] = failure } else { failures[name] = failure }
                 }
-                if case .retryable(let a?) = failureClass { after = a }
+                after = failure.failureClass.retryAfter
             }
             remaining = names.filter { retryable[$0] != nil }
             if remaining.isEmpty { break }
-            if attempt > settings.retry.file {
-                for (name, failure) in retryable { failures[name] = failure }
+            if attempt > settings.retry.file || breaker.isOpen {
+                for (name, failure) in retryable { failures[name] = breaker.failure ?? failure }
                 break
             }
             if (try? await clock.sleep(for: backoff.delay(forRetry: attempt, retryAfter: after))) == nil { continue }
@@ -258,19 +351,16 @@ public struct DeliveryLayer: Sendable {
         var attempt = 0
         while true {
             if cancellation.isCancelled { return .cancelled(attempts: attempt) }
+            if let open = breaker.failure { return open }
             attempt += 1
             do {
                 try await destination.delete(remoteName: name)
                 return nil
             } catch {
-                let failureClass = classify(error).failureClass
-                let failure = DeliveryFailure(
-                    message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: failureClass,
-                    code: (error as? DestinationError)?.code, attempts: attempt
-                )
-                guard failureClass.isRetryable, attempt <= settings.retry.file else { return failure }
-                let after: Duration? = if case .retryable(let a) = failureClass { a } else { nil }
-                if (try? await clock.sleep(for: backoff.delay(forRetry: attempt, retryAfter: after))) == nil { continue }
+                let failure = deleteFailure(error, attempt: attempt)
+                if failure.scope == .destination, !failure.failureClass.isDeferred { return breaker.trip(failure) }
+                guard failure.failureClass.isRetryable, attempt <= settings.retry.file else { return failure }
+                if (try? await clock.sleep(for: backoff.delay(forRetry: attempt, retryAfter: failure.failureClass.retryAfter))) == nil { continue }
                 return failure
             }
         }

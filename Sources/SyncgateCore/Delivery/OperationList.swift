@@ -92,6 +92,8 @@ public final class OperationList: @unchecked Sendable {
                 ongoing[key] = nil
                 failed.append(Operation(file: event.file, destination: event.destination, progress: 0, attempts: failure.attempts, error: failure.message, time: event.time))
                 if failed.count >= 2 * OperationList.recentLimit { trim(&failed, keep: keepFailed, now: clock.now()) }
+            case .waiting:
+                ongoing[key] = nil
             case .queued, .skipped:
                 break
             }

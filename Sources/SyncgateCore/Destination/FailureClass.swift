@@ -14,6 +14,11 @@ public enum FailureClass: Sendable, Hashable {
         return true
     }
 
+    public var isDeferred: Bool {
+        if case .deferred = self { return true }
+        return false
+    }
+
     /// The server's Retry-After carried by a retryable or deferred class.
     public var retryAfter: Duration? {
         switch self {

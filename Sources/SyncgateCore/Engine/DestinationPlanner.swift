@@ -12,6 +12,9 @@ final class DestinationPlanner {
     let config: GatewayConfig
     let options: SyncOptions
     let remoteNames: Set<ExactString>?
+    /// Whether the destination's listing is read beside the planning (``Destination/listingIsAuthoritative``):
+    /// files the ledger says are delivered are then kept as ``unverified`` until the listing confirms them.
+    let verifiesListingLater: Bool
     /// Keep the plans of skipped files too (``SyncEngine/plan(_:files:options:remoteNames:)`` returns every plan).
     let keepSkipped: Bool
     let skipped: (PlannedDelivery) throws -> Void
@@ -22,6 +25,9 @@ final class DestinationPlanner {
     private(set) var upToDate = 0, stillFailedRetryable = 0, stillFailedPermanently = 0
     /// Files touched with the same bytes: their size and time are refreshed in the ledger.
     private(set) var touched: [ScannedFile] = []
+    /// Files the ledger says are delivered, kept until the destination's listing confirms it (only with
+    /// ``verifiesListingLater``): the destination's run sends those the listing lacks, and reports the others.
+    private(set) var unverified: [PlannedDelivery] = []
     private var nameHashes: Set<Int> = []
     private var repeatedHashes: Set<Int> = []
     /// Whether names can clash at all: not when the destination keeps paths apart and one source feeds it.
@@ -32,16 +38,17 @@ final class DestinationPlanner {
     var deliversInWaves: Bool { !tracksNames }
 
     /// Plans kept so far (since the last wave).
-    var keptCount: Int { plans.count }
+    var keptCount: Int { plans.count + unverified.count }
 
     init(
         _ destination: DestinationConfig, config: GatewayConfig, options: SyncOptions, remoteNames: Set<ExactString>?,
-        keepSkipped: Bool, now: Date, skipped: @escaping (PlannedDelivery) throws -> Void
+        verifiesListingLater: Bool = false, keepSkipped: Bool, now: Date, skipped: @escaping (PlannedDelivery) throws -> Void
     ) {
         self.destination = destination
         self.config = config
         self.options = options
         self.remoteNames = remoteNames
+        self.verifiesListingLater = verifiesListingLater && remoteNames == nil
         self.keepSkipped = keepSkipped
         self.now = now
         self.skipped = skipped
@@ -52,7 +59,7 @@ final class DestinationPlanner {
     func consider(_ file: ScannedFile, rows: LedgerRowStream, found: Bool) throws {
         // Whether it is artwork is looked up only for a plan that is kept (most files are up to date).
         var plan = PlannedDelivery(
-            file: file, destination: destination.name, action: .upload(reason: "new"), sha256: nil,
+            file: file, destination: destination.name, action: .upload(.new), sha256: nil,
             isArtwork: false, entryRef: nil, remoteName: nil
         )
         let name: String
@@ -73,7 +80,7 @@ final class DestinationPlanner {
         if found, rows.status == .synced, !options.onlyFailed,
            rows.size == file.size, FileStat.sameModificationTime(rows.modificationTime, file.modificationTime),
            remoteNames.map({ $0.contains(ExactString(name)) }) ?? true {
-            plan.action = .skip(reason: "up to date", stillFailed: nil)
+            plan.action = .skip(.upToDate)
             if keepSkipped { plan.sha256 = rows.entry()?.sha256 }
             try skip(plan)
             return
@@ -127,52 +134,67 @@ final class DestinationPlanner {
         guard let entry else {
             if options.onlyFailed { return false }
             // A new file is sent whatever its hash; a destination that hashes while sending saves a read.
-            if hashLater ? opens() : hashed() != nil { plan.action = .upload(reason: "new") }
+            if hashLater ? opens() : hashed() != nil { plan.action = .upload(.new) }
             return true
         }
         switch entry.status {
         case .synced:
             if options.onlyFailed { return false }
             if let remoteNames, let name = plan.remoteName, !remoteNames.contains(ExactString(name)) {
-                if hashed() != nil { plan.action = .upload(reason: "missing at destination") }
+                if hashed() != nil { plan.action = .upload(.missingAtDestination) }
             } else if sameStat {
                 plan.sha256 = entry.sha256
-                plan.action = .skip(reason: "up to date", stillFailed: nil)
+                plan.action = .skip(.upToDate)
             } else if let sha = hashed() {
-                plan.action = sha == entry.sha256 ? .skip(reason: "up to date (touched)", stillFailed: nil) : .upload(reason: "changed")
+                plan.action = sha == entry.sha256 ? .skip(.touched) : .upload(.changed)
             }
         case .pending, .uploading:
-            if options.onlyFailed && entry.attempts == 0 && entry.lastError == nil { return false }
-            if hashed() != nil { plan.action = .upload(reason: entry.lastError == nil && entry.attempts == 0 ? "new" : "retry requested") }
+            // A file that waits (its destination away) is planned again every run: unchanged, its planned hash
+            // stands, so it is not read again each time.
+            let ready: Bool
+            if sameStat, let sha = entry.sha256 {
+                plan.sha256 = sha
+                ready = true
+            } else {
+                ready = hashLater && entry.sha256 == nil ? opens() : hashed() != nil
+            }
+            if ready { plan.action = .upload(entry.lastError == nil && entry.attempts == 0 ? .new : .retryRequested) }
         case .failed:
             let changed = !sameStat && hashed().map { $0 != entry.sha256 } == true
             if case .fail = plan.action { break }
             if changed {
-                plan.action = .upload(reason: "changed")
-            } else if entry.errorClass == "permanent" {
-                plan.action = .skip(reason: "failed permanently: \(entry.lastError ?? "") (fix it, then run syncgate retry)", stillFailed: .permanent)
+                plan.action = .upload(.changed)
+            } else if entry.errorClass == .permanent {
+                plan.action = .skip(.failedPermanently(error: entry.lastError ?? ""))
             } else if let next = entry.nextRetryAt {
                 if next <= now {
                     if plan.sha256 == nil, hashed() == nil { break }
-                    plan.action = .upload(reason: "retry due")
+                    plan.action = .upload(.retryDue)
                 } else {
-                    plan.action = .skip(reason: "retry scheduled at \(JSONText.time(next))", stillFailed: .retryable())
+                    plan.action = .skip(.retryScheduled(at: next))
                 }
             } else {
-                plan.action = .skip(reason: "gave up after failing since \(entry.firstFailedAt.map { "\(JSONText.time($0))" } ?? "?") (run syncgate retry)", stillFailed: .permanent)
+                plan.action = .skip(.gaveUp(failingSince: entry.firstFailedAt))
             }
         }
         return true
     }
 
     private func skip(_ plan: PlannedDelivery) throws {
-        guard case .skip(let reason, let stillFailed) = plan.action else { return }
-        switch stillFailed {
+        guard case .skip(let reason) = plan.action else { return }
+        if verifiesListingLater, reason == .upToDate || reason == .touched {
+            if reason == .touched { touched.append(plan.file) }
+            var kept = plan
+            kept.isArtwork = config.isArtwork(plan.file.relativePath)
+            unverified.append(kept)
+            return
+        }
+        switch reason.stillFailed {
         case .none: upToDate += 1
         case .permanent?: stillFailedPermanently += 1
         default: stillFailedRetryable += 1
         }
-        if reason == "up to date (touched)" { touched.append(plan.file) }
+        if reason == .touched { touched.append(plan.file) }
         if keepSkipped { keep(plan) }
         try skipped(plan)
     }
@@ -183,6 +205,8 @@ final class DestinationPlanner {
         var plans: [PlannedDelivery]
         var upToDate: Int, stillFailedRetryable: Int, stillFailedPermanently: Int
         var touched: [ScannedFile]
+        /// Delivered files whose presence the destination's listing is to confirm (see ``unverified``).
+        var unverified: [PlannedDelivery] = []
     }
 
     /// The plans and counts gathered since the last wave, handed over and forgotten here (only where
@@ -192,18 +216,20 @@ final class DestinationPlanner {
         defer {
             plans.removeAll()
             touched.removeAll()
+            unverified.removeAll()
             upToDate = 0
             stillFailedRetryable = 0
             stillFailedPermanently = 0
         }
         return Outcome(destination: destination, plans: plans, upToDate: upToDate, stillFailedRetryable: stillFailedRetryable,
-                       stillFailedPermanently: stillFailedPermanently, touched: touched)
+                       stillFailedPermanently: stillFailedPermanently, touched: touched, unverified: unverified)
     }
 
     /// The plans to act on (see ``finish(rescan:)``), with the counts.
     func outcome(rescan: ((ScannedFile) throws -> Void) throws -> Void) rethrows -> Outcome {
         Outcome(destination: destination, plans: try finish(rescan: rescan), upToDate: upToDate,
-                stillFailedRetryable: stillFailedRetryable, stillFailedPermanently: stillFailedPermanently, touched: touched)
+                stillFailedRetryable: stillFailedRetryable, stillFailedPermanently: stillFailedPermanently, touched: touched,
+                unverified: unverified)
     }
 
     /// The plans to act on, after failing every file that would be stored under the same remote name as another:

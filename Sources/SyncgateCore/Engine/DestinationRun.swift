@@ -1,12 +1,14 @@
 import Foundation
 import Logging
 
-/// One destination's part of a sync: delivers its plans wave after wave (see ``PlanningPass``) through one
-/// ``DeliveryLayer`` and one ``LedgerRecorder``, then ends the destination's batch.
+/// One destination's part of a sync: gets it ready (a probe when it was away, its listing when that is the
+/// truth), delivers its plans wave after wave (see ``PlanningPass``) through one ``DeliveryLayer`` and one
+/// ``LedgerRecorder``, then ends the destination's batch and records its state (``DestinationState``).
 ///
 /// Each wave is recorded `pending` in one transaction before any of its uploads start. Waves are staged one after
 /// another, and sent one after another; only ``send(_:)`` touches the delivery layer, so the state here needs no
-/// lock.
+/// lock. While the destination is unavailable or blocked (its ``CircuitBreaker`` is open) waves are still recorded,
+/// so that `status` counts the files that wait, but nothing is sent.
 final class DestinationRun: @unchecked Sendable {
     let destination: DestinationConfig
     let ledger: Ledger
@@ -18,12 +20,26 @@ final class DestinationRun: @unchecked Sendable {
     let cancellation: CancellationHandle
     let tally: SummaryTally
     let observe: @Sendable (DeliveryEvent) -> Void
+    /// The destination's state as the ledger had it when the run started (nil: never tried).
+    let record: DestinationRecord?
+    /// Open once the destination is found away; shared with the delivery layer.
+    let breaker = CircuitBreaker()
     private var delivery: (layer: DeliveryLayer, recorder: LedgerRecorder)?
+    /// Probe and listing, started with the run, awaited before the first wave is staged.
+    private var readiness: Task<Readiness, Never>?
+    /// Whether the destination answered in this run (a probe, its listing, an upload).
+    private let contact = ContactFlag()
 
-    init(_ destination: DestinationConfig, ledger: Ledger, clock: any SyncClock, logger: Logger,
+    /// What the run knows before it sends: the destination's listing when that is the truth (nil: trust the ledger).
+    struct Readiness: Sendable {
+        var listing: Set<ExactString>?
+    }
+
+    init(_ destination: DestinationConfig, record: DestinationRecord?, ledger: Ledger, clock: any SyncClock, logger: Logger,
          random: @escaping @Sendable (ClosedRange<Double>) -> Double, operations: OperationList, options: SyncOptions,
          cancellation: CancellationHandle, tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void) {
         self.destination = destination
+        self.record = record
         self.ledger = ledger
         self.clock = clock
         self.logger = logger
@@ -38,6 +54,67 @@ final class DestinationRun: @unchecked Sendable {
     private func event(_ plan: PlannedDelivery, _ kind: DeliveryEvent.Kind) -> DeliveryEvent {
         DeliveryEvent(file: plan.file.key, destination: destination.name, size: plan.file.size, kind: kind, time: clock.now())
     }
+
+    // MARK: - Getting ready
+
+    /// Starts, beside the planning, what must be known before anything is sent: whether a destination that was
+    /// away answers again (one probe), and the listing of a destination whose listing is the truth. A blocked
+    /// destination whose settings have not changed is not tried at all.
+    func startReadiness() {
+        readiness = Task { await self.getReady() }
+    }
+
+    private func getReady() async -> Readiness {
+        let plugin = destination.destination
+        let name = destination.name
+        if let record, record.state == .blocked, record.fingerprint == destination.fingerprint {
+            breaker.trip(DeliveryFailure(
+                message: record.lastError ?? "blocked", failureClass: .permanent, scope: .destination, code: record.errorCode, attempts: 0))
+            return Readiness()
+        }
+        if let record, record.state != .available {
+            do {
+                try await AttemptWatchdog().run(timeout: destination.settings.attemptTimeout) { try await plugin.probe() }
+                contact.set()
+                logger.info("\(name): the destination answers again (it was \(record.state.rawValue) since \(JSONText.time(record.since)))")
+            } catch {
+                if let failure = awayFailure(error) {
+                    breaker.trip(failure)
+                    return Readiness()
+                }
+                contact.set()  // it answered, if only to refuse something: it is there
+            }
+        }
+        guard plugin.listingIsAuthoritative else { return Readiness() }
+        do {
+            let listing = try await AttemptWatchdog().run(timeout: destination.settings.attemptTimeout) { try await plugin.list() }
+            contact.set()
+            guard listing.isComplete else {
+                logger.info("\(name): the destination lists only part of what it holds (\(listing.entries.count) names); trusting the ledger")
+                return Readiness()
+            }
+            return Readiness(listing: listing.exactNames)
+        } catch {
+            if let failure = awayFailure(error) {
+                breaker.trip(failure)
+            } else {
+                logger.warning("\(name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
+            }
+            return Readiness()
+        }
+    }
+
+    /// The failure to open the breaker with, when `error` says the destination is away (destination-scoped and
+    /// not a throttle); nil otherwise.
+    private func awayFailure(_ error: any Error) -> DeliveryFailure? {
+        let classification = error is AttemptTimeoutError ? Classification(.retryable(), scope: .destination)
+            : destination.destination.classify(error)
+        guard classification.scope == .destination, !classification.failureClass.isDeferred || error is AttemptTimeoutError else { return nil }
+        return DeliveryFailure(message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: classification.failureClass,
+                               scope: .destination, code: (error as? DestinationError)?.code, attempts: 0)
+    }
+
+    // MARK: - Waves
 
     /// Delivers the waves `feed` hands destination `index`, each staged (recorded pending) while the one before it
     /// is sent, then ends the destination's run (``finish()``), also when a wave failed.
@@ -64,8 +141,9 @@ final class DestinationRun: @unchecked Sendable {
     }
 
     /// Readies one wave of plans: counts it, records its files `pending` (and fails those that cannot be sent),
-    /// and returns what is to be uploaded (nothing in a dry run). The next wave is readied while this one is sent
-    /// (``send(_:)``), so that the ledger's transaction and the destination's preparation do not hold up uploads.
+    /// and returns what is to be uploaded (nothing in a dry run, nor while the destination is away). The next wave
+    /// is readied while this one is sent (``send(_:)``), so that the ledger's transaction and the destination's
+    /// preparation do not hold up uploads.
     private func stage(_ outcome: DestinationPlanner.Outcome) async throws -> [UploadItem] {
         let plugin = destination.destination
         var plans = outcome.plans
@@ -75,26 +153,37 @@ final class DestinationRun: @unchecked Sendable {
             for plan in plans {
                 switch plan.action {
                 case .upload(let reason): observe(event(plan, .queued(reason: reason)))
-                case .skip(let reason, _): observe(event(plan, .skipped(reason: reason)))
+                case .skip(let reason): observe(event(plan, .skipped(reason: reason)))
                 case .fail(let failure): observe(event(plan, .failed(failure)))
                 }
             }
-            tally.update { $0.planned += plans.filter(\.isUpload).count }
+            for plan in outcome.unverified { observe(event(plan, .skipped(reason: .upToDate))) }
+            tally.update {
+                $0.planned += plans.filter(\.isUpload).count
+                $0.upToDate += outcome.unverified.count
+            }
             return []
         }
+        let readiness = await readiness?.value ?? Readiness()
+        plans += confirm(outcome.unverified, listing: readiness.listing)
         tally.update { summary in
             summary.upToDate += outcome.upToDate
             summary.failedRetryable += outcome.stillFailedRetryable
             summary.failedPermanently += outcome.stillFailedPermanently
         }
+        let away = breaker.failure
 
         // Touched files with the same bytes: refresh the stat so the next run does not hash them again.
         for file in outcome.touched {
             try ledger.refreshMetadata(file.key, destination: destination.name, size: file.size, modificationTime: file.modificationTime, at: now)
         }
 
-        // Record everything that will be attempted as pending, in one transaction, before any upload.
-        let toRecord = plans.filter { if case .skip = $0.action { return false } else { return true } }
+        // Record everything that will be attempted as pending, in one transaction, before any upload. While the
+        // destination is away, files that failed before keep their failure (and its retry schedule).
+        let toRecord = plans.filter { plan in
+            if case .skip = plan.action { return false }
+            return away == nil || plan.entry?.status != .failed
+        }
         try ledger.recordPending(toRecord.map { plan in
             Ledger.Pending(
                 file: plan.file.key, destination: destination.name, size: plan.file.size, modificationTime: plan.file.modificationTime,
@@ -102,8 +191,6 @@ final class DestinationRun: @unchecked Sendable {
             )
         }, at: now)
 
-        // Receipts of earlier deliveries, for the files sent again (the plan read none).
-        let receipts = try ledger.receipts(plans.filter { $0.isUpload && $0.entry != nil }.map(\.file.key), destination: destination.name)
         var items: [UploadItem] = []
         for plan in plans where plan.isUpload {
             let entry = plan.entry
@@ -111,16 +198,22 @@ final class DestinationRun: @unchecked Sendable {
                 source: plan.file.source, relativePath: plan.file.relativePath, absolutePath: plan.file.absolutePath,
                 remoteName: plan.remoteName ?? plan.file.relativePath, size: plan.file.size, modificationTime: plan.file.modificationTime,
                 sha256: plan.sha256 ?? "", isArtwork: plan.isArtwork,
-                previousReceipt: receipts[plan.file.key],
                 outcomeUnknown: entry.map { $0.status != .synced && $0.attempts > 0 } ?? false
             ))
         }
 
-        // Files the destination rejects before the batch (no space): they fail alone.
-        if !items.isEmpty, let rejected = try? await plugin.prepare(items), !rejected.isEmpty {
+        // Files the destination rejects before the batch (no space): they fail alone, or wait when the reason is
+        // the destination's (full now).
+        var waitingForSpace: [String: DestinationError] = [:]
+        if away == nil, !items.isEmpty, let rejected = try? await plugin.prepare(items), !rejected.isEmpty {
             for index in plans.indices {
                 guard plans[index].isUpload, let name = plans[index].remoteName, let error = rejected[name] else { continue }
-                plans[index].action = .fail(DeliveryFailure(message: Redactor.shared.redact(error.description), failureClass: error.failureClass, code: error.code, attempts: 0))
+                if error.scope == .destination {
+                    waitingForSpace[name] = error
+                } else {
+                    plans[index].action = .fail(DeliveryFailure(message: Redactor.shared.redact(error.description), failureClass: error.failureClass,
+                                                                code: error.code, attempts: 0))
+                }
             }
             items.removeAll { rejected[$0.remoteName] != nil }
         }
@@ -130,6 +223,13 @@ final class DestinationRun: @unchecked Sendable {
             switch plan.action {
             case .upload(let reason):
                 observe(event(plan, .queued(reason: reason)))
+                let waitFor = away ?? waitingForSpace[plan.remoteName ?? ""].map {
+                    DeliveryFailure(message: Redactor.shared.redact($0.description), failureClass: $0.failureClass, scope: .destination, code: $0.code, attempts: 0)
+                }
+                if let waitFor {
+                    observe(event(plan, .waiting(waitFor, attemptCut: false)))
+                    tally.update { $0.waiting += 1 }
+                }
             case .skip:
                 break  // counted and reported while planning
             case .fail(let failure):
@@ -141,8 +241,38 @@ final class DestinationRun: @unchecked Sendable {
                 observe(event(plan, .failed(failure)))
             }
         }
+        if away != nil { return [] }
         tally.update { $0.planned += items.count }
         return items
+    }
+
+    /// Files the ledger says are delivered, checked against the destination's listing: those it lacks are planned
+    /// again ("missing at destination"); the others are reported up to date. Without a listing the ledger is
+    /// trusted.
+    private func confirm(_ unverified: [PlannedDelivery], listing: Set<ExactString>?) -> [PlannedDelivery] {
+        var resend: [PlannedDelivery] = []
+        var confirmed = 0
+        for plan in unverified {
+            guard let listing, let name = plan.remoteName, !listing.contains(ExactString(name)) else {
+                observe(event(plan, .skipped(reason: .upToDate)))
+                confirmed += 1
+                continue
+            }
+            var again = plan
+            again.action = .upload(.missingAtDestination)
+            if !destination.destination.hashesWhileSending {
+                do {
+                    again.sha256 = try FileHasher.sha256(path: plan.file.absolutePath, sizeHint: plan.file.size)
+                } catch {
+                    again.action = .fail(DeliveryFailure(message: DeliveryLayer.describe(error), failureClass: .retryable(), code: "unreadable", attempts: 0))
+                }
+            } else {
+                again.sha256 = nil
+            }
+            resend.append(again)
+        }
+        tally.update { $0.upToDate += confirmed }
+        return resend
     }
 
     /// Uploads a staged wave through the destination's delivery layer.
@@ -168,19 +298,29 @@ final class DestinationRun: @unchecked Sendable {
     private func deliveryLayer() -> (DeliveryLayer, LedgerRecorder) {
         if let delivery { return delivery }
         let plugin = destination.destination
-        let operations = self.operations, observe = self.observe
+        let operations = self.operations, observe = self.observe, contact = self.contact
         let recorder = LedgerRecorder(ledger: ledger, destination: destination.name, retry: destination.settings.retry, clock: clock, tally: tally,
                                       attemptMarksMustBeDurable: !plugin.resendIsHarmless,
-                                      makeDurable: { try plugin.makeDurable() }, observe: { event in operations.apply(event); observe(event) }, logger: logger)
+                                      makeDurable: { try plugin.makeDurable() }, observe: { event in
+                                          switch event.kind {
+                                          case .synced: contact.set()
+                                          case .failed(let failure) where failure.scope == .file && !failure.isCancellation: contact.set()
+                                          default: break
+                                          }
+                                          operations.apply(event)
+                                          observe(event)
+                                      }, logger: logger)
         let layer = DeliveryLayer(
-            destinationName: destination.name, destination: plugin, settings: destination.settings, clock: clock,
+            destinationName: destination.name, destination: plugin, settings: destination.settings, clock: clock, breaker: breaker,
             random: random, onEvent: { event in await recorder.record(event) }
         )
         delivery = (layer, recorder)
         return (layer, recorder)
     }
 
-    /// Ends the destination's run: the last outcomes written, then the destination's batch ended.
+    // MARK: - Ending
+
+    /// Ends the destination's run: the last outcomes written, the destination's batch ended, its state recorded.
     private func finish() async throws {
         var failure: (any Error)? = nil
         if let recorder = delivery?.recorder {
@@ -188,6 +328,36 @@ final class DestinationRun: @unchecked Sendable {
             failure = recorder.firstError
         }
         await destination.destination.finish()
+        if failure == nil, !options.dryRun { try recordState() }
         if let failure { throw failure }
     }
+
+    /// Writes the destination's state: away (with why, and the files that wait for it) or available again.
+    private func recordState() throws {
+        let now = clock.now()
+        guard let away = breaker.failure else {
+            if contact.isSet { try ledger.markAvailable(destination.name, at: now) }
+            return
+        }
+        let state: DestinationState = away.failureClass.isRetryable ? .unavailable : .blocked
+        try ledger.markAway(destination.name, state: state, error: away.message, code: away.code,
+                            fingerprint: state == .blocked ? destination.fingerprint : nil, probeFailed: true,
+                            probeIntervalMax: destination.settings.probeIntervalMax, at: now)
+        let since = try ledger.destinationRecords()[destination.name]?.since ?? now
+        let waiting = try ledger.counts()[destination.name].map { ($0[.pending] ?? 0) + ($0[.uploading] ?? 0) } ?? 0
+        tally.update {
+            $0.away.append(SyncSummary.AwayDestination(name: destination.name, state: state, since: since, error: away.message,
+                                                       code: away.code, waiting: waiting))
+        }
+        let verb = state == .blocked ? "blocked" : "unavailable"
+        logger.info("\(destination.name): \(verb) (\(away.message)); \(waiting) file(s) wait for it")
+    }
+}
+
+/// A flag set from many tasks.
+final class ContactFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
 }

@@ -104,6 +104,12 @@ final class LedgerRecorder: @unchecked Sendable {
                         if failure.failureClass.isRetryable { summary.failedRetryable += 1 } else { summary.failedPermanently += 1 }
                     }
                 }
+            case .waiting(_, let attemptCut):
+                _ = settled(event.file)
+                // A file that waited before any attempt is pending already; one whose attempt was cut short is set
+                // back to pending with that attempt not counted.
+                if attemptCut { try write(taking: [.waiting(event.file, destination: destination, uncount: true, at: event.time)], force: false) }
+                tally.update { $0.waiting += 1 }
             case .queued, .progress, .skipped:
                 break
             }

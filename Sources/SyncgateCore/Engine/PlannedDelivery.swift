@@ -3,10 +3,10 @@ import Foundation
 /// What a run will do with one file at one destination, and why.
 public struct PlannedDelivery: Sendable {
     public enum Action: Sendable {
-        /// Send it; `reason` is `new`, `changed`, `retry due`, `resume`, `missing at destination`, `retry requested`.
-        case upload(reason: String)
-        /// Nothing to do now; `reason` says why (`up to date`, `retry scheduled at ...`, ...).
-        case skip(reason: String, stillFailed: FailureClass?)
+        /// Send it, for this reason.
+        case upload(UploadReason)
+        /// Nothing to do now, for this reason.
+        case skip(SkipReason)
         /// Cannot be sent (unreadable, name clash, no space): recorded failed without an attempt.
         case fail(DeliveryFailure)
     }
@@ -45,8 +45,8 @@ public struct PlannedDelivery: Sendable {
 
     public var reason: String {
         switch action {
-        case .upload(let reason): reason
-        case .skip(let reason, _): reason
+        case .upload(let reason): reason.description
+        case .skip(let reason): reason.description
         case .fail(let failure): failure.message
         }
     }

@@ -105,7 +105,9 @@ final class PlanningPass: @unchecked Sendable {
             case .finished(let source, let warnings):
                 for warning in warnings {
                     warn(warning)
-                    tally.update { $0.warnings += 1 }
+                    tally.update { summary in
+                        if warning.sourceMissing { summary.sourcesFailed += 1 } else { summary.warnings += 1 }
+                    }
                 }
                 wholeSourcesLeft.remove(source)
             }

@@ -37,6 +37,8 @@ public struct ScanWarning: Sendable, Hashable, CustomStringConvertible {
     public var source: String
     public var relativePath: String
     public var message: String
+    /// The source's folder itself is missing: the source fails (a source marked `optional` gives no warning).
+    public var sourceMissing = false
     public var description: String { "\(source): \(relativePath.isEmpty ? "." : relativePath): \(message)" }
 }
 
@@ -59,7 +61,10 @@ public struct SourceScanner: Sendable {
         var warnings: [ScanWarning] = []
         var root = stat()
         guard stat(source.path, &root) == 0, (root.st_mode & S_IFMT) == S_IFDIR else {
-            warnings.append(ScanWarning(source: source.name, relativePath: "", message: "source folder \(source.path) does not exist or is not a folder"))
+            if !source.optional {
+                warnings.append(ScanWarning(source: source.name, relativePath: "", message: source.checkFolder()?.message ?? "the source folder is missing",
+                                            sourceMissing: true))
+            }
             return warnings
         }
         var visiting: Set<[UInt64]> = [[UInt64(root.st_dev), UInt64(root.st_ino)]]

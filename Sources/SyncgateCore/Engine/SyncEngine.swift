@@ -39,48 +39,37 @@ public final class SyncEngine: Sendable {
         let tally = SummaryTally()
         let destinations = config.destinations.filter { options.destinations.isEmpty || options.destinations.contains($0.name) }
 
-        if !options.dryRun { try ledger.resetInterrupted(at: clock.now()) }
-
-        // 1. Destinations whose listing is the truth (a head unit) are listed first, in parallel.
-        var listings: [String: Set<ExactString>] = [:]
+        let records = options.dryRun ? [:] : try ledger.destinationRecords()
         if !options.dryRun {
-            await withTaskGroup(of: (String, Set<ExactString>?).self) { group in
-                for destination in destinations where destination.destination.listingIsAuthoritative && isRouted(destination.name) {
-                    group.addTask {
-                        do {
-                            let listing = try await destination.destination.list()
-                            guard listing.isComplete else {
-                                self.logger.info("\(destination.name): the destination lists only part of what it holds (\(listing.entries.count) names); trusting the ledger")
-                                return (destination.name, nil)
-                            }
-                            return (destination.name, listing.exactNames)
-                        } catch {
-                            self.logger.warning("\(destination.name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
-                            return (destination.name, nil)
-                        }
-                    }
-                }
-                for await (name, names) in group { if let names { listings[name] = names } }
-            }
+            try ledger.resetInterrupted(at: clock.now())
+            try ledger.noteRunStarted(at: clock.now())
         }
 
-        // 2. Scan and plan on a thread of its own, beside the ledger's rows (in the byte order of the paths);
-        // nothing is kept of a file with nothing to do. 3. Deliver what is planned, in waves where names cannot
+        // Each destination gets ready beside the planning: one probe of a destination that was away, the listing of
+        // one whose listing is the truth (a head unit). Neither holds up the others.
+        let runs = destinations.map { destination in
+            DestinationRun(destination, record: records[destination.name], ledger: ledger, clock: clock, logger: logger, random: random,
+                           operations: operations, options: options, cancellation: cancellation, tally: tally, observe: observe)
+        }
+        if !options.dryRun {
+            for run in runs where isRouted(run.destination.name) { run.startReadiness() }
+        }
+
+        // Scan and plan on a thread of its own, beside the ledger's rows (in the byte order of the paths);
+        // nothing is kept of a file with nothing to do. Deliver what is planned, in waves where names cannot
         // clash, destinations in parallel.
         let now = clock.now()
         let planners = destinations.map { destination in
-            DestinationPlanner(destination, config: config, options: options, remoteNames: listings[destination.name], keepSkipped: false, now: now) { plan in
-                if case .skip(let reason, _) = plan.action {
+            DestinationPlanner(destination, config: config, options: options, remoteNames: nil,
+                               verifiesListingLater: destination.destination.listingIsAuthoritative && !options.dryRun,
+                               keepSkipped: false, now: now) { plan in
+                if case .skip(let reason) = plan.action {
                     observe(DeliveryEvent(file: plan.file.key, destination: destination.name, size: plan.file.size, kind: .skipped(reason: reason), time: self.clock.now()))
                 }
             }
         }
         let feed = WaveFeed(destinations: planners.count)
         let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: options.waveSize, warn: warn)
-        let runs = destinations.map { destination in
-            DestinationRun(destination, ledger: ledger, clock: clock, logger: logger, random: random, operations: operations,
-                           options: options, cancellation: cancellation, tally: tally, observe: observe)
-        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await planning.run() }
             for (index, run) in runs.enumerated() {
@@ -96,7 +85,9 @@ public final class SyncEngine: Sendable {
 
         var summary = tally.value
         summary.interrupted = cancellation.isCancelled
+        summary.away.sort { $0.name < $1.name }
         summary.seconds = Date().timeIntervalSince(started)
+        if !options.dryRun { try ledger.noteRunFinished(at: clock.now(), exitCode: summary.exitCode) }
         return summary
     }
 

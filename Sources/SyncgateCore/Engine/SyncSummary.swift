@@ -1,7 +1,7 @@
 import Foundation
 
 /// The outcome of one `sync` pass, and its exit code.
-public struct SyncSummary: Sendable, Codable {
+public struct SyncSummary: Sendable {
     public var files: Int = 0
     public var planned: Int = 0
     public var uploaded: Int = 0
@@ -13,17 +13,34 @@ public struct SyncSummary: Sendable, Codable {
     public var failedPermanently: Int = 0
     /// Failures scheduled for a later run.
     public var failedRetryable: Int = 0
+    /// Files left pending because their destination is unavailable or blocked (no attempt counted).
+    public var waiting: Int = 0
+    /// Sources that could not be walked (a missing folder that is not `optional`).
+    public var sourcesFailed: Int = 0
     public var interrupted: Bool = false
     public var bytesUploaded: Int64 = 0
     public var warnings: Int = 0
     public var seconds: Double = 0
+    /// The destinations that are unavailable or blocked at the end of the run, with the files waiting for each.
+    public var away: [AwayDestination] = []
 
-    /// 0 everything routed is synced; 1 some file failed; 75 only retryable failures remain, scheduled;
-    /// 130 interrupted.
+    /// A destination that was not usable in this run.
+    public struct AwayDestination: Sendable, Hashable {
+        public var name: String
+        public var state: DestinationState
+        public var since: Date
+        public var error: String
+        public var code: String?
+        /// Files waiting for it (pending in the ledger).
+        public var waiting: Int
+    }
+
+    /// 0 everything routed is synced; 1 some file failed, a source is missing or a destination is blocked; 75 only
+    /// retryable failures remain, scheduled, or files wait for an unavailable destination; 130 interrupted.
     public var exitCode: Int32 {
         if interrupted { return ExitStatus.interrupted }
-        if failedPermanently > 0 { return ExitStatus.failed }
-        if failedRetryable > 0 { return ExitStatus.retryScheduled }
+        if failedPermanently > 0 || sourcesFailed > 0 || away.contains(where: { $0.state == .blocked }) { return ExitStatus.failed }
+        if failedRetryable > 0 || waiting > 0 || !away.isEmpty { return ExitStatus.retryScheduled }
         return ExitStatus.success
     }
 }

@@ -10,8 +10,8 @@ public struct LedgerEntry: Sendable, Hashable {
     public var lastAttemptAt: Date?
     /// The last error's text (secrets redacted).
     public var lastError: String?
-    /// `retryable` or `permanent` for a failed row.
-    public var errorClass: String?
+    /// The class of a failed row's last error.
+    public var errorClass: FailureClass?
     public var errorCode: String?
     /// When a later run may try a failed file again (nil: not automatically).
     public var nextRetryAt: Date?

@@ -9,7 +9,7 @@ public enum EventJSON {
         ]
         switch event.kind {
         case .queued(let reason):
-            object["reason"] = reason
+            object["reason"] = reason.description
         case .started(let attempt):
             object["attempt"] = attempt
         case .progress(let bytes):
@@ -19,6 +19,7 @@ public enum EventJSON {
             object["attempt"] = attempt
             object["error"] = Redactor.shared.redact(error.message)
             object["class"] = error.failureClass.name
+            object["scope"] = error.scope.rawValue
             object["delay_ms"] = Int((delay.seconds * 1000).rounded())
             if let code = error.code { object["code"] = code }
         case .synced(let receipt, let attempts, let uploaded):
@@ -30,10 +31,16 @@ public enum EventJSON {
         case .failed(let failure):
             object["error"] = Redactor.shared.redact(failure.message)
             object["class"] = failure.failureClass.name
+            object["scope"] = failure.scope.rawValue
             object["attempts"] = failure.attempts
             if let code = failure.code { object["code"] = code }
+        case .waiting(let failure, _):
+            object["error"] = Redactor.shared.redact(failure.message)
+            object["class"] = failure.failureClass.name
+            object["scope"] = failure.scope.rawValue
+            if let code = failure.code { object["code"] = code }
         case .skipped(let reason):
-            object["reason"] = Redactor.shared.redact(reason)
+            object["reason"] = Redactor.shared.redact(reason.description)
         }
         return object
     }
@@ -45,8 +52,17 @@ public enum EventJSON {
             "event": "summary", "files": summary.files, "planned": summary.planned, "uploaded": summary.uploaded,
             "already_present": summary.alreadyPresent, "up_to_date": summary.upToDate, "failed": summary.failed,
             "failed_permanently": summary.failedPermanently, "failed_retryable": summary.failedRetryable,
+            "waiting": summary.waiting, "sources_failed": summary.sourcesFailed,
             "interrupted": summary.interrupted, "bytes_uploaded": summary.bytesUploaded, "warnings": summary.warnings,
             "seconds": (summary.seconds * 1000).rounded() / 1000, "exit_code": Int(summary.exitCode),
+            "destinations_away": summary.away.map { away -> [String: Any] in
+                var object: [String: Any] = [
+                    "name": away.name, "state": away.state.rawValue, "since": JSONText.time(away.since),
+                    "error": Redactor.shared.redact(away.error), "waiting": away.waiting,
+                ]
+                if let code = away.code { object["code"] = code }
+                return object
+            },
         ] as [String: Any])
     }
 }

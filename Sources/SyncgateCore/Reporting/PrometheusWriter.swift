@@ -14,6 +14,17 @@ public enum PrometheusWriter {
         for d in report.destinations {
             out += "syncgate_last_success_timestamp_seconds{destination=\"\(escape(d.name))\"} \(d.lastSuccess.map { String(format: "%.3f", $0.timeIntervalSince1970) } ?? "0")\n"
         }
+        out += "# HELP syncgate_destination_up Whether the destination was usable at the end of the last run (0: unavailable or blocked).\n"
+        out += "# TYPE syncgate_destination_up gauge\n"
+        for d in report.destinations {
+            out += "syncgate_destination_up{destination=\"\(escape(d.name))\",type=\"\(escape(d.type))\"} \(d.state == .available ? 1 : 0)\n"
+        }
+        out += "# HELP syncgate_destination_state The destination's state (1 for the one it is in).\n# TYPE syncgate_destination_state gauge\n"
+        for d in report.destinations {
+            for state in DestinationState.allCases {
+                out += "syncgate_destination_state{destination=\"\(escape(d.name))\",state=\"\(state.rawValue)\"} \(d.state == state ? 1 : 0)\n"
+            }
+        }
         out += "# HELP syncgate_sync_running Whether a sync holds the state lock.\n# TYPE syncgate_sync_running gauge\n"
         out += "syncgate_sync_running \(report.syncRunning ? 1 : 0)\n"
         return out

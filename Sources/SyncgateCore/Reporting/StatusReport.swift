@@ -10,11 +10,24 @@ public struct StatusReport: Sendable {
         public var uploading: Int
         public var failed: Int
         public var lastSuccess: Date?
+        /// Its state as the last run left it (available when never tried).
+        public var state: DestinationState
+        /// Since when, why, and when a gateway probes it next (unavailable or blocked only).
+        public var since: Date?
+        public var lastError: String?
+        public var errorCode: String?
+        public var nextProbe: Date?
+
+        /// Files that wait for it: pending while it is away.
+        public var waiting: Int { state == .available ? 0 : pending + uploading }
     }
 
     public var generatedAt: Date
+    /// The last run on this state file (nil: none has run yet).
+    public var lastRun: Ledger.RunRecord?
     public var destinations: [DestinationLine]
-    /// Every file not synced (of the chosen destination; only failed ones with `failedOnly`).
+    /// Every file not synced (of the chosen destination; only failed ones with `failedOnly`), or with `paths`
+    /// those files at every destination, synced ones included.
     public var files: [LedgerEntry]
     /// Uploads in flight now (rows `uploading` while a sync holds the lock).
     public var ongoing: [LedgerEntry]
@@ -22,45 +35,74 @@ public struct StatusReport: Sendable {
     public var recentlyFailed: [LedgerEntry]
     /// Whether a sync is running now.
     public var syncRunning: Bool
+    /// Whether `files` lists chosen paths (synced included) rather than what is not synced.
+    public var listsPaths = false
 
-    public static func build(config: GatewayConfig, ledger: Ledger, destination: String?, failedOnly: Bool, now: Date = Date()) throws -> StatusReport {
+    /// Recent entries read at most (per list).
+    static let recentLimit = 1000
+
+    public static func build(
+        config: GatewayConfig, ledger: Ledger, destination: String?, failedOnly: Bool, paths: [String] = [], now: Date = Date()
+    ) throws -> StatusReport {
         let counts = try ledger.counts()
         let last = try ledger.lastSuccess()
+        let records = try ledger.destinationRecords()
         let chosen = config.destinations.filter { destination == nil || $0.name == destination }
         let lines = chosen.map { d in
-            DestinationLine(
+            let record = records[d.name]
+            let away = record.map { $0.state != .available } ?? false
+            return DestinationLine(
                 name: d.name, type: d.type, synced: counts[d.name]?[.synced] ?? 0, pending: counts[d.name]?[.pending] ?? 0,
-                uploading: counts[d.name]?[.uploading] ?? 0, failed: counts[d.name]?[.failed] ?? 0, lastSuccess: last[d.name]
+                uploading: counts[d.name]?[.uploading] ?? 0, failed: counts[d.name]?[.failed] ?? 0, lastSuccess: last[d.name],
+                state: record?.state ?? .available, since: away ? record?.since : nil, lastError: away ? record?.lastError : nil,
+                errorCode: away ? record?.errorCode : nil, nextProbe: away ? record?.nextProbeAt : nil
             )
         }
         let names = Set(chosen.map(\.name))
-        let statuses: Set<FileStatus> = failedOnly ? [.failed] : [.pending, .uploading, .failed]
-        let files = try ledger.entries(destination: destination, statuses: statuses).filter { names.contains($0.destination) }
+        let files: [LedgerEntry]
+        if paths.isEmpty {
+            let statuses: Set<FileStatus> = failedOnly ? [.failed] : [.pending, .uploading, .failed]
+            files = try ledger.entries(destination: destination, statuses: statuses).filter { names.contains($0.destination) }
+        } else {
+            files = try ledger.entries(paths: paths).filter { names.contains($0.destination) }
+        }
         let running = StateLock.isHeld(statePath: config.statePath)
-        let ongoing = running ? files.filter { $0.status == .uploading } : []
-        var completed: [LedgerEntry] = []
-        var failed: [LedgerEntry] = []
-        for d in chosen {
-            completed += try ledger.recentlySynced(since: now - d.settings.recentCompleted.seconds).filter { $0.destination == d.name }
-            failed += try ledger.recentlyFailed(since: now - d.settings.recentFailed.seconds).filter { $0.destination == d.name }
+        let ongoing = running ? try ledger.entries(destination: destination, statuses: [.uploading]).filter { names.contains($0.destination) } : []
+        // One read per list over the longest window, each destination then keeping its own: the cost does not grow
+        // with destinations times rows.
+        let windows = Dictionary(chosen.map { ($0.name, ($0.settings.recentCompleted.seconds, $0.settings.recentFailed.seconds)) }) { a, _ in a }
+        let longestCompleted = windows.values.map(\.0).max() ?? 0
+        let longestFailed = windows.values.map(\.1).max() ?? 0
+        let completed = try ledger.recentlySynced(since: now - longestCompleted, limit: recentLimit).filter { entry in
+            windows[entry.destination].map { now.timeIntervalSince(entry.syncedAt ?? .distantPast) <= $0.0 } ?? false
+        }
+        let failed = try ledger.recentlyFailed(since: now - longestFailed, limit: recentLimit).filter { entry in
+            windows[entry.destination].map { now.timeIntervalSince(entry.lastAttemptAt ?? entry.updatedAt) <= $0.1 } ?? false
         }
         return StatusReport(
-            generatedAt: now, destinations: lines, files: files, ongoing: ongoing,
-            recentlyCompleted: completed.sorted { ($0.syncedAt ?? .distantPast) > ($1.syncedAt ?? .distantPast) },
-            recentlyFailed: failed.sorted { ($0.lastAttemptAt ?? .distantPast) > ($1.lastAttemptAt ?? .distantPast) },
-            syncRunning: running
+            generatedAt: now, lastRun: try ledger.lastRun(), destinations: lines, files: files, ongoing: ongoing,
+            recentlyCompleted: completed, recentlyFailed: failed, syncRunning: running, listsPaths: !paths.isEmpty
         )
     }
 
-    static func fileObject(_ entry: LedgerEntry) -> [String: Any] {
+    /// Whether something needs a person: a file failed, or a destination is blocked (`status --check`).
+    public var needsAttention: Bool {
+        destinations.contains { $0.failed > 0 || $0.state == .blocked }
+    }
+
+    // MARK: - JSON
+
+    /// One ledger row as `status --json` shows it.
+    public static func fileObject(_ entry: LedgerEntry) -> [String: Any] {
         var object: [String: Any] = [
             "path": entry.file.path, "source": entry.file.source, "destination": entry.destination,
             "status": entry.status.rawValue, "attempts": entry.attempts, "last_attempt_at": JSONText.time(entry.lastAttemptAt),
             "last_error": entry.lastError.map { Redactor.shared.redact($0) } ?? NSNull(),
-            "error_class": entry.errorClass ?? NSNull(), "next_retry_at": JSONText.time(entry.nextRetryAt),
+            "error_class": entry.errorClass?.name ?? NSNull(), "next_retry_at": JSONText.time(entry.nextRetryAt),
             "size": entry.size, "progress": entry.progress,
         ]
         if let code = entry.errorCode { object["error_code"] = code }
+        if let sha = entry.sha256 { object["sha256"] = sha }
         if let receipt = entry.receipt {
             object["remote_name"] = receipt.remoteName
             if let etag = receipt.etag { object["etag"] = etag }
@@ -69,14 +111,29 @@ public struct StatusReport: Sendable {
         return object
     }
 
+    static func destinationObject(_ d: DestinationLine) -> [String: Any] {
+        var object: [String: Any] = [
+            "name": d.name, "type": d.type, "state": d.state.rawValue, "synced": d.synced, "pending": d.pending,
+            "uploading": d.uploading, "failed": d.failed, "waiting": d.waiting, "last_success_at": JSONText.time(d.lastSuccess),
+        ]
+        if d.state != .available {
+            object["since"] = JSONText.time(d.since)
+            object["last_error"] = d.lastError.map { Redactor.shared.redact($0) } ?? NSNull()
+            if let code = d.errorCode { object["error_code"] = code }
+            if let next = d.nextProbe { object["next_probe_at"] = JSONText.time(next) }
+        }
+        return object
+    }
+
     public var json: String {
-        let object: [String: Any] = [
+        var object: [String: Any] = [
             "generated_at": JSONText.time(generatedAt),
             "sync_running": syncRunning,
-            "destinations": destinations.map { d -> [String: Any] in
-                ["name": d.name, "type": d.type, "synced": d.synced, "pending": d.pending, "uploading": d.uploading,
-                 "failed": d.failed, "last_success_at": JSONText.time(d.lastSuccess)]
-            },
+            "last_run": lastRun.map { run -> Any in
+                ["started_at": JSONText.time(run.startedAt), "finished_at": JSONText.time(run.finishedAt),
+                 "exit_code": run.exitCode.map { $0 as Any } ?? NSNull()] as [String: Any]
+            } ?? NSNull(),
+            "destinations": destinations.map(StatusReport.destinationObject),
             "files": files.map(StatusReport.fileObject),
             "ongoing": ongoing.map(StatusReport.fileObject),
             "recent": [
@@ -84,34 +141,56 @@ public struct StatusReport: Sendable {
                 "failed": recentlyFailed.map(StatusReport.fileObject),
             ],
         ]
+        object["needs_attention"] = needsAttention
         return JSONText.encode(object, pretty: true)
     }
+
+    // MARK: - Text
 
     public var text: String {
         var out = ""
         let formatter = ISO8601DateFormatter()
         func when(_ date: Date?) -> String { date.map { formatter.string(from: $0) } ?? "never" }
-        out += "DESTINATION          TYPE      SYNCED  PENDING  FAILED  LAST SUCCESS\n"
+        out += "DESTINATION          TYPE      STATE        SYNCED  PENDING  FAILED  LAST SUCCESS\n"
         for d in destinations {
             out += d.name.padding(toLength: 20, withPad: " ", startingAt: 0) + " "
                 + d.type.padding(toLength: 9, withPad: " ", startingAt: 0) + " "
+                + d.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + " "
                 + String(d.synced).leftPad(6) + "  " + String(d.pending + d.uploading).leftPad(7) + "  "
                 + String(d.failed).leftPad(6) + "  " + when(d.lastSuccess) + "\n"
+        }
+        guard let lastRun else {
+            out += "\nNo sync has run on this state file yet (run syncgate sync).\n"
+            return out
+        }
+        for d in destinations where d.state != .available {
+            let files = "\(d.waiting) file\(d.waiting == 1 ? "" : "s") wait\(d.waiting == 1 ? "s" : "") for it"
+            let why = Redactor.shared.redact(d.lastError ?? "no error recorded")
+            if d.state == .blocked {
+                out += "\n\(d.name): blocked since \(when(d.since)) (\(why)): fix its credentials or settings (or run syncgate retry); \(files).\n"
+            } else {
+                out += "\n\(d.name): unavailable since \(when(d.since)) (\(why)); \(files), sent when it answers"
+                out += d.nextProbe.map { " (next probe by a gateway at \(when($0)))" } ?? ""
+                out += ".\n"
+            }
         }
         if syncRunning { out += "\nA sync is running now.\n" }
         if !ongoing.isEmpty {
             out += "\nUploading now:\n"
             for e in ongoing { out += "  \(e.destination)  \(e.file.path)  \(Int(e.progress * 100))%\n" }
         }
-        if files.isEmpty {
-            out += "\nEvery routed file is synced.\n"
+        if listsPaths {
+            out += files.isEmpty ? "\nNone of these paths is in the ledger.\n" : "\nFiles (\(files.count)):\n"
+            for e in files { out += StatusReport.fileLine(e, when: when) }
         } else {
-            out += "\nNot synced (\(files.count)):\n"
-            for e in files {
-                out += "  [\(e.status.rawValue)] \(e.destination)  \(e.file.path)  attempts=\(e.attempts) last=\(when(e.lastAttemptAt))"
-                if let next = e.nextRetryAt { out += " next=\(when(next))" }
-                out += "\n"
-                if let error = e.lastError { out += "      \(Redactor.shared.redact(error))\n" }
+            // Files that only wait for a destination that is away are counted above, not listed one by one.
+            let away = Set(destinations.filter { $0.state != .available }.map(\.name))
+            let listed = files.filter { $0.status == .failed || !away.contains($0.destination) }
+            if files.isEmpty {
+                out += "\nEvery routed file is synced (last run \(when(lastRun.finishedAt ?? lastRun.startedAt))).\n"
+            } else if !listed.isEmpty {
+                out += "\nNot synced (\(listed.count)):\n"
+                for e in listed { out += StatusReport.fileLine(e, when: when) }
             }
         }
         if !recentlyCompleted.isEmpty {
@@ -123,6 +202,15 @@ public struct StatusReport: Sendable {
             for e in recentlyFailed.prefix(20) { out += "  \(e.destination)  \(e.file.path)  \(when(e.lastAttemptAt))\n" }
         }
         return out
+    }
+
+    static func fileLine(_ e: LedgerEntry, when: (Date?) -> String) -> String {
+        var line = "  [\(e.status.rawValue)] \(e.destination)  \(e.file.path)  attempts=\(e.attempts) last=\(when(e.lastAttemptAt))"
+        if let next = e.nextRetryAt { line += " next=\(when(next))" }
+        if let synced = e.syncedAt, e.status == .synced { line += " synced=\(when(synced))" }
+        line += "\n"
+        if let error = e.lastError, e.status != .synced { line += "      \(Redactor.shared.redact(error))\n" }
+        return line
     }
 }
 

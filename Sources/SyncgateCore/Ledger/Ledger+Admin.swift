@@ -1,0 +1,47 @@
+import Foundation
+import GRDB
+
+extension Ledger {
+    @discardableResult
+    public func requestRetry(destination: String?, paths: [String], at now: Date) throws -> Int {
+        try changeFailed(
+            "UPDATE files SET status = 'pending', next_retry_at = NULL, first_failed_at = NULL, failed_runs = 0, updated_at = ?",
+            [now.timeIntervalSince1970], destination: destination, paths: paths)
+    }
+
+    /// Drops failed rows (of a destination, of some paths). The files are then new to the next run.
+    @discardableResult
+    public func forgetFailed(destination: String?, paths: [String]) throws -> Int {
+        try changeFailed("DELETE FROM files", [], destination: destination, paths: paths)
+    }
+
+    /// Runs `statement` on the failed rows of a destination (all when nil) and paths (all when empty).
+    private func changeFailed(_ statement: String, _ leading: [any DatabaseValueConvertible], destination: String?, paths: [String]) throws -> Int {
+        try write { db in
+            var sql = statement + " WHERE status = 'failed'"
+            var arguments = leading
+            if let destination {
+                sql += " AND destination = ?"
+                arguments.append(destination)
+            }
+            if !paths.isEmpty {
+                sql += " AND path IN (\(paths.map { _ in "?" }.joined(separator: ",")))"
+                arguments.append(contentsOf: paths)
+            }
+            try db.execute(sql: sql, arguments: StatementArguments(arguments))
+            return db.changesCount
+        }
+    }
+    /// Drops the rows of files stored under these remote names at a destination (after `syncgate rm`), so that a
+    /// file still in a source is sent again.
+    public func forgetRemote(destination: String, remoteNames: [String]) throws {
+        let names = Set(remoteNames)
+        let rows = try entries(destination: destination).filter { names.contains($0.receipt?.remoteName ?? $0.file.path) }
+        try write { db in
+            for row in rows {
+                try db.execute(sql: "DELETE FROM files WHERE source = ? AND path = ? AND destination = ?",
+                               arguments: [row.file.source, row.file.path, destination])
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import GRDB
+
+extension Ledger {
+    /// Every destination's record, by name (destinations never tried have none: they count as available).
+    public func destinationRecords() throws -> [String: DestinationRecord] {
+        try read { db in
+            var result: [String: DestinationRecord] = [:]
+            for row in try Row.fetchAll(db, sql: """
+                SELECT name, state, since, last_error, error_code, failed_probes, next_probe_at, fingerprint, last_seen_at
+                FROM destinations
+                """)
+            {
+                let record = DestinationRecord(
+                    name: row[0], state: DestinationState(rawValue: row[1]) ?? .available, since: Date(timeIntervalSince1970: row[2]),
+                    lastError: row[3], errorCode: row[4], failedProbes: row[5],
+                    nextProbeAt: (row[6] as Double?).map { Date(timeIntervalSince1970: $0) }, fingerprint: row[7],
+                    lastSeenAt: (row[8] as Double?).map { Date(timeIntervalSince1970: $0) })
+                result[record.name] = record
+            }
+            return result
+        }
+    }
+
+    /// Records that a destination answered. When it was unavailable or blocked, the failure clocks of its failed
+    /// files move on by the time it was away: `give_up_after` counts only time in which the destination was
+    /// reachable and refused the file.
+    public func markAvailable(_ name: String, at now: Date) throws {
+        try write { db in
+            let previous = try Row.fetchOne(db, sql: "SELECT state, since FROM destinations WHERE name = ?", arguments: [name])
+            let t = now.timeIntervalSince1970
+            if let previous, (previous["state"] as String) != DestinationState.available.rawValue {
+                let away = max(0, t - (previous["since"] as Double))
+                try db.execute(sql: """
+                    UPDATE files SET first_failed_at = first_failed_at + ?
+                    WHERE destination = ? AND status = 'failed' AND first_failed_at IS NOT NULL
+                    """, arguments: [away, name])
+            }
+            if let previous, (previous["state"] as String) == DestinationState.available.rawValue {
+                try db.execute(sql: "UPDATE destinations SET last_seen_at = ?, updated_at = ? WHERE name = ?", arguments: [t, t, name])
+                return
+            }
+            try db.execute(sql: """
+                INSERT INTO destinations (name, state, since, last_seen_at, updated_at) VALUES (?, 'available', ?, ?, ?)
+                ON CONFLICT (name) DO UPDATE SET state = 'available', since = excluded.since, last_error = NULL,
+                    error_code = NULL, failed_probes = 0, next_probe_at = NULL, fingerprint = NULL,
+                    last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at
+                """, arguments: [name, t, t, t])
+        }
+    }
+
+    /// Records that a destination is unavailable or blocked (`state`), with the error that says why. A destination
+    /// already in that state keeps its `since`; `probeFailed` counts one more probe that found it away, which
+    /// spaces the next one further (2 s doubling up to `probeIntervalMax`).
+    public func markAway(_ name: String, state: DestinationState, error: String, code: String?, fingerprint: String?,
+                         probeFailed: Bool, probeIntervalMax: Duration, at now: Date) throws {
+        precondition(state != .available, "markAvailable records a destination that answered")
+        try write { db in
+            let t = now.timeIntervalSince1970
+            let previous = try Row.fetchOne(db, sql: "SELECT state, since, failed_probes FROM destinations WHERE name = ?", arguments: [name])
+            let same = previous.map { ($0["state"] as String) == state.rawValue } ?? false
+            let since = same ? (previous?["since"] as Double? ?? t) : t
+            let probes = (same ? (previous?["failed_probes"] as Int? ?? 0) : 0) + (probeFailed ? 1 : 0)
+            let next = t + Ledger.probeInterval(failedProbes: probes, maximum: probeIntervalMax)
+            try db.execute(sql: """
+                INSERT INTO destinations (name, state, since, last_error, error_code, failed_probes, next_probe_at, fingerprint, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (name) DO UPDATE SET state = excluded.state, since = excluded.since,
+                    last_error = excluded.last_error, error_code = excluded.error_code,
+                    failed_probes = excluded.failed_probes, next_probe_at = excluded.next_probe_at,
+                    fingerprint = excluded.fingerprint, updated_at = excluded.updated_at
+                """, arguments: [name, state.rawValue, since, Redactor.shared.redact(error), code, probes, next, fingerprint, t])
+        }
+    }
+
+    /// How long after its n-th failed probe a destination is probed again: 2 s doubling, up to `maximum`.
+    public static func probeInterval(failedProbes: Int, maximum: Duration) -> TimeInterval {
+        min(maximum.seconds, 2 * pow(2, Double(min(max(failedProbes - 1, 0), 30))))
+    }
+
+    /// Makes blocked destinations (one, or all when nil) be tried again by the next run, whatever their settings
+    /// (`syncgate retry`). Returns how many were blocked.
+    @discardableResult
+    public func unblock(destination: String?, at now: Date) throws -> Int {
+        try write { db in
+            var sql = "UPDATE destinations SET fingerprint = NULL, next_probe_at = ?, updated_at = ? WHERE state = 'blocked'"
+            var arguments: [any DatabaseValueConvertible] = [now.timeIntervalSince1970, now.timeIntervalSince1970]
+            if let destination {
+                sql += " AND name = ?"
+                arguments.append(destination)
+            }
+            try db.execute(sql: sql, arguments: StatementArguments(arguments))
+            return db.changesCount
+        }
+    }
+
+    // MARK: - Runs
+
+    /// When the last run started and ended, and its exit code (nil before the first run).
+    public struct RunRecord: Sendable, Hashable {
+        public var startedAt: Date
+        public var finishedAt: Date?
+        public var exitCode: Int?
+    }
+
+    public func noteRunStarted(at now: Date) throws {
+        try setMeta(["last_run_started_at": String(now.timeIntervalSince1970)], clearing: ["last_run_finished_at", "last_run_exit"])
+    }
+
+    public func noteRunFinished(at now: Date, exitCode: Int32) throws {
+        try setMeta(["last_run_finished_at": String(now.timeIntervalSince1970), "last_run_exit": String(exitCode)], clearing: [])
+    }
+
+    public func lastRun() throws -> RunRecord? {
+        try read { db in
+            var values: [String: String] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT key, value FROM syncgate_meta WHERE key LIKE 'last_run_%'") { values[row[0]] = row[1] }
+            guard let started = values["last_run_started_at"].flatMap(Double.init) else { return nil }
+            return RunRecord(startedAt: Date(timeIntervalSince1970: started),
+                             finishedAt: values["last_run_finished_at"].flatMap(Double.init).map { Date(timeIntervalSince1970: $0) },
+                             exitCode: values["last_run_exit"].flatMap { Int($0) })
+        }
+    }
+
+    private func setMeta(_ values: [String: String], clearing: [String]) throws {
+        try write { db in
+            for key in clearing { try db.execute(sql: "DELETE FROM syncgate_meta WHERE key = ?", arguments: [key]) }
+            for (key, value) in values {
+                try db.execute(sql: "INSERT INTO syncgate_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                               arguments: [key, value])
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import GRDB
+
+extension Ledger {
+    // MARK: - Reading
+
+    /// All rows (of one destination when given), ordered by destination, source and path.
+    public func entries(destination: String? = nil, statuses: Set<FileStatus>? = nil) throws -> [LedgerEntry] {
+        try read { db in
+            var sql = "SELECT \(Ledger.columns) FROM files"
+            var clauses: [String] = []
+            var arguments: [any DatabaseValueConvertible] = []
+            if let destination {
+                clauses.append("destination = ?")
+                arguments.append(destination)
+            }
+            if let statuses {
+                clauses.append("status IN (\(statuses.map { "'\($0.rawValue)'" }.joined(separator: ",")))")
+            }
+            if !clauses.isEmpty { sql += " WHERE " + clauses.joined(separator: " AND ") }
+            sql += " ORDER BY destination, source, path"
+            // A cursor: rows are decoded one at a time, never all held as SQLite rows at once.
+            var result: [LedgerEntry] = []
+            let rows = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(arguments))
+            while let row = try rows.next() { result.append(Ledger.entry(row)) }
+            return result
+        }
+    }
+
+    /// Walks the rows (of one destination when given) in the order of the primary key (source, path,
+    /// destination), the byte order of a scan, one row at a time: a sync's plan reads them side by side with the
+    /// scanned files and keeps none it does not act on; a file's rows at its destinations come one after another.
+    /// Receipts are neither read nor decoded (see ``receipts(_:destination:)``).
+    public func withRows<T>(destination: String? = nil, _ body: (LedgerRowStream) throws -> T) throws -> T {
+        // `+destination`: filter, do not look up by it, so that the primary key gives the order without a sort.
+        try withRows(where: destination == nil ? "" : "WHERE +destination = ?", destination.map { [$0] } ?? [], body)
+    }
+
+    /// Walks one source's rows whose path comes after `path` (all of them when nil), in the order of
+    /// ``withRows(destination:_:)``. A sync reads its plan in waves, a short read transaction each, so that the rows
+    /// it writes meanwhile never wait for a long-lived reader to let the write-ahead log go.
+    public func withRows<T>(source: String, after path: String?, _ body: (LedgerRowStream) throws -> T) throws -> T {
+        try withRows(where: "WHERE source = ?" + (path == nil ? "" : " AND path > ?"), [source] + (path.map { [$0] } ?? []), body)
+    }
+
+    /// The rows `filter` selects, in primary key order, as a stream read inside one read transaction.
+    private func withRows<T>(where filter: String, _ arguments: [String], _ body: (LedgerRowStream) throws -> T) throws -> T {
+        try read { db in
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files \(filter) ORDER BY source, path, destination",
+                arguments: StatementArguments(arguments))
+            let stream = LedgerRowStream(rows)
+            try stream.advance()
+            return try body(stream)
+        }
+    }
+
+    /// The receipts of these files' last deliveries to a destination (files without one are left out), read in
+    /// one transaction.
+    public func receipts(_ files: [FileKey], destination: String) throws -> [FileKey: Receipt] {
+        guard !files.isEmpty else { return [:] }
+        let texts = try read { db in
+            let statement = try db.cachedStatement(sql: "SELECT receipt FROM files WHERE source = ? AND path = ? AND destination = ?")
+            var found: [(FileKey, String)] = []
+            for file in files {
+                if let text = try String.fetchOne(statement, arguments: [file.source, file.path, destination]) { found.append((file, text)) }
+            }
+            return found
+        }
+        let decoder = JSONDecoder()
+        var result: [FileKey: Receipt] = [:]
+        for (file, text) in texts {
+            if let receipt = try? decoder.decode(Receipt.self, from: Data(text.utf8)) { result[file] = receipt }
+        }
+        return result
+    }
+
+    public func entry(_ file: FileKey, destination: String) throws -> LedgerEntry? {
+        try read { db in
+            try Row.fetchOne(db, sql: "SELECT \(Ledger.columns) FROM files WHERE source = ? AND path = ? AND destination = ?",
+                             arguments: [file.source, file.path, destination]).map(Ledger.entry)
+        }
+    }
+
+    /// Counts per destination and status.
+    public func counts() throws -> [String: [FileStatus: Int]] {
+        try read { db in
+            var result: [String: [FileStatus: Int]] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT destination, status, COUNT(*) AS n FROM files GROUP BY destination, status") {
+                let destination: String = row["destination"]
+                guard let status = FileStatus(rawValue: row["status"]) else { continue }
+                result[destination, default: [:]][status] = row["n"]
+            }
+            return result
+        }
+    }
+
+    /// The latest `synced_at` per destination.
+    public func lastSuccess() throws -> [String: Date] {
+        try read { db in
+            var result: [String: Date] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT destination, MAX(synced_at) AS t FROM files WHERE synced_at IS NOT NULL GROUP BY destination") {
+                if let t: Double = row["t"] { result[row["destination"]] = Date(timeIntervalSince1970: t) }
+            }
+            return result
+        }
+    }
+
+    /// Rows synced since `since`, newest first (at most `limit`).
+    public func recentlySynced(since: Date, limit: Int = 1000) throws -> [LedgerEntry] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT \(Ledger.columns) FROM files WHERE status = 'synced' AND synced_at >= ? ORDER BY synced_at DESC LIMIT ?",
+                             arguments: [since.timeIntervalSince1970, limit]).map(Ledger.entry)
+        }
+    }
+
+    /// Rows that failed with an attempt since `since`, newest first (at most `limit`).
+    public func recentlyFailed(since: Date, limit: Int = 1000) throws -> [LedgerEntry] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT \(Ledger.columns) FROM files WHERE status = 'failed' AND COALESCE(last_attempt_at, updated_at) >= ? ORDER BY COALESCE(last_attempt_at, updated_at) DESC LIMIT ?",
+                             arguments: [since.timeIntervalSince1970, limit]).map(Ledger.entry)
+        }
+    }
+
+    /// The rows of files with these relative paths (in any source), at every destination, in key order.
+    public func entries(paths: [String]) throws -> [LedgerEntry] {
+        guard !paths.isEmpty else { return [] }
+        return try read { db in
+            var result: [LedgerEntry] = []
+            let statement = try db.cachedStatement(sql: "SELECT \(Ledger.columns) FROM files WHERE path = ? ORDER BY source, path, destination")
+            for path in Set(paths).sorted() {
+                let rows = try Row.fetchCursor(statement, arguments: [path])
+                while let row = try rows.next() { result.append(Ledger.entry(row)) }
+            }
+            return result
+        }
+    }
+
+    /// Every row (of one destination when given), receipt included, handed to `body` one at a time in key order:
+    /// nothing is held, however many rows there are (`status --all --json`).
+    public func forEachEntry(destination: String? = nil, _ body: (LedgerEntry) throws -> Void) throws {
+        try read { db in
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT \(Ledger.columns) FROM files \(destination == nil ? "" : "WHERE +destination = ?") ORDER BY source, path, destination",
+                arguments: StatementArguments(destination.map { [$0] } ?? []))
+            while let row = try rows.next() { try body(Ledger.entry(row)) }
+        }
+    }
+}

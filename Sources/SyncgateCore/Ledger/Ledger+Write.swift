@@ -1,0 +1,210 @@
+import Foundation
+import GRDB
+
+extension Ledger {
+    // MARK: - Writing
+
+    /// A row to record as pending before its upload starts.
+    public struct Pending: Sendable {
+        public var file: FileKey
+        public var destination: String
+        public var size: Int64
+        public var modificationTime: Date
+        public var sha256: String?
+        /// The content changed since the last record: failure history starts afresh.
+        public var contentChanged: Bool
+        public init(file: FileKey, destination: String, size: Int64, modificationTime: Date, sha256: String?, contentChanged: Bool) {
+            self.file = file
+            self.destination = destination
+            self.size = size
+            self.modificationTime = modificationTime
+            self.sha256 = sha256
+            self.contentChanged = contentChanged
+        }
+    }
+
+    /// Records files as `pending` in one transaction (before any of them is uploaded).
+    public func recordPending(_ rows: [Pending], at now: Date) throws {
+        try write { db in
+            let statement = try db.cachedStatement(sql: """
+                INSERT INTO files (source, path, destination, status, size, mtime, sha256, queued_at, updated_at)
+                VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)
+                ON CONFLICT (source, path, destination) DO UPDATE SET
+                    status = 'pending', size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256,
+                    queued_at = excluded.queued_at, updated_at = excluded.updated_at, bytes_done = 0,
+                    failed_runs = CASE WHEN ? THEN 0 ELSE failed_runs END,
+                    first_failed_at = CASE WHEN ? THEN NULL ELSE first_failed_at END
+                """)
+            let t = now.timeIntervalSince1970
+            for row in rows {
+                try statement.execute(arguments: [
+                    row.file.source, row.file.path, row.destination, row.size, row.modificationTime.timeIntervalSince1970,
+                    row.sha256, t, t, row.contentChanged, row.contentChanged,
+                ])
+            }
+        }
+    }
+
+    /// Updates metadata of a synced row whose file was touched but holds the same bytes.
+    public func refreshMetadata(_ file: FileKey, destination: String, size: Int64, modificationTime: Date, at now: Date) throws {
+        try write { db in
+            try db.execute(sql: "UPDATE files SET size = ?, mtime = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ?",
+                           arguments: [size, modificationTime.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
+        }
+    }
+
+    /// One change to a row, applied with others in one transaction by ``apply(_:)``.
+    public enum Update: Sendable {
+        /// An attempt starts: `attempts + 1`. Durable before the upload begins where a resend could duplicate
+        /// (see ``Destination/resendIsHarmless``).
+        case uploading(FileKey, destination: String, at: Date)
+        case progress(FileKey, destination: String, bytes: Int64)
+        /// A failed attempt that will be retried in this run: keep the error visible while waiting.
+        case retryNote(FileKey, destination: String, error: String, at: Date)
+        case synced(FileKey, destination: String, receipt: Receipt, size: Int64, modificationTime: Date, sha256: String?, at: Date)
+        /// A failure that ends this run's attempts (see ``markFailed(_:destination:failure:retry:at:)``).
+        case failed(FileKey, destination: String, failure: DeliveryFailure, retry: RetrySettings, at: Date)
+        /// A run stopped before this file's upload ended: it is pending again.
+        case interrupted(FileKey, destination: String, at: Date)
+        /// The file's destination became unavailable or blocked: the file waits, pending, for a later run. An
+        /// attempt cut short by that (`uncount`) is not counted: it was the destination's failure, not the file's.
+        case waiting(FileKey, destination: String, uncount: Bool, at: Date)
+
+        /// Whether this change records a file synced (the destination's copy must be durable first).
+        public var recordsSynced: Bool {
+            if case .synced = self { return true }
+            return false
+        }
+    }
+
+    /// Applies updates in one transaction, with the effect of applying them one by one in order.
+    ///
+    /// An attempt's start directly followed by that file's success (the usual pair in a batch) is written as one
+    /// row change: the synced row with the attempt counted. Each row change costs SQLite a primary-key search and
+    /// an index update, which is most of a small file's delivery cost.
+    public func apply(_ updates: [Update]) throws {
+        guard !updates.isEmpty else { return }
+        let changes = Ledger.foldingAttemptStarts(updates)
+        try write { db in
+            for change in changes { try Ledger.apply(change.update, in: db, attemptStartedAt: change.attemptStartedAt) }
+        }
+    }
+
+    /// The updates in order, each `.uploading` that is followed, for the same row, directly by `.synced` left out
+    /// and its start time handed to that `.synced`.
+    static func foldingAttemptStarts(_ updates: [Update]) -> [(update: Update, attemptStartedAt: Date?)] {
+        struct Row: Hashable {
+            let file: FileKey
+            let destination: String
+        }
+        var changes: [(update: Update, attemptStartedAt: Date?)?] = []
+        changes.reserveCapacity(updates.count)
+        var openAttempt: [Row: Int] = [:]  // the index in `changes` of a row's start not yet followed by anything
+        for update in updates {
+            var startedAt: Date? = nil
+            switch update {
+            case .uploading(let file, let destination, _):
+                openAttempt[Row(file: file, destination: destination)] = changes.count
+            case .synced(let file, let destination, _, _, _, _, _):
+                if let open = openAttempt.removeValue(forKey: Row(file: file, destination: destination)),
+                   case .uploading(_, _, let at)? = changes[open]?.update {
+                    startedAt = at
+                    changes[open] = nil
+                }
+            case .progress(let file, let destination, _), .retryNote(let file, let destination, _, _),
+                .failed(let file, let destination, _, _, _), .interrupted(let file, let destination, _),
+                .waiting(let file, let destination, _, _):
+                openAttempt[Row(file: file, destination: destination)] = nil
+            }
+            changes.append((update, startedAt))
+        }
+        return changes.compactMap { $0 }
+    }
+
+    public func markUploading(_ file: FileKey, destination: String, at now: Date) throws {
+        try apply([.uploading(file, destination: destination, at: now)])
+    }
+
+    public func markProgress(_ file: FileKey, destination: String, bytes: Int64) throws {
+        try apply([.progress(file, destination: destination, bytes: bytes)])
+    }
+
+    public func markSynced(_ file: FileKey, destination: String, receipt: Receipt, size: Int64, modificationTime: Date, sha256: String?, at now: Date) throws {
+        try apply([.synced(file, destination: destination, receipt: receipt, size: size, modificationTime: modificationTime, sha256: sha256, at: now)])
+    }
+
+    /// Records a failure that ends this run's attempts. A retryable one gets its next retry time from the number of
+    /// runs it has failed in (growing up to `max_retry_interval`, none after `give_up_after`); a permanent one is
+    /// not retried automatically.
+    public func markFailed(_ file: FileKey, destination: String, failure: DeliveryFailure, retry: RetrySettings, at now: Date) throws {
+        try apply([.failed(file, destination: destination, failure: failure, retry: retry, at: now)])
+    }
+
+    /// One encoder for every receipt (making one per row cost more than the encoding).
+    static let receiptEncoder = JSONEncoder()
+
+    /// Applies one update; a `.synced` with `attemptStartedAt` also counts the attempt that started then (what its
+    /// `.uploading` would have written).
+    static func apply(_ update: Update, in db: Database, attemptStartedAt: Date? = nil) throws {
+        switch update {
+        case .uploading(let file, let destination, let now):
+            try db.cachedStatement(sql: """
+                UPDATE files SET status = 'uploading', attempts = attempts + 1, last_attempt_at = ?, bytes_done = 0, updated_at = ?
+                WHERE source = ? AND path = ? AND destination = ?
+                """).execute(arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
+        case .progress(let file, let destination, let bytes):
+            try db.cachedStatement(sql: "UPDATE files SET bytes_done = ? WHERE source = ? AND path = ? AND destination = ?")
+                .execute(arguments: [bytes, file.source, file.path, destination])
+        case .retryNote(let file, let destination, let error, let now):
+            try db.cachedStatement(sql: "UPDATE files SET last_error = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ?")
+                .execute(arguments: [Redactor.shared.redact(error), now.timeIntervalSince1970, file.source, file.path, destination])
+        case .synced(let file, let destination, let receipt, let size, let modificationTime, let sha256, let now):
+            let receiptText = String(decoding: try Ledger.receiptEncoder.encode(receipt), as: UTF8.self)
+            // Without a folded attempt start, `attempts + ?` adds 0 and `COALESCE(?, last_attempt_at)` keeps the column.
+            try db.cachedStatement(sql: """
+                UPDATE files SET status = 'synced', last_error = NULL, error_class = NULL, error_code = NULL,
+                    next_retry_at = NULL, failed_runs = 0, first_failed_at = NULL, size = ?, mtime = ?, sha256 = ?,
+                    receipt = ?, bytes_done = ?, synced_at = ?, updated_at = ?,
+                    attempts = attempts + ?, last_attempt_at = COALESCE(?, last_attempt_at)
+                WHERE source = ? AND path = ? AND destination = ?
+                """).execute(arguments: [size, modificationTime.timeIntervalSince1970, sha256, Redactor.shared.redact(receiptText), size,
+                                         now.timeIntervalSince1970, now.timeIntervalSince1970,
+                                         attemptStartedAt == nil ? 0 : 1, attemptStartedAt?.timeIntervalSince1970,
+                                         file.source, file.path, destination])
+        case .failed(let file, let destination, let failure, let retry, let now):
+            let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT failed_runs, first_failed_at FROM files WHERE source = ? AND path = ? AND destination = ?"),
+                                       arguments: [file.source, file.path, destination])
+            let failedRuns = (row?["failed_runs"] as Int? ?? 0) + 1
+            let firstFailed = (row?["first_failed_at"] as Double?) ?? now.timeIntervalSince1970
+            let next = RetrySchedule(retry).nextRetry(
+                after: failure, failedRuns: failedRuns, firstFailedAt: Date(timeIntervalSince1970: firstFailed), now: now)
+            try db.cachedStatement(sql: """
+                UPDATE files SET status = 'failed', last_error = ?, error_class = ?, error_code = ?, next_retry_at = ?,
+                    failed_runs = ?, first_failed_at = ?, bytes_done = 0, updated_at = ?
+                WHERE source = ? AND path = ? AND destination = ?
+                """).execute(arguments: [Redactor.shared.redact(failure.message), failure.failureClass.name,
+                                         failure.code, next?.timeIntervalSince1970, failedRuns, firstFailed, now.timeIntervalSince1970,
+                                         file.source, file.path, destination])
+        case .waiting(let file, let destination, let uncount, let now):
+            try db.cachedStatement(sql: """
+                UPDATE files SET status = 'pending', attempts = MAX(0, attempts - ?), bytes_done = 0, updated_at = ?
+                WHERE source = ? AND path = ? AND destination = ? AND status != 'synced'
+                """).execute(arguments: [uncount ? 1 : 0, now.timeIntervalSince1970, file.source, file.path, destination])
+        case .interrupted(let file, let destination, let now):
+            try db.cachedStatement(sql: "UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ? WHERE source = ? AND path = ? AND destination = ? AND status != 'synced'")
+                .execute(arguments: [now.timeIntervalSince1970, file.source, file.path, destination])
+        }
+    }
+
+    /// Rows left `uploading` by a run that died are `pending` again. Returns how many.
+    @discardableResult
+    public func resetInterrupted(at now: Date) throws -> Int {
+        try write { db in
+            try db.execute(sql: "UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ? WHERE status = 'uploading'",
+                           arguments: [now.timeIntervalSince1970])
+            return db.changesCount
+        }
+    }
+
+    /// Makes failed rows (of a destination, of some paths) due now, whatever their class or age (`syncgate retry`).
+}

@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+import Glibc
+private let systemWrite = Glibc.write
+#elseif canImport(Darwin)
+import Darwin
+private let systemWrite = Darwin.write
+#endif
+import Foundation
+import SyncgateCore
+
+/// Plain output (secrets scrubbed), written with `write(2)` so that a reader that goes away (`syncgate status |
+/// head -1`) ends the command quietly instead of crashing it: see ``onBrokenPipe``.
+enum Console {
+    /// What happens when standard output's reader has gone (EPIPE). By default the process exits at once with 141
+    /// (as a program killed by SIGPIPE would, without a word); a sync replaces it to stop its run cleanly first.
+    nonisolated(unsafe) static var onBrokenPipe: @Sendable () -> Void = { _exit(141) }
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var outputClosed = false
+
+    /// Whether standard output's reader has gone.
+    static var isOutputClosed: Bool { lock.withLock { outputClosed } }
+
+    static func out(_ line: String) {
+        write(Redactor.shared.redact(line) + "\n", to: 1)
+    }
+
+    /// Text as it is (already redacted, with its own newlines).
+    static func outRaw(_ text: String) {
+        write(text, to: 1)
+    }
+
+    static func error(_ line: String) {
+        write("syncgate: " + Redactor.shared.redact(line) + "\n", to: 2)
+    }
+
+    /// Text to standard error as it is (a progress line, a note already worded).
+    static func errorRaw(_ text: String) {
+        write(text, to: 2)
+    }
+
+    static var stderrIsTerminal: Bool { isatty(2) == 1 }
+
+    private static func write(_ text: String, to fd: Int32) {
+        if fd == 1 && isOutputClosed { return }
+        let broken: Bool = lock.withLock {
+            var bytes = Array(text.utf8)[...]
+            while !bytes.isEmpty {
+                let n = bytes.withUnsafeBytes { systemWrite(fd, $0.baseAddress, $0.count) }
+                if n > 0 {
+                    bytes = bytes.dropFirst(n)
+                } else if n < 0 && errno == EINTR {
+                    continue
+                } else {
+                    if fd == 1, errno == EPIPE, !outputClosed {
+                        outputClosed = true
+                        return true
+                    }
+                    return false  // standard error gone, or full: nothing better to do than drop it
+                }
+            }
+            return false
+        }
+        if broken { onBrokenPipe() }
+    }
+
+    /// `date` as a person reads it in the local time zone: `09:12` today, `2026-11-23 09:12` on another day.
+    static func when(_ date: Date, now: Date = Date()) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = Calendar.current.isDate(date, inSameDayAs: now) ? "HH:mm" : "yyyy-MM-dd HH:mm"
+        return formatter.string(from: date)
+    }
+}
