@@ -63,11 +63,6 @@ enum Console {
         if broken { onBrokenPipe() }
     }
 
-    /// `date` as a person reads it in the local time zone: `09:12` today, `2026-11-23 09:12` on another day.
-    static func when(_ date: Date, now: Date = Date()) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = Calendar.current.isDate(date, inSameDayAs: now) ? "HH:mm" : "yyyy-MM-dd HH:mm"
-        return formatter.string(from: date)
-    }
+    /// `date` as a person reads it (``HumanTime``).
+    static func when(_ date: Date) -> String { HumanTime.text(date) }
 }

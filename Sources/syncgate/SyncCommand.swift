@@ -122,7 +122,7 @@ struct SyncRunner {
             })
         } catch let error as LedgerError {
             Console.error(error.description)
-            throw ExitCode(ExitStatus.failed)
+            throw ExitCode(error.stateLost ? ExitStatus.config : ExitStatus.failed)
         }
         progressLine?.finish()
         if Console.isOutputClosed { throw ExitCode(141) }

@@ -114,7 +114,8 @@ public struct DeliveryLayer: Sendable {
                     }
                     return await wait(item, breaker.trip(failure), attemptCut: true)
                 }
-                if failureClass.isRetryable, !interrupted, !(error is FileChangedError), let outage = breaker.failed(item.key, failure) {
+                // A destination that asks this file to wait (deferred) is not failing.
+                if case .retryable = failureClass, !interrupted, !(error is FileChangedError), let outage = breaker.failed(item.key, failure) {
                     return await wait(item, outage, attemptCut: true)
                 }
                 if failureClass.isRetryable {

@@ -7,6 +7,10 @@ import GRDB
 public final class Ledger: Sendable {
     public let path: String
     let pool: DatabasePool
+    /// The file opened (see ``LedgerIdentity``); nil only if it could not be read right after opening.
+    let identity: LedgerIdentity?
+    /// Set once the file was found deleted or replaced: every later write fails the same way.
+    private let lost = LostState()
 
     static let format = "syncgate-ledger"
     /// The schema this syncgate writes. Version 1 (files only) is upgraded in place; a newer one is refused.
@@ -39,6 +43,35 @@ public final class Ledger: Sendable {
         } catch let error as DatabaseError {
             throw Ledger.explain(error, path: path)
         }
+        identity = LedgerIdentity.of(path)
+    }
+
+    /// Throws when the state file was deleted or replaced since it was opened, after saving what this process
+    /// holds of it: back at its path when nothing is there any more, beside it (`.recovered-<pid>`) when another
+    /// file took its place. Writing on would record into a file nobody will read again.
+    func checkIdentity() throws {
+        guard let identity else { return }
+        try lost.withLock { lostError in
+            if let lostError { throw lostError }
+            let now = LedgerIdentity.of(path)
+            guard now != identity else { return }
+            let error = saveAfterLoss(found: now)
+            lostError = error
+            throw error
+        }
+    }
+
+    private func saveAfterLoss(found now: LedgerIdentity?) -> LedgerError {
+        let target = now == nil ? path : path + ".recovered-\(getpid())"
+        var saved = "nothing could be saved"
+        do {
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "VACUUM INTO ?", arguments: [target]) }
+            saved = now == nil ? "what this run had recorded was written back to it" : "what this run had recorded is in \(target)"
+        } catch {
+            saved = "saving what this run had recorded failed (\(error))"
+        }
+        let what = now == nil ? "was deleted" : "was replaced by another file"
+        return LedgerError(path: path, message: "\(what) while syncgate was using it; \(saved). The run stopped: check who removes this file, then run again", stateLost: true)
     }
 
     private static func explain(_ error: DatabaseError, path: String) -> LedgerError {
@@ -68,6 +101,7 @@ public final class Ledger: Sendable {
     }
 
     func write<T>(_ body: (Database) throws -> T) throws -> T {
+        try checkIdentity()
         do {
             return try pool.write(body)
         } catch let error as DatabaseError {
@@ -94,5 +128,14 @@ public final class Ledger: Sendable {
             sha256: row[14], receipt: receipt, bytesDone: row[16], queuedAt: date(17),
             syncedAt: date(18), updatedAt: date(19) ?? Date(timeIntervalSince1970: 0)
         )
+    }
+}
+
+/// The ledger's "file lost" verdict, shared by every writer.
+final class LostState: @unchecked Sendable {
+    private let lock = NSLock()
+    private var error: LedgerError?
+    func withLock<T>(_ body: (inout LedgerError?) throws -> T) rethrows -> T {
+        try lock.withLock { try body(&error) }
     }
 }

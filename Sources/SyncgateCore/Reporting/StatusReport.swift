@@ -166,12 +166,11 @@ public struct StatusReport: Sendable {
         for d in destinations where d.state != .available {
             let files = "\(d.waiting) file\(d.waiting == 1 ? "" : "s") wait\(d.waiting == 1 ? "s" : "") for it"
             let why = Redactor.shared.redact(d.lastError ?? "no error recorded")
+            let since = d.since.map { HumanTime.text($0, now: generatedAt) } ?? "?"
             if d.state == .blocked {
-                out += "\n\(d.name): blocked since \(when(d.since)) (\(why)): fix its credentials or settings (or run syncgate retry); \(files).\n"
+                out += "\n\(d.name): blocked since \(since) (\(why)): fix its credentials or settings (or run syncgate retry); \(files).\n"
             } else {
-                out += "\n\(d.name): unavailable since \(when(d.since)) (\(why)); \(files), sent when it answers"
-                out += d.nextProbe.map { " (next probe by a gateway at \(when($0)))" } ?? ""
-                out += ".\n"
+                out += "\n\(d.name): unavailable since \(since) (\(why)); \(files), sent when it answers.\n"
             }
         }
         if syncRunning { out += "\nA sync is running now.\n" }
