@@ -100,13 +100,17 @@ public final class Ledger: Sendable {
         }
     }
 
+    /// Writes in one transaction, then makes sure the file written is still the state file: a write made after it
+    /// was deleted or replaced is saved with the rest (``checkIdentity()``), and the caller learns of the loss.
     func write<T>(_ body: (Database) throws -> T) throws -> T {
-        try checkIdentity()
+        let result: T
         do {
-            return try pool.write(body)
+            result = try pool.write(body)
         } catch let error as DatabaseError {
             throw Ledger.explain(error, path: path)
         }
+        try checkIdentity()
+        return result
     }
 
     /// The columns ``entry(_:)`` reads, in its order (by index: a lookup by name costs more than the read).

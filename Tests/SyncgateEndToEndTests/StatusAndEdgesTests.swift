@@ -1,0 +1,137 @@
+import Foundation
+import SyncgateTestSupport
+import Testing
+
+/// What a new user meets around `status` and `sync` with a local destination: status before any run, chosen
+/// paths, every row streamed, `--check` for monitoring, a missing source, a reader that closes the pipe early, and
+/// a state file deleted under a running sync.
+@Suite("status and edges (real binary, local destination)")
+struct StatusAndEdgesTests {
+    let dir: TemporaryDirectory
+    let cli: SyncgateCLI
+
+    init() throws {
+        dir = try TemporaryDirectory("sg-edges")
+        cli = SyncgateCLI(dir: dir)
+    }
+
+    func config(sources: String = "[{name: outbox, path: outbox}]", fsync: String = "false") throws {
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: \(sources)
+            destinations: [{name: archive, type: local, path: synced, fsync: \(fsync)}]
+            """)
+    }
+
+    @Test func statusBeforeAnyRunSaysSoThenShowsChosenPathsAndStreamsEveryRow() async throws {
+        defer { dir.remove() }
+        try config()
+        try dir.write("outbox/a.txt", "a")
+        try dir.write("outbox/sub/b.txt", "b")
+        var status = try await cli.run(["status"])
+        #expect(status.status == 0)
+        #expect(status.stdout.contains("No sync has run"), "\(status.stdout)")
+        #expect(!status.stdout.contains("Every routed file is synced"))
+        let json = try #require(SyncgateCLI.json(try await cli.run(["status", "--json"]).stdout))
+        #expect(json["last_run"] is NSNull)
+
+        #expect(try await cli.run(["sync"]).status == 0)
+        status = try await cli.run(["status"])
+        #expect(status.stdout.contains("Every routed file is synced"), "\(status.stdout)")
+        // Chosen paths, synced ones included: relative to the source, or a path of the file itself.
+        status = try await cli.run(["status", "--json", "sub/b.txt", dir.file("outbox/a.txt").path])
+        let files = try #require(SyncgateCLI.json(status.stdout)?["files"] as? [[String: Any]])
+        #expect(Set(files.compactMap { $0["path"] as? String }) == ["a.txt", "sub/b.txt"])
+        #expect(files.allSatisfy { $0["status"] as? String == "synced" })
+        // Every row, one JSON object per line.
+        let all = try await cli.run(["status", "--all", "--json"])
+        #expect(all.status == 0)
+        let lines = all.stdout.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines.allSatisfy { SyncgateCLI.json(String($0))?["status"] as? String == "synced" })
+        #expect(try await cli.run(["status", "--check"]).status == 0)
+    }
+
+    @Test func checkFailsWhenAFileFailed() async throws {
+        defer { dir.remove() }
+        try config()
+        try dir.write("outbox/a.txt", "a")
+        // A folder where the file should go: the local destination cannot replace it (a file-scoped failure).
+        try FileManager.default.createDirectory(at: dir.file("synced/a.txt/inside"), withIntermediateDirectories: true)
+        let sync = try await cli.run(["sync"])
+        #expect(sync.status != 0)
+        let check = try await cli.run(["status", "--check"])
+        #expect(check.status == 1, "\(check.stdout)")
+    }
+
+    @Test func aMissingSourceFailsLoudlyUnlessItIsOptional() async throws {
+        defer { dir.remove() }
+        try config(sources: "[{name: outbox, path: outbox}, {name: card, path: card}]")
+        try dir.write("outbox/a.txt", "a")
+        var result = try await cli.run(["sync"])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("source card"), "\(result.stderr)")
+        #expect(result.stderr.contains("does not exist"), "\(result.stderr)")
+        #expect(try dir.read("synced/a.txt") == Data("a".utf8), "the other source still syncs")
+        try config(sources: "[{name: outbox, path: outbox}, {name: card, path: card, optional: true}]")
+        result = try await cli.run(["sync"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try await cli.run(["validate"]).status == 0)
+    }
+
+    @Test func aReaderThatClosesThePipeEndsTheCommandQuietly() async throws {
+        defer { dir.remove() }
+        try config()
+        for i in 0..<300 { try dir.write("outbox/f\(i).txt", "file \(i)") }
+        let bash = URL(fileURLWithPath: "/bin/bash")
+        let binary = SyncgateCLI.binary.path
+        let sync = try await ProcessRunner.run(bash, ["-c", "'\(binary)' sync --json | head -1; echo \"exit=${PIPESTATUS[0]}\""],
+                                               currentDirectory: dir.url)
+        #expect(sync.stdout.hasSuffix("exit=141\n") || sync.stdout.hasSuffix("exit=0\n"), "\(sync.stdout.suffix(200))")
+        #expect(!sync.stderr.contains("Fatal error") && !sync.stderr.contains("Stack dump"), "\(sync.stderr)")
+        let status = try await ProcessRunner.run(bash, ["-c", "'\(binary)' status | head -1; echo \"exit=${PIPESTATUS[0]}\""],
+                                                 currentDirectory: dir.url)
+        #expect(status.stdout.hasPrefix("DESTINATION"), "\(status.stdout)")
+        #expect(status.stdout.hasSuffix("exit=141\n") || status.stdout.hasSuffix("exit=0\n"), "\(status.stdout)")
+        #expect(status.stderr.isEmpty, "\(status.stderr)")
+        // The interrupted sync left a consistent ledger: the next one finishes the job.
+        #expect(try await cli.run(["sync"]).status == 0)
+        #expect(try await cli.run(["sync", "--json"]).stdout.contains("\"uploaded\":0"))
+    }
+
+    @Test func aStateFileDeletedDuringASyncIsNoticedAndWhatWasRecordedIsKept() async throws {
+        defer { dir.remove() }
+        try config(fsync: "file")
+        for i in 0..<1500 { try dir.write(String(format: "outbox/f%04d.txt", i), String(repeating: "x", count: 100 + i % 50)) }
+        let out = dir.file("events.jsonl")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        let process = Process()
+        process.executableURL = SyncgateCLI.binary
+        process.arguments = ["sync", "--json"]
+        process.currentDirectoryURL = dir.url
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        let errors = dir.file("stderr.txt")
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        try process.run()
+        let state = dir.file(".syncgate/state.sqlite").path
+        let deleted = await ProcessRunner.when(process, timeout: 60, {
+            ((try? String(contentsOf: out, encoding: .utf8)) ?? "").components(separatedBy: "\"event\":\"synced\"").count > 100
+        }, then: {
+            unlink(state)
+            unlink(state + "-wal")
+            unlink(state + "-shm")
+        })
+        #expect(deleted, "the sync ended before it could be interrupted")
+        await ProcessRunner.waitForExit(process, timeout: 60)
+        let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        #expect(process.terminationStatus == 78, "exit \(process.terminationStatus): \(stderr)")
+        #expect(stderr.contains("was deleted while syncgate was using it"), "\(stderr)")
+        // What the run had recorded is back at its path: the next run does not send those files again.
+        #expect(FileManager.default.fileExists(atPath: state))
+        let next = try await cli.run(["sync", "--json"])
+        #expect(next.status == 0, "\(next.stderr)")
+        let summary = try #require(SyncgateCLI.events(next.stdout).last)
+        #expect((summary["uploaded"] as? Int ?? 1500) <= 1500 - 100, "\(summary)")
+    }
+}
