@@ -496,15 +496,16 @@ actor SDLConnection {
         if hmiLevel == "NONE" && (code == .rejected || code == .disallowed || code == .userDisallowed) { noneRejected = true }
     }
 
-    /// UnregisterAppInterface, then EndService with the hash id, then close. Waits at most ``closeBudget`` in all
-    /// (and not at all for a head unit that stopped reading, or when the calling task is cancelled); errors are
-    /// ignored.
+    /// UnregisterAppInterface, then EndService with the hash id, then close. Waits at most ``closeBudget`` in all,
+    /// and not at all for a head unit that has not answered what it was already asked (requests still pending, as
+    /// after a cancelled upload), that stopped reading, or when the calling task is cancelled; errors are ignored.
     func close() async {
         guard closedReason == nil else { return }
         let deadline = ContinuousClock.now + min(responseTimeout, SDLConnection.closeBudget)
+        let unanswered = !pending.isEmpty
         func remaining() -> Duration? {
             let left = deadline - ContinuousClock.now
-            return left > .milliseconds(1) && channel.isWritable && !Task.isCancelled ? left : nil
+            return left > .milliseconds(1) && !unanswered && channel.isWritable && !Task.isCancelled ? left : nil
         }
         if let limit = remaining(), let future = try? await send(FunctionID.unregisterAppInterface, [:], timeout: limit) {
             _ = try? await FutureWait.value(of: future)
