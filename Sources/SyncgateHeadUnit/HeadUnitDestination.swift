@@ -6,6 +6,10 @@ import SyncgateSDL
 /// Files to a car head unit over SmartDeviceLink: RegisterAppInterface, ListFiles, chunked PutFile with
 /// per-chunk CRC, DeleteFile, SetAppIcon. Connects lazily, reconnects after the link drops, never retries by
 /// itself (the delivery layer does).
+///
+/// Its errors say whether they are about one file or the head unit as a whole (docs/headunit.md, "Errors and what
+/// happens next"): a head unit that is away, will not start a session, or is full is `unavailable`; one that refuses
+/// the app is `blocked`; TOO_MANY_PENDING_REQUESTS throttles; the rest are the file's.
 public final class HeadUnitDestination: Destination {
     public static let registration = PluginRegistration(
         type: "headunit", summary: "a car head unit over SmartDeviceLink (SDL Core): artwork, audio prompts, data files"
@@ -111,8 +115,12 @@ public final class HeadUnitDestination: Destination {
                              isComplete: await connection.listingIsComplete)
     }
 
-    /// Fails alone, before anything is sent: files whose names collide, empty files, and files that cannot
-    /// fit the space the head unit reports.
+    /// The largest file a PutFile can describe (`length` and `offset` of the RPC spec go up to 100,000,000,000).
+    public static let maxFileSize: Int64 = 100_000_000_000
+
+    /// Refused before anything is sent: files whose names collide, empty files, files larger than a PutFile can
+    /// describe or than all the room the head unit gives the app (permanent, the file's), and files that do not fit
+    /// the space left now (``DestinationError/unavailable(_:code:after:)``: they wait for space, pending).
     public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] {
         var rejected: [String: DestinationError] = [:]
         for (name, group) in Dictionary(grouping: items, by: \.remoteName) {
@@ -131,32 +139,52 @@ public final class HeadUnitDestination: Destination {
                 continue
             }
             if item.size == 0 { rejected[item.remoteName] = HeadUnitDestination.emptyFileError(item.relativePath) }
+            if item.size > HeadUnitDestination.maxFileSize {
+                rejected[item.remoteName] = .permanent(
+                    "\(item.relativePath) is \(ByteSize.format(item.size)): larger than a PutFile can describe (\(ByteSize.format(HeadUnitDestination.maxFileSize)))",
+                    code: "FILE_TOO_LARGE")
+            }
         }
         let candidates = items.filter { rejected[$0.remoteName] == nil }
         guard !candidates.isEmpty else { return rejected }
-        // Without a head unit the uploads meet the connection error themselves and report it per file.
-        guard let connection = await link.currentUnlessRecentlyFailed() else {
+        // Without a head unit the uploads meet the connection error themselves (at once: the link remembers it).
+        guard let connection = await link.currentUnlessFailed() else {
             logger.debug("space check skipped: no connection to the head unit")
             return rejected
         }
-        guard var remaining = await connection.spaceAvailable else { return rejected }
+        guard let space = await connection.spaceAvailable else { return rejected }
+        var remaining = space
         let present = await connection.files
         for item in candidates where !present.contains(item.remoteName) {
-            if item.size > remaining {
-                rejected[item.remoteName] = .permanent(
-                    "\(item.relativePath) needs \(ByteSize.format(item.size)) but the head unit has only \(ByteSize.format(remaining)) free for this app",
-                    code: "OUT_OF_MEMORY")
-            } else {
+            if item.size <= remaining {
                 remaining -= item.size
+            } else if present.isEmpty && item.size > space {
+                // The head unit holds none of the app's files, so the space it reports is all it gives the app:
+                // deleting files cannot make room for this one.
+                rejected[item.remoteName] = .permanent(
+                    "\(item.relativePath) needs \(ByteSize.format(item.size)) but the head unit gives this app \(ByteSize.format(space)) in all",
+                    code: "FILE_TOO_LARGE")
+            } else {
+                rejected[item.remoteName] = .unavailable(
+                    "\(item.relativePath) needs \(ByteSize.format(item.size)) but the head unit has only \(ByteSize.format(remaining)) free for this app: it waits until space is freed",
+                    code: "OUT_OF_MEMORY")
             }
         }
         return rejected
     }
 
+    /// A ``DestinationError`` says its own class and scope (see ``ResultClassifier``); a frame this gateway refuses
+    /// mid-transfer is the file's, retryable (a new session follows); the rest as the core classifies them.
     public func classify(_ error: any Error) -> Classification {
         if let error = error as? DestinationError { return error.classification }
         if error is SDLError { return Classification(.retryable()) }
         return Classification.of(error)
+    }
+
+    /// TCP connect and session start (or the session already open), at most `connect_timeout` +
+    /// `response_timeout`; throws what an upload would.
+    public func probe() async throws {
+        try await link.probe()
     }
 
     public func finish() async {

@@ -3,7 +3,8 @@ import SyncgateSDL
 
 /// What the channel tells the connection, in order.
 enum LinkEvent: Sendable {
-    case frame(SDLFrame)
+    /// A whole message (a control frame, a Single frame, or First and Consecutive frames put together).
+    case message(SDLMessage)
     case failed(any Error)
     case closed
 }

@@ -87,7 +87,7 @@ struct PutFileSender {
                 continue
             }
             let entry = inFlight.removeFirst()
-            let response = try SDLResponse(try await entry.future.get())
+            let response = try SDLResponse(try await FutureWait.value(of: entry.future))
             guard response.code.isSuccess else {
                 await connection.noteNoneRejectionIf(response.code)
                 await connection.noteResult(response.code)

@@ -9,6 +9,11 @@ import SyncgateSDL
 /// matched to responses by correlation id with a response timeout, OnHMIStatus tracking, heartbeats answered,
 /// and the app's file listing as ListFiles reported it and later PutFile/DeleteFile answers updated it.
 /// When the link drops every pending request fails with a retryable error and the connection is dead for good.
+///
+/// Every wait on the socket (the connect, each answer, room to write) ends at its time limit or as soon as the
+/// waiting task is cancelled, and nothing a peer sends or withholds makes it hold unbounded memory (see
+/// ``LinkEventBridge``): inbound messages and the bytes of half-assembled ones are capped, the socket is not read
+/// while the actor is behind, and requests are only queued while the channel is writable.
 actor SDLConnection {
     struct Pending {
         /// Completed by the response, a timeout or the link's loss; its timer is cancelled when it completes.
@@ -18,10 +23,21 @@ actor SDLConnection {
 
     /// Largest frame payload accepted from the head unit (Core's frames are at most its mtu, 128 KiB).
     static let maxInboundFramePayload = 1 << 20
-    /// Largest reassembled message accepted from the head unit.
-    static let maxInboundMessage = 16 << 20
+    /// Largest reassembled message accepted from the head unit (a ListFiles answer naming 1,000 files of 255
+    /// characters is about 300 KB).
+    static let maxInboundMessage = 4 << 20
+    /// Most bytes all half-assembled messages from the head unit may hold together.
+    static let maxInboundBuffered = 8 << 20
+    /// Most multi-frame messages from the head unit open at once.
+    static let maxInboundOpenMessages = 8
+    /// Largest frame payload this gateway sends, whatever `mtu` the head unit announces (SDL Core's own for protocol
+    /// 3 and later): a peer's announcement must not decide how much memory each chunk in flight takes.
+    static let maxOutboundFramePayload = 131_072
+    /// How long ``close()`` waits, in all, for the head unit's answers to UnregisterAppInterface and EndService.
+    static let closeBudget: Duration = .seconds(1)
 
     let channel: any Channel
+    let bridge: LinkEventBridge
     let endpoint: String
     let responseTimeout: Duration
     let logger: Logger
@@ -43,44 +59,59 @@ actor SDLConnection {
     private var nextCorrelationID: UInt32 = 1
     private var pending: [UInt32: Pending] = [:]
     private var controlWaiter: (infos: Set<UInt8>, promise: EventLoopPromise<SDLMessage>, timeout: Scheduled<Void>)?
-    private var assembler = MessageAssembler(maxMessageSize: SDLConnection.maxInboundMessage)
 
     var isOpen: Bool { closedReason == nil }
 
-    private init(channel: any Channel, endpoint: String, responseTimeout: Duration, logger: Logger) {
+    private init(channel: any Channel, bridge: LinkEventBridge, endpoint: String, responseTimeout: Duration, logger: Logger) {
         self.channel = channel
+        self.bridge = bridge
         self.endpoint = endpoint
         self.responseTimeout = responseTimeout
         self.logger = logger
     }
 
-    /// Opens the TCP connection (bounded by `connectTimeout`). The SDL session is started by ``startService()``.
+    /// Opens the TCP connection (bounded by `connectTimeout`, and by the calling task's cancellation). The SDL
+    /// session is started by ``startService()``. A connect that fails is the destination's trouble: ``DestinationError/unavailable(_:code:after:)``.
     static func connect(
         host: String, port: Int, connectTimeout: Duration, responseTimeout: Duration, logger: Logger
     ) async throws -> SDLConnection {
         let (stream, continuation) = AsyncStream<LinkEvent>.makeStream()
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let bridge = LinkEventBridge(
+            continuation, eventLoop: loop,
+            assembler: MessageAssembler(
+                maxMessageSize: maxInboundMessage, maxInFlight: maxInboundOpenMessages, maxBufferedBytes: maxInboundBuffered))
+        let connecting = ClientBootstrap(group: loop)
+            .connectTimeout(FutureWait.timeAmount(connectTimeout))
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(SDLFrameDecoder(maxPayload: SDLConnection.maxInboundFramePayload)))
+                    try channel.pipeline.syncOperations.addHandler(bridge)
+                }
+            }
+            .connect(host: host, port: port)
         let channel: any Channel
         do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connectTimeout(.nanoseconds(Int64(connectTimeout.components.seconds) * 1_000_000_000 + connectTimeout.components.attoseconds / 1_000_000_000))
-                .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(
-                            ByteToMessageHandler(SDLFrameDecoder(maxPayload: SDLConnection.maxInboundFramePayload)))
-                        try channel.pipeline.syncOperations.addHandler(LinkEventBridge(continuation))
-                    }
-                }
-                .connect(host: host, port: port).get()
+            channel = try await FutureWait.value(of: connecting)
+        } catch is CancellationError {
+            connecting.whenSuccess { $0.close(promise: nil) }
+            continuation.finish()
+            throw CancellationError()
         } catch {
             continuation.finish()
-            throw DestinationError.retryable(
+            throw DestinationError.unavailable(
                 "cannot connect to the head unit at \(host):\(port): \(SDLConnection.describeConnectError(error, timeout: connectTimeout))",
                 code: "connect-failed")
         }
-        let connection = SDLConnection(channel: channel, endpoint: "\(host):\(port)", responseTimeout: responseTimeout, logger: logger)
+        let connection = SDLConnection(
+            channel: channel, bridge: bridge, endpoint: "\(host):\(port)", responseTimeout: responseTimeout, logger: logger)
         Task {
-            for await event in stream { await connection.handle(event) }
+            for await event in stream {
+                await connection.handle(event)
+                bridge.consumed()
+            }
             await connection.markClosed(.retryable("the head unit at \(host):\(port) closed the connection", code: "connection-lost"))
         }
         return connection
@@ -101,12 +132,8 @@ actor SDLConnection {
 
     private func handle(_ event: LinkEvent) {
         switch event {
-        case .frame(let frame):
-            do {
-                if let message = try assembler.add(frame) { dispatch(message) }
-            } catch {
-                markClosed(.retryable("the head unit sent a malformed frame: \(error)", code: "protocol-error"))
-            }
+        case .message(let message):
+            dispatch(message)
         case .failed(let error as SDLError):
             markClosed(.retryable("the head unit sent a frame this gateway refuses: \(error)", code: "protocol-error"))
         case .failed(let error):
@@ -119,7 +146,7 @@ actor SDLConnection {
     private func dispatch(_ message: SDLMessage) {
         if message.isControl {
             if message.frameInfo == ControlFrameInfo.heartbeat {
-                writeControl(service: message.serviceType, info: ControlFrameInfo.heartbeatACK)
+                answerHeartbeat(service: message.serviceType)
                 return
             }
             if let waiter = controlWaiter, waiter.infos.contains(message.frameInfo) {
@@ -139,6 +166,7 @@ actor SDLConnection {
         }
         switch rpc.type {
         case .response:
+            // Parsed by the caller waiting for it; an answer nobody waits for is dropped unread.
             if let entry = pending.removeValue(forKey: rpc.correlationID) {
                 entry.promise.succeed(rpc)
             }
@@ -149,8 +177,24 @@ actor SDLConnection {
         }
     }
 
+    /// Answers a heartbeat; the bridge lets the next one through once this answer is written (see
+    /// ``LinkEventBridge``).
+    private func answerHeartbeat(service: UInt8) {
+        let bridge = self.bridge
+        guard closedReason == nil else {
+            bridge.heartbeatAnswered()
+            return
+        }
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenComplete { _ in bridge.heartbeatAnswered() }
+        writeControl(service: service, info: ControlFrameInfo.heartbeatACK, promise: written)
+    }
+
     private func notification(_ rpc: RPCMessage) {
-        guard let params = try? rpc.parameters() else { return }
+        // Only the notifications acted on are parsed.
+        guard rpc.functionID == FunctionID.onHMIStatus || rpc.functionID == FunctionID.onAppInterfaceUnregistered,
+            let params = try? rpc.parameters()
+        else { return }
         switch rpc.functionID {
         case FunctionID.onHMIStatus:
             if let level = params["hmiLevel"]?.stringValue {
@@ -179,7 +223,6 @@ actor SDLConnection {
             waiter.timeout.cancel()
             waiter.promise.fail(failure)
         }
-        assembler.reset()
         channel.close(promise: nil)
     }
 
@@ -190,33 +233,67 @@ actor SDLConnection {
         return nextMessageID
     }
 
-    private func writeControl(service: UInt8, info: UInt8, payload: ByteBuffer = ByteBuffer()) {
+    private func writeControl(
+        service: UInt8, info: UInt8, payload: ByteBuffer = ByteBuffer(), promise: EventLoopPromise<Void>? = nil
+    ) {
         let frame = SDLFrame.control(
             version: version, serviceType: service, info: info, sessionID: sessionID,
             messageID: version > 1 ? takeMessageID() : 0, payload: payload)
         var buffer = channel.allocator.buffer(capacity: 12 + payload.readableBytes)
         frame.write(to: &buffer)
-        channel.writeAndFlush(buffer, promise: nil)
+        channel.writeAndFlush(buffer, promise: promise)
     }
 
     private var timeoutText: String { responseTimeout.syncgateText }
 
-    private nonisolated func nanos(_ duration: Duration) -> TimeAmount {
-        .nanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
-    }
-
-    /// Waits for a control frame with one of `infos`, after `send` wrote the request.
+    /// Waits for a control frame with one of `infos`, after `send` wrote the request. Ends at `timeout` (which
+    /// closes the connection) or when the calling task is cancelled.
     private func awaitControl(
         _ infos: Set<UInt8>, timeout: Duration, timeoutError: DestinationError, send: () -> Void
     ) async throws -> SDLMessage {
         if let closedReason { throw closedReason }
         let promise = channel.eventLoop.makePromise(of: SDLMessage.self)
-        let scheduled = channel.eventLoop.scheduleTask(in: nanos(timeout)) {
+        let scheduled = channel.eventLoop.scheduleTask(in: FutureWait.timeAmount(timeout)) {
             _ = Task { await self.expireControl(timeoutError) }
         }
         controlWaiter = (infos, promise, scheduled)
         send()
-        return try await promise.futureResult.get()
+        do {
+            return try await FutureWait.value(of: promise.futureResult)
+        } catch {
+            if let waiter = controlWaiter, waiter.promise.futureResult === promise.futureResult {
+                controlWaiter = nil
+                waiter.timeout.cancel()
+                waiter.promise.fail(error)
+            }
+            throw error
+        }
+    }
+
+    /// Waits until the channel takes more writes: a head unit that stops reading makes the gateway stop
+    /// writing (backpressure), instead of queueing requests for it without end. Bounded by `limit` (the
+    /// connection is then closed) and by the calling task's cancellation.
+    private func waitUntilWritable(sending name: String, limit: Duration) async throws {
+        if channel.isWritable { return }
+        let loop = channel.eventLoop
+        let promise = loop.makePromise(of: Void.self)
+        let stalled = DestinationError.retryable(
+            "the head unit at \(endpoint) stopped reading: \(name) could not be written within \(limit.syncgateText)",
+            code: "timeout")
+        let bridge = self.bridge
+        loop.execute {
+            let timer = loop.scheduleTask(in: FutureWait.timeAmount(limit)) { promise.fail(stalled) }
+            promise.futureResult.whenComplete { _ in timer.cancel() }
+            bridge.whenWritable(promise)
+        }
+        do {
+            try await FutureWait.value(of: promise.futureResult)
+        } catch let error as DestinationError {
+            markClosed(error)
+            throw error
+        } catch is ChannelError {
+            throw closedReason ?? .retryable("the head unit at \(endpoint) closed the connection", code: "connection-lost")
+        }
     }
 
     private func expireControl(_ error: DestinationError) {
@@ -227,20 +304,23 @@ actor SDLConnection {
     }
 
     /// Sends a request and returns the future of its response (failed on timeout or link loss). Returns once
-    /// the request is handed to the socket, so callers can pipeline.
+    /// the request is handed to the socket, so callers can pipeline; waits first while the channel is not
+    /// writable (at most `timeout`, or `response_timeout`).
     func send(
         _ functionID: UInt32, _ parameters: [String: JSONValue], bulk: ByteBuffer = ByteBuffer(),
         service: UInt8 = ServiceType.rpc, timeout: Duration? = nil
     ) async throws -> EventLoopFuture<RPCMessage> {
         if let closedReason { throw closedReason }
+        let name = FunctionID.name(functionID)
+        let limit = timeout ?? responseTimeout
+        try await waitUntilWritable(sending: name, limit: limit)
+        if let closedReason { throw closedReason }
         let correlationID = nextCorrelationID
         nextCorrelationID = nextCorrelationID >= 0x7FFF_FFFF ? 1 : nextCorrelationID + 1
-        let name = FunctionID.name(functionID)
         let rpc = RPCMessage(type: .request, functionID: functionID, correlationID: correlationID, parameters: parameters, bulk: bulk)
         let channel = self.channel
         let loop = channel.eventLoop
         let promise = loop.makePromise(of: RPCMessage.self)
-        let limit = timeout ?? responseTimeout
         let timeoutError = DestinationError.retryable(
             "the head unit did not answer \(name) within \(limit.syncgateText)", code: "timeout")
         pending[correlationID] = Pending(promise: promise, name: name)
@@ -273,7 +353,7 @@ actor SDLConnection {
         let written = loop.makePromise(of: Void.self)
         let toWrite = buffers
         loop.execute {
-            let timer = loop.scheduleTask(in: self.nanos(limit)) {
+            let timer = loop.scheduleTask(in: FutureWait.timeAmount(limit)) {
                 _ = Task { await self.expire(correlationID, timeoutError) }
             }
             promise.futureResult.whenComplete { _ in timer.cancel() }
@@ -293,12 +373,13 @@ actor SDLConnection {
         markClosed(error)
     }
 
-    /// Sends a request and waits for its response.
+    /// Sends a request and waits for its response (bounded by `timeout` or `response_timeout`, and by the calling
+    /// task's cancellation).
     func request(
-        _ functionID: UInt32, _ parameters: [String: JSONValue], bulk: ByteBuffer = ByteBuffer()
+        _ functionID: UInt32, _ parameters: [String: JSONValue], bulk: ByteBuffer = ByteBuffer(), timeout: Duration? = nil
     ) async throws -> SDLResponse {
-        let future = try await send(functionID, parameters, bulk: bulk)
-        let response = try SDLResponse(try await future.get())
+        let future = try await send(functionID, parameters, bulk: bulk, timeout: timeout)
+        let response = try SDLResponse(try await FutureWait.value(of: future))
         noteResult(response.code)
         return response
     }
@@ -355,10 +436,12 @@ actor SDLConnection {
                 throw failure
             }
             hashID = Int32(truncatingIfNeeded: doc["hashId"]?.intValue ?? 0)
-            if let announced = doc["mtu"]?.intValue, announced > 0 { mtu = Int(min(announced, 16 << 20)) }
+            if let announced = doc["mtu"]?.intValue, announced > 0 {
+                mtu = Int(min(announced, Int64(SDLConnection.maxOutboundFramePayload)))
+            }
         } else {
             hashID = Int32(bitPattern: answer.messageID)
-            mtu = version >= 3 ? 131_072 : 1_488
+            mtu = version >= 3 ? SDLConnection.maxOutboundFramePayload : 1_488
         }
         guard mtu >= 1024 else {
             let failure = DestinationError.permanent("the head unit's MTU of \(mtu) bytes is too small", code: "protocol-error")
@@ -368,6 +451,8 @@ actor SDLConnection {
         logger.debug("SDL session \(sessionID) protocol v\(version) mtu \(mtu) with \(endpoint)")
     }
 
+    /// RegisterAppInterface. A refusal is the destination's: ``ResultClassifier/registrationError(_:info:app:)``
+    /// says which refusals block the app and which only make the head unit unavailable for now.
     func register(app: HeadUnitConfig.App) async throws {
         let response = try await request(
             FunctionID.registerAppInterface,
@@ -376,10 +461,8 @@ actor SDLConnection {
                 "appName": .string(app.name), "isMediaApplication": .bool(false), "languageDesired": .string("EN-US"),
                 "hmiDisplayLanguageDesired": .string("EN-US"), "appID": .string(app.id),
             ])
-        guard response.code.isSuccess else {
-            let error = ResultClassifier.error(
-                response.code, info: response.info, function: "RegisterAppInterface", subject: "\"\(app.name)\"",
-                hmiLevel: hmiLevel)
+        guard response.isSuccess else {
+            let error = ResultClassifier.registrationError(response.code, info: response.info, app: app.name)
             markClosed(error)
             throw error
         }
@@ -389,7 +472,7 @@ actor SDLConnection {
     func refreshListing() async throws {
         let response = try await request(FunctionID.listFiles, [:])
         guard response.code.isSuccess else {
-            if response.code == .rejected && hmiLevel == "NONE" { noneRejected = true }
+            noteNoneRejectionIf(response.code)
             throw ResultClassifier.error(
                 response.code, info: response.info, function: "ListFiles", subject: "", hmiLevel: hmiLevel)
         }
@@ -410,17 +493,24 @@ actor SDLConnection {
     }
 
     func noteNoneRejectionIf(_ code: ResultCode) {
-        if code == .rejected && hmiLevel == "NONE" { noneRejected = true }
+        if hmiLevel == "NONE" && (code == .rejected || code == .disallowed || code == .userDisallowed) { noneRejected = true }
     }
 
-    /// UnregisterAppInterface, then EndService with the hash id, then close. Bounded; errors are ignored.
+    /// UnregisterAppInterface, then EndService with the hash id, then close. Waits at most ``closeBudget`` in all,
+    /// and not at all for a head unit that has not answered what it was already asked (requests still pending, as
+    /// after a cancelled upload), that stopped reading, or when the calling task is cancelled; errors are ignored.
     func close() async {
         guard closedReason == nil else { return }
-        let bounded: Duration = min(responseTimeout, .seconds(2))
-        if let future = try? await send(FunctionID.unregisterAppInterface, [:], timeout: bounded) {
-            _ = try? await future.get()
+        let deadline = ContinuousClock.now + min(responseTimeout, SDLConnection.closeBudget)
+        let unanswered = !pending.isEmpty
+        func remaining() -> Duration? {
+            let left = deadline - ContinuousClock.now
+            return left > .milliseconds(1) && !unanswered && channel.isWritable && !Task.isCancelled ? left : nil
         }
-        if closedReason == nil {
+        if let limit = remaining(), let future = try? await send(FunctionID.unregisterAppInterface, [:], timeout: limit) {
+            _ = try? await FutureWait.value(of: future)
+        }
+        if closedReason == nil, let limit = remaining() {
             var payload = ByteBuffer()
             if version >= 5 {
                 payload = BSONDocument([.init("hashId", .int32(hashID))]).encodedBuffer()
@@ -428,7 +518,7 @@ actor SDLConnection {
                 payload.writeInteger(hashID)
             }
             _ = try? await awaitControl(
-                [ControlFrameInfo.endServiceACK, ControlFrameInfo.endServiceNAK], timeout: bounded,
+                [ControlFrameInfo.endServiceACK, ControlFrameInfo.endServiceNAK], timeout: limit,
                 timeoutError: .retryable("no EndService ACK", code: "timeout")
             ) {
                 writeControl(service: ServiceType.rpc, info: ControlFrameInfo.endService, payload: payload)

@@ -15,4 +15,8 @@ struct SDLResponse: Sendable {
     }
 
     var spaceAvailable: Int64? { parameters["spaceAvailable"]?.intValue }
+
+    /// Whether the head unit did what was asked: `success: true`, or a result code that means success. Core answers
+    /// a registration in another language WRONG_LANGUAGE with `success: true`: the app is registered.
+    var isSuccess: Bool { code.isSuccess || parameters["success"]?.boolValue == true }
 }

@@ -82,9 +82,19 @@ public indirect enum JSONValue: Sendable, Hashable, Codable, CustomStringConvert
         return Array(try encoder.encode(object))
     }
 
-    /// Parses a JSON object (RPC parameters). An empty payload is an empty object.
-    public static func parseObject(_ bytes: [UInt8]) throws -> [String: JSONValue] {
+    /// Most values one RPC's parameters may hold. A ListFiles answer naming 1,000 files holds about 1,010; the
+    /// limit keeps a peer's JSON from costing memory out of proportion to its size (a 4 MiB array of `0`s would
+    /// be two million values).
+    public static let maxValues = 100_000
+
+    /// Parses a JSON object (RPC parameters). An empty payload is an empty object. Throws, before parsing, for a
+    /// document of more than `maxValues` values.
+    public static func parseObject(_ bytes: [UInt8], maxValues: Int = JSONValue.maxValues) throws -> [String: JSONValue] {
         if bytes.isEmpty { return [:] }
+        let values = countValues(bytes, stoppingAfter: maxValues)
+        guard values <= maxValues else {
+            throw SDLError.malformedJSON("more than \(maxValues) values in \(bytes.count) bytes")
+        }
         do {
             let value = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
             guard case .object(let object) = value else { throw SDLError.malformedJSON("parameters are not an object") }
@@ -94,5 +104,34 @@ public indirect enum JSONValue: Sendable, Hashable, Codable, CustomStringConvert
         } catch {
             throw SDLError.malformedJSON("\(error)")
         }
+    }
+
+    /// An upper bound of the number of values in a JSON text, in one pass: every value but the outermost either
+    /// follows a `,` or is the first in its container (after its `[` or `{`), so the `,`, `[` and `{` outside
+    /// strings, plus one, bound it. Stops counting past `limit`.
+    static func countValues(_ bytes: [UInt8], stoppingAfter limit: Int) -> Int {
+        var count = 1
+        var inString = false
+        var escaped = false
+        for byte in bytes {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: ","), UInt8(ascii: "["), UInt8(ascii: "{"):
+                count += 1
+                if count > limit { return count }
+            default: break
+            }
+        }
+        return count
     }
 }

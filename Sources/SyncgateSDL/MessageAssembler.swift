@@ -1,12 +1,17 @@
 import NIOCore
 
-/// Puts First + Consecutive frames back together into messages, with bounds: a message may not announce
-/// more than `maxMessageSize` bytes, at most `maxInFlight` multi-frame messages may be open at once,
-/// Consecutive frames must arrive in sequence (1, 2, ... 255, 1, ... and 0 for the last), and the last one
-/// must complete the announced size exactly.
+/// Puts First + Consecutive frames back together into messages, with bounds a peer cannot talk its way past: a
+/// message may not announce more than `maxMessageSize` bytes, at most `maxInFlight` multi-frame messages may be
+/// open at once, and together they may hold at most `maxBufferedBytes` received bytes. Consecutive frames must
+/// arrive in sequence (1, 2, ... 255, 1, ... and 0 for the last), and the last one must complete the announced
+/// size exactly.
+///
+/// Assembly costs time linear in the message's size whatever the frame size: each frame's bytes are appended in
+/// place to the message's one buffer (never copied again), which grows geometrically as data really arrives.
 public struct MessageAssembler: Sendable {
     public var maxMessageSize: Int
     public var maxInFlight: Int
+    public var maxBufferedBytes: Int
 
     struct Key: Hashable, Sendable {
         var session: UInt8
@@ -23,10 +28,14 @@ public struct MessageAssembler: Sendable {
     }
 
     private var partials: [Key: Partial] = [:]
+    /// Bytes held by all open messages together.
+    public private(set) var bufferedBytes = 0
 
-    public init(maxMessageSize: Int, maxInFlight: Int = 8) {
+    /// `maxBufferedBytes` defaults to `maxMessageSize`: the open messages together may hold one largest message.
+    public init(maxMessageSize: Int, maxInFlight: Int = 8, maxBufferedBytes: Int? = nil) {
         self.maxMessageSize = maxMessageSize
         self.maxInFlight = maxInFlight
+        self.maxBufferedBytes = maxBufferedBytes ?? maxMessageSize
     }
 
     /// Number of multi-frame messages currently being assembled.
@@ -66,25 +75,30 @@ public struct MessageAssembler: Sendable {
             return nil
         case .consecutive:
             let key = Key(session: header.sessionID, service: header.serviceType, messageID: header.messageID)
-            guard var partial = partials[key] else {
+            // Taken out of the dictionary while it grows, so that its buffer is uniquely referenced and appended to
+            // in place: a copy left in the dictionary would make every append copy the whole buffer (quadratic).
+            guard var partial = partials.removeValue(forKey: key) else {
                 throw SDLError.malformedFrame("Consecutive frame for message \(header.messageID) without a First frame")
             }
+            let held = partial.data.readableBytes
+            bufferedBytes -= held
             partial.received += 1
             let isLast = header.frameInfo == 0
             let expected = UInt8(truncatingIfNeeded: ((partial.received - 1) % 255) + 1)
             if !isLast && header.frameInfo != expected {
-                partials[key] = nil
                 throw SDLError.malformedFrame("Consecutive frame numbered \(header.frameInfo), expected \(expected)")
             }
-            let newSize = partial.data.readableBytes + frame.payload.readableBytes
+            let newSize = held + frame.payload.readableBytes
             guard newSize <= partial.totalSize else {
-                partials[key] = nil
                 throw SDLError.malformedFrame("Consecutive frames exceed the announced \(partial.totalSize) bytes")
+            }
+            guard isLast || bufferedBytes + newSize <= maxBufferedBytes else {
+                throw SDLError.malformedFrame(
+                    "open multi-frame messages would hold more than \(maxBufferedBytes) bytes together")
             }
             var chunk = frame.payload
             partial.data.writeBuffer(&chunk)
             if isLast {
-                partials[key] = nil
                 guard newSize == partial.totalSize else {
                     throw SDLError.malformedFrame("message \(header.messageID) ended at \(newSize) of \(partial.totalSize) bytes")
                 }
@@ -93,14 +107,17 @@ public struct MessageAssembler: Sendable {
                     sessionID: header.sessionID, messageID: header.messageID, payload: partial.data)
             }
             if partial.received >= partial.frameCount || newSize == partial.totalSize {
-                partials[key] = nil
                 throw SDLError.malformedFrame("message \(header.messageID): the last Consecutive frame must be numbered 0")
             }
+            bufferedBytes += newSize
             partials[key] = partial
             return nil
         }
     }
 
     /// Forgets every half-assembled message (after a disconnect).
-    public mutating func reset() { partials.removeAll() }
+    public mutating func reset() {
+        partials.removeAll()
+        bufferedBytes = 0
+    }
 }

@@ -33,6 +33,14 @@ struct HeadUnitSimulator: ParsableCommand {
     var corruptPuts = 0
     @Option(help: "Close a connection once it has sent this many bytes (0: never).") var cutAfterBytes = 0
     @Option(help: "How many connections the byte cut applies to.") var cutConnections = 1
+    @Option(help: ArgumentHelp(
+        "Stop reading each connection, without closing it, once it has sent this many bytes (0: never): a head unit "
+            + "that hangs mid-file.", valueName: "bytes"))
+    var stallAfterBytes = 0
+    @Option(help: ArgumentHelp(
+        "Answer every RegisterAppInterface with this result code (DISALLOWED, TOO_MANY_APPLICATIONS, ...) instead of "
+            + "registering the app.", valueName: "code"))
+    var refuseRegistration: String?
     @Flag(help: "Never answer StartService (a head unit whose HMI is not ready).") var noAck = false
     @Flag(help: "Answer SetAppIcon with UNSUPPORTED_RESOURCE, as a Core without UI does.") var noUi = false
     @Option(help: "Also listen for control commands on this port (0: none).") var controlPort = 0
@@ -44,6 +52,12 @@ struct HeadUnitSimulator: ParsableCommand {
         }
         guard (4...5).contains(protocolVersion) else { throw ValidationError("--protocol-version must be 4 or 5") }
         guard mtu >= 1024, mtu <= 16 * 1024 * 1024 else { throw ValidationError("--mtu must be between 1024 and 16777216") }
+        guard stallAfterBytes >= 0 else { throw ValidationError("--stall-after-bytes must not be negative") }
+        if let code = refuseRegistration {
+            guard !code.isEmpty, code.allSatisfy({ $0.isUppercase || $0 == "_" }), code != "SUCCESS" else {
+                throw ValidationError("--refuse-registration takes a result code other than SUCCESS, e.g. DISALLOWED")
+            }
+        }
     }
 
     func run() throws {
@@ -51,18 +65,21 @@ struct HeadUnitSimulator: ParsableCommand {
             protocolVersion: protocolVersion, mtu: mtu, noACK: noAck, noUI: noUi, activateAfter: activateAfter,
             activateAfterRefusal: activateAfterRefusal, noneLimit: noneLimit, heartbeatInterval: heartbeatInterval,
             delayMilliseconds: delayMs, genericErrors: genericErrors, corruptPuts: corruptPuts,
-            cutAfterBytes: cutAfterBytes, cutConnections: cutConnections, verbose: verbose)
+            cutAfterBytes: cutAfterBytes, cutConnections: cutConnections, refuseRegistration: refuseRegistration,
+            verbose: verbose)
         let store = try FileStore(folder: URL(fileURLWithPath: storage), quota: quota)
         let registry = SessionRegistry()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         // Frames may be as large as the mtu; allow the 12-byte header's worth of slack a v1 peer might add.
         let maxPayload = mtu
+        let stallAfterBytes = self.stallAfterBytes
         let server = try ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteCutter(settings: settings))
+                    if stallAfterBytes > 0 { try channel.pipeline.syncOperations.addHandler(ByteStaller(budget: stallAfterBytes)) }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SDLFrameDecoder(maxPayload: maxPayload)))
                     try channel.pipeline.syncOperations.addHandler(
                         SimulatorSession(settings: settings, store: store, registry: registry))

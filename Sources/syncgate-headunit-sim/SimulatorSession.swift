@@ -297,6 +297,11 @@ final class SimulatorSession: ChannelInboundHandler {
             respond(to: request, .invalidData, info: "missing mandatory parameters: \(missing.joined(separator: ", "))")
             return
         }
+        if let code = settings.refuseRegistration {
+            log(request, "app=\(params["appName"]?.stringValue ?? "?") -> \(code) (fault)")
+            respond(to: request, ResultCode(code), info: "Simulated refusal")
+            return
+        }
         registered = true
         level = "NONE"
         nonePuts = 0

@@ -13,6 +13,8 @@ final class SimulatorSettings: @unchecked Sendable {
     let activateAfterRefusal: Double
     let noneLimit: Int
     let heartbeatInterval: Double
+    /// The result code every RegisterAppInterface gets instead of SUCCESS (nil: register).
+    let refuseRegistration: String?
     let verbose: Bool
 
     private var _delayMilliseconds: Int
@@ -29,7 +31,7 @@ final class SimulatorSettings: @unchecked Sendable {
     init(
         protocolVersion: UInt8, mtu: Int, noACK: Bool, noUI: Bool, activateAfter: Double, activateAfterRefusal: Double,
         noneLimit: Int, heartbeatInterval: Double, delayMilliseconds: Int, genericErrors: Int, corruptPuts: Int,
-        cutAfterBytes: Int, cutConnections: Int, verbose: Bool
+        cutAfterBytes: Int, cutConnections: Int, refuseRegistration: String?, verbose: Bool
     ) {
         self.protocolVersion = protocolVersion
         self.mtu = mtu
@@ -39,6 +41,7 @@ final class SimulatorSettings: @unchecked Sendable {
         self.activateAfterRefusal = activateAfterRefusal
         self.noneLimit = noneLimit
         self.heartbeatInterval = heartbeatInterval
+        self.refuseRegistration = refuseRegistration
         self.verbose = verbose
         _delayMilliseconds = delayMilliseconds
         _genericErrors = genericErrors

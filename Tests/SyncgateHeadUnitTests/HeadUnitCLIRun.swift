@@ -1,15 +1,19 @@
 import Foundation
 import SyncgateTestSupport
 
-/// A project folder with a config for one `headunit` destination pointing at a simulator, and helpers that run
-/// the real `syncgate` binary against it.
+/// A project folder with a config for one `headunit` destination pointing at a simulator (or any peer on a
+/// loopback port), and helpers that run the real `syncgate` binary against it.
 struct HeadUnitCLIRun {
     let folder: TemporaryDirectory
-    let sim: HeadUnitSimulatorProcess
+    let port: Int
     var config: URL { folder.file("plugins.yaml") }
 
     init(sim: HeadUnitSimulatorProcess, responseTimeout: String = "5s", retries: Int = 2, extra: String = "") throws {
-        self.sim = sim
+        try self.init(port: sim.port, responseTimeout: responseTimeout, retries: retries, extra: extra)
+    }
+
+    init(port: Int, responseTimeout: String = "5s", retries: Int = 2, extra: String = "") throws {
+        self.port = port
         folder = try TemporaryDirectory("headunit-cli")
         try FileManager.default.createDirectory(at: folder.file("src"), withIntermediateDirectories: true)
         try folder.write(
@@ -24,7 +28,7 @@ struct HeadUnitCLIRun {
               - name: car
                 type: headunit
                 host: 127.0.0.1
-                port: \(sim.port)
+                port: \(port)
                 app: { name: "Build Tracker", id: "584421907" }
                 connect_timeout: 2s
                 response_timeout: \(responseTimeout)

@@ -167,7 +167,7 @@ struct HeadUnitCLITests {
         }
     }
 
-    @Test("a file that cannot fit in the head unit's space fails alone, before it is sent")
+    @Test("a file that does not fit the space left waits (the head unit is full), before it is sent; one larger than all the room fails")
     func noSpace() async throws {
         try await HeadUnitTestEnvironment.withSimulator(["--quota", "100000"]) { sim in
             let run = try HeadUnitCLIRun(sim: sim)
@@ -175,16 +175,30 @@ struct HeadUnitCLITests {
             try run.source("a.bin", HeadUnitFixtures.bytes(60_000, seed: 1))
             try run.source("b.bin", HeadUnitFixtures.bytes(60_000, seed: 2))
             let result = try await run.sync()
-            #expect(result.status == 1, "\(result.result.output)")
-            let failed = events(result.events, "failed")
-            #expect(failed.count == 1)
-            #expect("\(failed.first ?? [:])".contains("OUT_OF_MEMORY"))
-            #expect(events(result.events, "synced").count == 1)
-            // The refused file was never sent.
-            let refused = failed.first?["path"] as? String ?? "?"
-            #expect(!sim.rpcLines("PutFile").contains { $0.contains("name=\(refused) ") })
-            let rows = try await run.statusFiles().filter { $0["path"] as? String == refused }
-            #expect((rows.first?["last_error"] as? String)?.contains("free for this app") == true, "\(rows)")
+            // Only a retryable (destination-scoped) error remains: exit 75, the file is tried again by a later sync.
+            #expect(result.status == 75, "\(result.result.output)")
+            let synced = events(result.events, "synced").compactMap { $0["path"] as? String }
+            #expect(synced.count == 1)
+            let waiting = synced.first == "a.bin" ? "b.bin" : "a.bin"
+            // The waiting file was never sent.
+            #expect(!sim.rpcLines("PutFile").contains { $0.contains("name=\(waiting) ") })
+            #expect(!events(result.events, "failed").contains { $0["class"] as? String == "permanent" })
+            let rows = try await run.statusFiles().filter { $0["path"] as? String == waiting }
+            let error = rows.first?["last_error"] as? String ?? ""
+            #expect(error.contains("OUT_OF_MEMORY") && error.contains("free for this app"), "\(rows)")
+
+            // Larger than all the room the head unit gives the app (it holds none of its files): permanent.
+            try await HeadUnitTestEnvironment.withSimulator(["--quota", "100000"]) { empty in
+                let big = try HeadUnitCLIRun(sim: empty)
+                defer { big.remove() }
+                try big.source("huge.bin", HeadUnitFixtures.bytes(150_000, seed: 3))
+                let refused = try await big.sync()
+                #expect(refused.status == 1, "\(refused.result.output)")
+                let failed = events(refused.events, "failed")
+                #expect(failed.count == 1 && "\(failed)".contains("FILE_TOO_LARGE"), "\(failed)")
+                #expect(failed.first?["class"] as? String == "permanent")
+                #expect(empty.rpcLines("PutFile").isEmpty)
+            }
         }
     }
 

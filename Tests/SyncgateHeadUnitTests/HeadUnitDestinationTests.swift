@@ -11,7 +11,8 @@ import Testing
     .enabled(if: HeadUnitTestEnvironment.simulatorReady, HeadUnitTestEnvironment.simulatorReason))
 struct HeadUnitDestinationTests {
     func expectFailure(
-        _ body: () async throws -> Void, code: String, _ failureClass: String, sourceLocation: SourceLocation = #_sourceLocation
+        _ body: () async throws -> Void, code: String, _ failureClass: String, scope: FailureScope = .file,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) async -> DestinationError? {
         do {
             try await body()
@@ -19,6 +20,7 @@ struct HeadUnitDestinationTests {
         } catch let error as DestinationError {
             #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
             #expect(error.failureClass.name == failureClass, "\(error)", sourceLocation: sourceLocation)
+            #expect(error.scope == scope, "\(error)", sourceLocation: sourceLocation)
             return error
         } catch {
             Issue.record("unexpected \(error)", sourceLocation: sourceLocation)
@@ -87,8 +89,10 @@ struct HeadUnitDestinationTests {
         try await HeadUnitTestEnvironment.withSimulator(["--corrupt-puts", "1"]) { sim in
             let destination = HeadUnitFixtures.destination(sim)
             let item = try files.item("a.bin", HeadUnitFixtures.bytes(300_000, seed: 9))
+            // The file's own trouble: retryable, scope file (the other files go on).
             let error = await expectFailure({ _ = try await destination.upload(item) { _ in } }, code: "CORRUPTED_DATA", "retryable")
             #expect(error?.message.contains("CRC") == true)
+            #expect(error.map { destination.classify($0) } == Classification(.retryable(), scope: .file))
             _ = try await destination.upload(item) { _ in }
             #expect(try sim.storage.read("a.bin") == HeadUnitFixtures.bytes(300_000, seed: 9))
             #expect(sim.rpcLines("PutFile").contains { $0.contains("-> CORRUPTED_DATA") })
@@ -144,7 +148,7 @@ struct HeadUnitDestinationTests {
         }
     }
 
-    @Test("no StartService ACK: a retryable timeout error, bounded by response_timeout")
+    @Test("no StartService ACK: the head unit is unavailable (retryable, destination-scoped), bounded by response_timeout")
     func noACK() async throws {
         let files = try HeadUnitFixtures()
         defer { files.remove() }
@@ -152,27 +156,29 @@ struct HeadUnitDestinationTests {
             let destination = HeadUnitFixtures.destination(sim, responseTimeout: .milliseconds(700))
             let item = try files.item("x.png", HeadUnitFixtures.bytes(10, seed: 1))
             let started = ContinuousClock.now
-            let error = await expectFailure({ _ = try await destination.upload(item) { _ in } }, code: "no-ack", "retryable")
+            let error = await expectFailure(
+                { _ = try await destination.upload(item) { _ in } }, code: "no-ack", "retryable", scope: .destination)
             #expect(error?.message.contains("no StartService ACK") == true)
             #expect(ContinuousClock.now - started < .seconds(3))
             await destination.finish()
         }
     }
 
-    @Test("slow answers: a response timeout is retryable")
+    @Test("slow answers: no answer to RegisterAppInterface in time makes the head unit unavailable")
     func responseTimeout() async throws {
         let files = try HeadUnitFixtures()
         defer { files.remove() }
         try await HeadUnitTestEnvironment.withSimulator(["--delay-ms", "1500"]) { sim in
             let destination = HeadUnitFixtures.destination(sim, responseTimeout: .milliseconds(500))
             let item = try files.item("x.png", HeadUnitFixtures.bytes(10, seed: 1))
-            let error = await expectFailure({ _ = try await destination.upload(item) { _ in } }, code: "timeout", "retryable")
+            let error = await expectFailure(
+                { _ = try await destination.upload(item) { _ in } }, code: "timeout", "retryable", scope: .destination)
             #expect(error?.message.contains("RegisterAppInterface") == true)
             await destination.finish()
         }
     }
 
-    @Test("result codes: GENERIC_ERROR retryable, OUT_OF_MEMORY permanent, prepare rejects what cannot fit")
+    @Test("result codes: GENERIC_ERROR the file's; OUT_OF_MEMORY and files that do not fit now: the head unit's (they wait); a file larger than all the app's room: permanent")
     func resultCodes() async throws {
         let files = try HeadUnitFixtures()
         defer { files.remove() }
@@ -184,13 +190,20 @@ struct HeadUnitDestinationTests {
             let third = try files.item("third.bin", HeadUnitFixtures.bytes(40_000, seed: 4))
             let rejected = try await destination.prepare([small, second, large, third])
             #expect(Set(rejected.keys) == ["large.bin", "third.bin"])
-            #expect(rejected["large.bin"]?.code == "OUT_OF_MEMORY")
-            #expect(rejected["large.bin"]?.failureClass == .permanent)
+            // 150,000 bytes against a head unit that holds nothing of the app and offers 100,000: it can never fit.
+            #expect(rejected["large.bin"]?.code == "FILE_TOO_LARGE")
+            #expect(rejected["large.bin"]?.classification == Classification(.permanent, scope: .file))
+            // 40,000 bytes would fit an empty head unit, but not beside the two files before it: it waits.
+            #expect(rejected["third.bin"]?.code == "OUT_OF_MEMORY")
+            #expect(rejected["third.bin"]?.classification == Classification(.retryable(), scope: .destination))
+            #expect(rejected["third.bin"]?.message.contains("waits") == true)
             _ = await expectFailure({ _ = try await destination.upload(small) { _ in } }, code: "GENERIC_ERROR", "retryable")
             _ = try await destination.upload(small) { _ in }
             _ = try await destination.upload(second) { _ in }
-            // Sent anyway (as if prepare had not been asked): the head unit's OUT_OF_MEMORY is permanent.
-            _ = await expectFailure({ _ = try await destination.upload(large) { _ in } }, code: "OUT_OF_MEMORY", "permanent")
+            // Sent anyway (as if prepare had not been asked): the head unit is full, which is about all its files.
+            let full = await expectFailure(
+                { _ = try await destination.upload(third) { _ in } }, code: "OUT_OF_MEMORY", "retryable", scope: .destination)
+            #expect(full?.message.contains("no space left") == true)
             await destination.finish()
         }
     }
@@ -340,7 +353,7 @@ struct HeadUnitDestinationTests {
         }
     }
 
-    @Test("finish does not wait out a head unit that stopped answering")
+    @Test("finish does not wait out a head unit that stopped answering: about a second in all")
     func finishIsBounded() async throws {
         let files = try HeadUnitFixtures()
         defer { files.remove() }
@@ -350,7 +363,9 @@ struct HeadUnitDestinationTests {
             #expect(try sim.control("delay 20000") == "ok")
             let started = ContinuousClock.now
             await destination.finish()
-            #expect(ContinuousClock.now - started < .seconds(10))
+            // UnregisterAppInterface and EndService share a budget of 1 s; the margin is for a loaded machine.
+            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(sim.rpcLines("UnregisterAppInterface").count == 1)
         }
     }
 
@@ -371,7 +386,8 @@ struct HeadUnitDestinationTests {
                     connectTimeout: ConfigDuration(.seconds(2)), responseTimeout: ConfigDuration(.seconds(3))))
             let item = try files.item("x.png", HeadUnitFixtures.bytes(10, seed: 1))
             let started = ContinuousClock.now
-            _ = await expectFailure({ _ = try await destination.upload(item) { _ in } }, code: "protocol-error", "retryable")
+            _ = await expectFailure(
+                { _ = try await destination.upload(item) { _ in } }, code: "protocol-error", "retryable", scope: .destination)
             #expect(ContinuousClock.now - started < .seconds(2))
             await destination.finish()
         }

@@ -36,9 +36,28 @@ struct HeadUnitFixtures {
     static func destination(
         _ sim: HeadUnitSimulatorProcess, responseTimeout: Duration = .seconds(5), persistent: Bool = true, icon: String? = nil
     ) -> HeadUnitDestination {
+        destination(port: sim.port, responseTimeout: responseTimeout, persistent: persistent, icon: icon)
+    }
+
+    /// A destination for whatever listens (or not) on a loopback port.
+    static func destination(
+        port: Int, connectTimeout: Duration = .seconds(2), responseTimeout: Duration = .seconds(5), persistent: Bool = true,
+        icon: String? = nil
+    ) -> HeadUnitDestination {
         HeadUnitDestination(
             config: HeadUnitConfig(
-                port: sim.port, app: .init(name: "Build Tracker", id: "584421907"), persistent: persistent, icon: icon,
-                connectTimeout: ConfigDuration(.seconds(2)), responseTimeout: ConfigDuration(responseTimeout)))
+                port: port, app: .init(name: "Build Tracker", id: "584421907"), persistent: persistent, icon: icon,
+                connectTimeout: ConfigDuration(connectTimeout), responseTimeout: ConfigDuration(responseTimeout)))
+    }
+
+    /// Runs `body` and returns what it threw (nil when it returned) and how long it took.
+    static func outcome(_ body: () async throws -> Void) async -> (error: (any Error)?, elapsed: Duration) {
+        let started = ContinuousClock.now
+        do {
+            try await body()
+            return (nil, ContinuousClock.now - started)
+        } catch {
+            return (error, ContinuousClock.now - started)
+        }
     }
 }

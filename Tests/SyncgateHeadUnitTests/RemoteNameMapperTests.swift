@@ -50,16 +50,4 @@ struct RemoteNameMapperTests {
         #expect(SDLFileType.forName("a.tar.gz") == "BINARY")
         #expect(SDLFileType.forName("README") == "BINARY")
     }
-
-    @Test("result codes: retryable, permanent, deferred at level NONE")
-    func classification() {
-        #expect(ResultClassifier.failureClass(for: .corruptedData, hmiLevel: "FULL").name == "retryable")
-        #expect(ResultClassifier.failureClass(for: .genericError, hmiLevel: "FULL").name == "retryable")
-        #expect(ResultClassifier.failureClass(for: .tooManyPendingRequests, hmiLevel: "FULL").name == "retryable")
-        for code in [ResultCode.invalidData, .disallowed, .outOfMemory, .unsupportedRequest] {
-            #expect(ResultClassifier.failureClass(for: code, hmiLevel: "FULL") == .permanent)
-        }
-        #expect(ResultClassifier.failureClass(for: .rejected, hmiLevel: "NONE").name == "deferred")
-        #expect(ResultClassifier.failureClass(for: .rejected, hmiLevel: "FULL").name == "retryable")
-    }
 }
