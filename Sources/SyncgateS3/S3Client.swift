@@ -77,6 +77,11 @@ final class S3Client: @unchecked Sendable {
         return made
     }
 
+    /// A destination dropped without ``S3Destination/finish()`` (an error path) still closes its connections.
+    deinit {
+        if let client { client.shutdown { _ in } }
+    }
+
     func shutdown() async {
         let current = takeClient()
         try? await current?.shutdown()
@@ -146,7 +151,7 @@ final class S3Client: @unchecked Sendable {
             throw error
         } catch {
             if Task.isCancelled || error is CancellationError { throw CancellationError() }
-            throw S3TransportFailure.error(error, context: context, origin: settings.origin)
+            throw S3TransportFailure.error(error, context: context, origin: settings.origin, idleLimit: settings.requestTimeout)
         }
         guard (200..<300).contains(answer.status) else {
             let retryAfter = answer.headers.first(name: "Retry-After").flatMap { S3Client.retryAfter($0, now: now()) }
@@ -168,7 +173,9 @@ final class S3Client: @unchecked Sendable {
     /// server is not answering what was asked), an error body up to ``errorBodyLimit`` (the rest is dropped, and
     /// the answer is classified by its status and what was read).
     private func exchange(_ request: HTTPClientRequest, deadline: Duration, maxResponseBytes: Int, context: String) async throws -> Answer {
-        let response = try await httpClient().execute(request, deadline: .now() + .nanoseconds(Int64(deadline.seconds * 1e9)), logger: logger)
+        // The client's own deadline is a fallback, later than ``withDeadline(_:_:)``'s, which names the limit.
+        let fallback = NIODeadline.now() + .nanoseconds(Int64((deadline.seconds + 2) * 1e9))
+        let response = try await httpClient().execute(request, deadline: fallback, logger: logger)
         let status = Int(response.status.code)
         let success = (200..<300).contains(status)
         let limit = success ? maxResponseBytes : S3Client.errorBodyLimit

@@ -21,15 +21,16 @@ import SyncgateCore
 /// AsyncHTTPClient reports NIO's, NIOSSL's and its own errors; NIOSSL and NIOPosix are not dependencies of this
 /// module, so their errors are recognised by type name.
 enum S3TransportFailure {
-    static func error(_ error: any Error, context: String, origin: String) -> DestinationError {
-        let (classification, code, detail) = classify(error)
+    /// `idleLimit` is the request timeout, which AsyncHTTPClient's read and write timeouts also are.
+    static func error(_ error: any Error, context: String, origin: String, idleLimit: Duration) -> DestinationError {
+        let (classification, code, detail) = classify(error, idleLimit: idleLimit)
         return DestinationError(classification, code: code, Redactor.shared.redact("\(context): \(detail(origin))"))
     }
 
     private static let unavailable = Classification(.retryable(), scope: .destination)
     private static let fileRetryable = Classification(.retryable())
 
-    private static func classify(_ error: any Error) -> (Classification, String, (String) -> String) {
+    private static func classify(_ error: any Error, idleLimit: Duration) -> (Classification, String, (String) -> String) {
         if let timeout = error as? S3RequestTimeout {
             return (fileRetryable, "timeout", { "no answer from \($0) within \(timeout.limit.syncgateText)" })
         }
@@ -59,9 +60,9 @@ enum S3TransportFailure {
             case .socksHandshakeTimeout, .httpProxyHandshakeTimeout, .invalidProxyResponse, .proxyAuthenticationRequired:
                 return (unavailable, "connection", { "cannot reach \($0) through the proxy: \(short)" })
             case .readTimeout:
-                return (fileRetryable, "timeout", { "\($0) stopped answering (read timed out)" })
+                return (fileRetryable, "timeout", { "no answer from \($0) within \(idleLimit.syncgateText)" })
             case .writeTimeout:
-                return (fileRetryable, "timeout", { "\($0) stopped reading the request (write timed out)" })
+                return (fileRetryable, "timeout", { "\($0) read nothing of the request for \(idleLimit.syncgateText)" })
             case .deadlineExceeded:
                 return (fileRetryable, "timeout", { "no answer from \($0) in time" })
             case .remoteConnectionClosed:

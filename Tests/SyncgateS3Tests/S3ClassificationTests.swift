@@ -48,7 +48,13 @@ struct S3ClassificationTests {
         #expect(destination.classify(error) == Classification(.permanent, scope: .destination))
         #expect(!error.message.contains(wrongSecret))
         // The probe says the same.
-        await #expect(throws: error) { try await destination.probe() }
+        do {
+            try await destination.probe()
+            Issue.record("the probe with a wrong secret succeeded")
+        } catch let probed as DestinationError {
+            #expect(probed.code == "SignatureDoesNotMatch")
+            #expect(probed.classification == Classification(.permanent, scope: .destination))
+        }
         await destination.finish()
 
         let unknown = Self.destination(endpoint: server.endpoint, bucket: "blocked", accessKey: "AKIANOSUCHKEY0000000")

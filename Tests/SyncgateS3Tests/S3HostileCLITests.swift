@@ -91,11 +91,15 @@ struct S3HostileCLITests {
         let work = try Self.workspace(server)
         defer { work.dir.remove() }
         try work.dir.write("outbox/a.txt", "these bytes must arrive as they are")
-        for command in [["sync", "--json"], ["retry", "--json"], ["sync", "--json"]] {
+        // The second sync finds the retry not yet due (a minute after the failed run) and sends nothing: the file must
+        // still not count as synced.
+        for (index, command) in [["sync", "--json"], ["retry", "--json"], ["sync", "--json"]].enumerated() {
             let result = try await work.run(command)
-            print(Self.figures(command[0] + " against a corrupting server", result))
-            #expect(result.status != 0, "\(command[0]): \(result.stdout.suffix(800))")
-            #expect(Workspace.summary(result)?["failed"] as? Int == 1, "\(command[0]): \(result.stdout.suffix(800))")
+            print(Self.figures(command[0] + " against a corrupting server", result) + ", HEADs so far: \(server.requests("HEAD").count)")
+            #expect(result.status == 75, "\(command[0]): \(result.stdout.suffix(800))")
+            if index < 2 {
+                #expect(Workspace.summary(result)?["failed"] as? Int == 1, "\(command[0]): \(result.stdout.suffix(800))")
+            }
             let status = try await work.status()
             let files = status["files"] as? [[String: Any]] ?? []
             let file = try #require(files.first { ($0["path"] as? String) == "a.txt" }, "\(command[0]): \(status)")
