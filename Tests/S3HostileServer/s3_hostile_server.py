@@ -3,6 +3,7 @@
 brings, for --tls), and bounded in time (it exits after --max-seconds whatever happens).
 
     s3_hostile_server.py --port PORT --mode MODE [--max-seconds 300] [--status 503 --code SlowDown --retry-after 2]
+                         [--bucket-region eu-west-1] [--body-mib 256]
 
 Modes (every request is logged to stdout as `METHOD PATH?QUERY`):
   corrupt       an object store that keeps every PUT body (and every part) with its first byte flipped and answers,
@@ -13,7 +14,8 @@ Modes (every request is logged to stdout as `METHOD PATH?QUERY`):
   huge-error    every request gets a 500 InternalError whose body is --body-mib MiB long (default 256).
   huge-answer   every request gets a 200 whose body is --body-mib MiB long.
   stall         reads the request, never answers (until the client hangs up or time runs out).
-  status        every request gets --status with the S3 error --code (and Retry-After: --retry-after, if given).
+  status        every request gets --status with the S3 error --code (and Retry-After: --retry-after and
+                x-amz-bucket-region: --bucket-region, if given).
   tls           --tls is implied: a TLS server with a self-signed certificate that no client trusts; it answers 200.
 """
 import argparse
@@ -100,6 +102,8 @@ class Handler(BaseHTTPRequestHandler):
             headers = {"Content-Type": "application/xml"}
             if ARGS.retry_after is not None:
                 headers["Retry-After"] = str(ARGS.retry_after)
+            if ARGS.bucket_region:
+                headers["x-amz-bucket-region"] = ARGS.bucket_region
             return self.send(ARGS.status, error_xml(ARGS.code, "hostile answer"), headers, head_only=self.command == "HEAD")
         if mode in ("huge-error", "huge-answer"):
             return self.huge(500 if mode == "huge-error" else 200)
@@ -289,6 +293,7 @@ def main():
     parser.add_argument("--status", type=int, default=503)
     parser.add_argument("--code", default="SlowDown")
     parser.add_argument("--retry-after", type=int)
+    parser.add_argument("--bucket-region")
     parser.add_argument("--body-mib", type=int, default=256)
     ARGS = parser.parse_args()
     server = Server(("127.0.0.1", ARGS.port), Handler)

@@ -182,6 +182,44 @@ struct S3ClassificationTests {
         await destination.finish()
     }
 
+    /// Answers moto never gives, over the wire from a server that gives nothing else: clock skew, an expired token,
+    /// a wrong region on a HEAD (no body, only the header), SlowDown with an HTTP-date-free Retry-After.
+    @Test(arguments: [
+        (403, "RequestTimeTooSkewed", nil as String?, Classification(.retryable(), scope: .destination)),
+        (400, "ExpiredToken", nil, Classification(.permanent, scope: .destination)),
+        (400, "AuthorizationHeaderMalformed", "eu-central-1", Classification(.permanent, scope: .destination)),
+        (503, "SlowDown", nil, Classification(.deferred(after: .seconds(9)), scope: .destination)),
+        (403, "AccessDenied", nil, Classification(.permanent)),
+    ])
+    func answersOverTheWire(status: Int, code: String, region: String?, expected: Classification) async throws {
+        let server = try await S3HostileServer(.status, status: status, code: code, retryAfter: code == "SlowDown" ? 9 : nil, bucketRegion: region)
+        defer { server.stop() }
+        let destination = Self.destination(endpoint: server.endpoint, bucket: "b")
+        do {
+            try await destination.probe()
+            if code != "AccessDenied" { Issue.record("the probe went through \(code)") }
+        } catch let error as DestinationError {
+            #expect(error.code == code)
+            #expect(destination.classify(error) == expected, "\(error)")
+        }
+        // A HEAD answer has no body: the status (and the region header) decide.
+        let files = try TemporaryDirectory("s3-status")
+        defer { files.remove() }
+        try files.write("f.txt", "x")
+        var item = try S3TestFiles.item(files, "f.txt")
+        item.outcomeUnknown = true
+        if let region {
+            do {
+                _ = try await destination.existingCopy(of: item)
+                Issue.record("a HEAD signed for the wrong region was taken as an answer")
+            } catch let error as DestinationError {
+                #expect(error.classification == Classification(.permanent, scope: .destination), "\(error)")
+                #expect(error.message.contains("the bucket is in region \(region)"), "\(error)")
+            }
+        }
+        await destination.finish()
+    }
+
     @Test func settingsFingerprintFollowsCredentialsAndEndpointWithoutShowingThem() {
         func fingerprint(_ id: String, _ secret: String, token: String? = nil, endpoint: String = "http://127.0.0.1:9000", region: String = "us-east-1") -> String {
             S3Destination(settings: S3Settings(

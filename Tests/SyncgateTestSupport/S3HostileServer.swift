@@ -21,10 +21,11 @@ public final class S3HostileServer: @unchecked Sendable {
     /// `http://127.0.0.1:PORT` (`https://` in mode `.tls`).
     public var endpoint: String { "\(mode == .tls ? "https" : "http")://127.0.0.1:\(port)" }
 
-    /// Starts the server. `status`, `code` and `retryAfter` are for mode `.status`; `bodyMiB` for the huge modes.
+    /// Starts the server. `status`, `code`, `retryAfter` and `bucketRegion` are for mode `.status`; `bodyMiB` for the
+    /// huge modes.
     public init(
-        _ mode: Mode, status: Int = 503, code: String = "SlowDown", retryAfter: Int? = nil, bodyMiB: Int = 256,
-        maxSeconds: Int = 300
+        _ mode: Mode, status: Int = 503, code: String = "SlowDown", retryAfter: Int? = nil, bucketRegion: String? = nil,
+        bodyMiB: Int = 256, maxSeconds: Int = 300
     ) async throws {
         guard let python = ProcessRunner.which("python3") else { throw S3TestServerError("python3 not found") }
         self.mode = mode
@@ -36,6 +37,7 @@ public final class S3HostileServer: @unchecked Sendable {
             "--status", String(status), "--code", code, "--body-mib", String(bodyMiB),
         ]
         if let retryAfter { arguments += ["--retry-after", String(retryAfter)] }
+        if let bucketRegion { arguments += ["--bucket-region", bucketRegion] }
         await ServerStartGate.shared.enter()
         defer { ServerStartGate.shared.leave() }
         let started = try ProcessRunner.start(python, arguments, logFile: logFile)
