@@ -107,6 +107,7 @@ public struct S3ErrorResponse: Sendable, Hashable {
         if let code { text += " \(code)" }
         if let message, !message.isEmpty { text += ": \(message)" }
         if let bucketRegion, classification.scope == .destination { text += " (the bucket is in region \(bucketRegion))" }
+        if code == "RequestTimeTooSkewed" { text += " (this machine's clock is off; syncgate tries again once it is set right)" }
         if let requestID, !requestID.isEmpty { text += " (request id \(requestID))" }
         return DestinationError(classification, code: effectiveCode, Redactor.shared.redact(text))
     }

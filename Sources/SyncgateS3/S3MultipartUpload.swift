@@ -35,8 +35,8 @@ struct S3MultipartUpload: Sendable {
                 } catch let error as DestinationError where error.code == "NoSuchUpload" {
                     // The server forgot the upload (aborted, expired): start afresh.
                 }
-            } else {
-                await S3MultipartUpload.abort(client: client, key: key, uploadID: previous.uploadID)
+            } else if !(await S3MultipartUpload.abort(client: client, key: key, uploadID: previous.uploadID)) {
+                resumeStore.abandon(key, uploadID: previous.uploadID)
             }
         }
         let display = client.settings.display(key: key)
@@ -70,8 +70,8 @@ struct S3MultipartUpload: Sendable {
                 var kept = upload
                 kept.etags = parts.snapshot
                 resumeStore.keep(key, kept)
-            } else if !cancelled {
-                await S3MultipartUpload.abort(client: client, key: key, uploadID: upload.uploadID)
+            } else if !(await S3MultipartUpload.abort(client: client, key: key, uploadID: upload.uploadID)) {
+                resumeStore.abandon(key, uploadID: upload.uploadID)
             }
             throw error
         }
@@ -94,31 +94,29 @@ struct S3MultipartUpload: Sendable {
         }
     }
 
-    /// AbortMultipartUpload, even when the calling task is cancelled (a fresh task is not). Tried twice (the first
-    /// try often goes out just as a cancelled part's connection is torn down), each bounded by the request timeout,
-    /// and not again after a timeout: an upload left open keeps its parts until a lifecycle rule removes them.
-    static func abort(client: S3Client, key: String, uploadID: String) async {
+    /// AbortMultipartUpload, tried twice (a first try can go out just as a failed part's connection is torn down),
+    /// each bounded by the request timeout, not again after a timeout, and not at all once the calling task is
+    /// cancelled. Returns whether the upload is gone; the caller keeps it for ``S3Destination/finish()`` otherwise
+    /// (an upload left open keeps its parts until a lifecycle rule removes them).
+    @discardableResult
+    static func abort(client: S3Client, key: String, uploadID: String) async -> Bool {
         let display = client.settings.display(key: key)
-        let task = Task {
-            for attempt in 1...2 {
-                do {
-                    _ = try await client.send(.DELETE, key: key, query: [("uploadId", uploadID)], context: "AbortMultipartUpload \(display)")
-                    return
-                } catch let error as DestinationError where error.code == "NoSuchUpload" {
-                    return  // already gone
-                } catch let error as DestinationError where error.code == "timeout" {
-                    client.logger.warning("\(error.message); the upload's parts stay until a lifecycle rule removes them")
-                    return
-                } catch {
-                    if attempt == 2 {
-                        client.logger.warning("\(DeliveryLayer.describe(error)); the upload's parts stay until a lifecycle rule removes them")
-                    } else {
-                        try? await Task.sleep(for: .milliseconds(200))
-                    }
+        for attempt in 1...2 {
+            do {
+                _ = try await client.send(.DELETE, key: key, query: [("uploadId", uploadID)], context: "AbortMultipartUpload \(display)")
+                return true
+            } catch let error as DestinationError where error.code == "NoSuchUpload" {
+                return true  // already gone
+            } catch {
+                let last = attempt == 2 || Task.isCancelled || (error as? DestinationError)?.code == "timeout"
+                if last {
+                    client.logger.warning("\(DeliveryLayer.describe(error)); the upload's parts stay until it is aborted")
+                    return false
                 }
+                try? await Task.sleep(for: .milliseconds(200))
             }
         }
-        await task.value
+        return false
     }
 
     private func sendParts(uploadID: String, parts: S3PartLedger, progress: @escaping @Sendable (Int64) -> Void) async throws -> [String] {

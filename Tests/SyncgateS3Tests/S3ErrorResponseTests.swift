@@ -60,6 +60,7 @@ struct S3ErrorResponseTests {
     @Test func clockSkewAndProxiesMakeTheDestinationUnavailable() {
         let skew = parse(403, "<Error><Code>RequestTimeTooSkewed</Code><Message>The difference between the request time and the current time is too large.</Message></Error>")
         #expect(skew.classification == Classification(.retryable(), scope: .destination))
+        #expect(skew.destinationError("PutObject s3://b/k").message.contains("this machine's clock is off"))
         #expect(parse(307, "<Error><Code>TemporaryRedirect</Code></Error>").classification.scope == .destination)
         #expect(parse(407, "").classification == Classification(.retryable(), scope: .destination))
     }
