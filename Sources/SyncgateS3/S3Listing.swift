@@ -17,6 +17,9 @@ struct S3Listing: Sendable {
     static let maximumTokenBytes = 16 << 10
 
     let client: S3Client
+    /// The bounds of this listing (the static ones unless a test lowers them).
+    var maximumEntriesHere = S3Listing.maximumEntries
+    var maximumNameBytesHere = S3Listing.maximumNameBytes
     var settings: S3Settings { client.settings }
 
     /// The listing; stops after `maxKeys` names (then `complete` is false). `pageSize` asks for smaller pages.
@@ -50,9 +53,9 @@ struct S3Listing: Sendable {
                 pageNames += 1
                 nameBytes += name.utf8.count
                 entries.append(RemoteListing.Entry(name: name, size: content.value("Size").flatMap { Int64($0) }))
-                guard entries.count <= S3Listing.maximumEntries, nameBytes <= S3Listing.maximumNameBytes else {
+                guard entries.count <= maximumEntriesHere, nameBytes <= maximumNameBytesHere else {
                     throw failure(
-                        context, "more than \(S3Listing.maximumEntries) names (or \(S3Listing.maximumNameBytes >> 20) MiB of them) under the prefix; listing stopped",
+                        context, "more than \(maximumEntriesHere) names (or \(maximumNameBytesHere >> 20) MiB of them) under the prefix; listing stopped",
                         code: "ListingTooLong")
                 }
             }

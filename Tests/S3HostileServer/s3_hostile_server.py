@@ -3,13 +3,14 @@
 brings, for --tls), and bounded in time (it exits after --max-seconds whatever happens).
 
     s3_hostile_server.py --port PORT --mode MODE [--max-seconds 300] [--status 503 --code SlowDown --retry-after 2]
-                         [--bucket-region eu-west-1] [--body-mib 256]
+                         [--bucket-region eu-west-1] [--body-mib 256] [--page-names 1000]
 
 Modes (every request is logged to stdout as `METHOD PATH?QUERY`):
   corrupt       an object store that keeps every PUT body (and every part) with its first byte flipped and answers,
                 truthfully, the MD5 of what it kept as the ETag; HEAD echoes the x-amz-meta-* headers it was sent,
                 so the client's own metadata claims the right content. Listing, DeleteObjects and multipart work.
-  endless-list  ListObjectsV2 answers 1,000 fresh names and a fresh continuation token, forever.
+  endless-list  ListObjectsV2 answers --page-names fresh names (1,000; 0: empty pages) and a fresh continuation
+                token, forever.
   repeat-token  ListObjectsV2 answers one name and the same continuation token, forever.
   huge-error    every request gets a 500 InternalError whose body is --body-mib MiB long (default 256).
   huge-answer   every request gets a 200 whose body is --body-mib MiB long.
@@ -163,7 +164,7 @@ class Handler(BaseHTTPRequestHandler):
             names = ["outbox-again-%06d.bin" % page]
             token = "the-same-token"
         else:
-            names = ["outbox-endless/page-%07d/object-%04d.bin" % (page, i) for i in range(1000)]
+            names = ["outbox-endless/page-%07d/object-%04d.bin" % (page, i) for i in range(ARGS.page_names)]
             token = "token-%d-%s" % (page, uuid.uuid4().hex)
         contents = "".join("<Contents><Key>%s</Key><Size>4096</Size><ETag>&quot;%s&quot;</ETag></Contents>"
                            % (quote(n, safe="/"), "0" * 32) for n in names)
@@ -295,6 +296,7 @@ def main():
     parser.add_argument("--retry-after", type=int)
     parser.add_argument("--bucket-region")
     parser.add_argument("--body-mib", type=int, default=256)
+    parser.add_argument("--page-names", type=int, default=1000)
     ARGS = parser.parse_args()
     server = Server(("127.0.0.1", ARGS.port), Handler)
     if ARGS.mode == "tls":

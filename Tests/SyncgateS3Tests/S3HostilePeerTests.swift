@@ -117,22 +117,38 @@ struct S3HostilePeerTests {
 
     // MARK: Listings that do not end
 
+    /// The bounds, lowered so that the test is quick (the CLI test meets the real ones): names, bytes of names, and
+    /// empty pages in a row.
     @Test func endlessListingEndsWithAnError() async throws {
         let server = try await S3HostileServer(.endlessList)
         defer { server.stop() }
         let destination = Self.destination(server.endpoint)
-        let start = ContinuousClock.now
-        do {
-            _ = try await destination.list()
-            Issue.record("an endless listing ended")
-        } catch let error as DestinationError {
-            #expect(error.code == "ListingTooLong")
-            #expect(error.message.contains("more than \(S3Listing.maximumEntries) names"), "\(error)")
+        for (entries, nameBytes, pages, bound) in [(5_000, 64 << 20, 6, "more than 5000 names"), (400_000, 100_000, 3, "more than 400000 names (or 0 MiB of them)")] {
+            let before = server.requests("GET").count
+            do {
+                _ = try await S3Listing(client: destination.client, maximumEntriesHere: entries, maximumNameBytesHere: nameBytes).run()
+                Issue.record("an endless listing ended")
+            } catch let error as DestinationError {
+                #expect(error.code == "ListingTooLong")
+                #expect(error.message.contains(bound), "\(error)")
+                #expect(error.classification == Classification(.retryable()))
+            }
+            #expect(server.requests("GET").count - before == pages, "stopped at the bound")
         }
-        let pages = server.requests("GET").count
-        #expect(pages == S3Listing.maximumEntries / 1000 + 1, "stopped at the bound: \(pages) pages")
-        print("endless listing: \(pages) pages in \(Self.elapsed(since: start)) s")
         await destination.finish()
+
+        let empty = try await S3HostileServer(.endlessList, pageNames: 0)
+        defer { empty.stop() }
+        let emptyDestination = Self.destination(empty.endpoint)
+        do {
+            _ = try await emptyDestination.list()
+            Issue.record("endless empty pages ended")
+        } catch let error as DestinationError {
+            #expect(error.code == "ListingLoop")
+            #expect(error.message.contains("\(S3Listing.maximumEmptyPages) pages in a row without a name"), "\(error)")
+        }
+        #expect(empty.requests("GET").count == S3Listing.maximumEmptyPages)
+        await emptyDestination.finish()
     }
 
     @Test func repeatedContinuationTokenIsAnError() async throws {

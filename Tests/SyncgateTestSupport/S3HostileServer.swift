@@ -22,10 +22,10 @@ public final class S3HostileServer: @unchecked Sendable {
     public var endpoint: String { "\(mode == .tls ? "https" : "http")://127.0.0.1:\(port)" }
 
     /// Starts the server. `status`, `code`, `retryAfter` and `bucketRegion` are for mode `.status`; `bodyMiB` for the
-    /// huge modes.
+    /// huge modes; `pageNames` (names per page) for `.endlessList`.
     public init(
         _ mode: Mode, status: Int = 503, code: String = "SlowDown", retryAfter: Int? = nil, bucketRegion: String? = nil,
-        bodyMiB: Int = 256, maxSeconds: Int = 300
+        bodyMiB: Int = 256, pageNames: Int = 1000, maxSeconds: Int = 300
     ) async throws {
         guard let python = ProcessRunner.which("python3") else { throw S3TestServerError("python3 not found") }
         self.mode = mode
@@ -34,7 +34,7 @@ public final class S3HostileServer: @unchecked Sendable {
         logFile = directory.file("server.log")
         var arguments = [
             "-u", S3HostileServer.script.path, "--port", String(port), "--mode", mode.rawValue, "--max-seconds", String(maxSeconds),
-            "--status", String(status), "--code", code, "--body-mib", String(bodyMiB),
+            "--status", String(status), "--code", code, "--body-mib", String(bodyMiB), "--page-names", String(pageNames),
         ]
         if let retryAfter { arguments += ["--retry-after", String(retryAfter)] }
         if let bucketRegion { arguments += ["--bucket-region", bucketRegion] }
