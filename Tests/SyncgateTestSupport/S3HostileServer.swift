@@ -63,13 +63,7 @@ public final class S3HostileServer: @unchecked Sendable {
     public func stop() {
         if let process {
             self.process = nil
-            if process.isRunning {
-                process.terminate()
-                let deadline = Date().addingTimeInterval(5)
-                while process.isRunning && Date() < deadline { usleep(20_000) }
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            }
-            process.waitUntilExit()
+            S3TestServer.terminate(process)
         }
         directory.remove()
     }

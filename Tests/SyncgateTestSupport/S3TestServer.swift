@@ -77,6 +77,11 @@ public final class S3TestServer: @unchecked Sendable {
     private func terminate() {
         guard let process else { return }
         self.process = nil
+        S3TestServer.terminate(process)
+    }
+
+    /// SIGTERM, then SIGKILL after 5 s, then reaps the process (the S3 test servers' way to stop).
+    static func terminate(_ process: Process) {
         if process.isRunning {
             process.terminate()
             let deadline = Date().addingTimeInterval(5)
