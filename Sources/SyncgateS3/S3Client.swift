@@ -36,13 +36,37 @@ final class S3Client: @unchecked Sendable {
         var body: Data
     }
 
+    /// How long a request may take in total (besides the idle bounds every request has: no answer, and no
+    /// progress of an upload, for longer than ``S3Settings/requestTimeout``).
+    enum TimeLimit: Sendable {
+        /// No file body (HEAD, list, delete, create, abort): ``S3Settings/requestTimeout``.
+        case request
+        /// A file body of this many bytes: ``S3Settings/requestTimeout`` plus the time to send it at 8 KiB/s (the
+        /// core's `attempt_timeout` normally ends a slow upload long before).
+        case body(Int64)
+        /// CompleteMultipartUpload: ``S3Settings/completeTimeout``.
+        case complete
+
+        func duration(_ settings: S3Settings) -> Duration {
+            switch self {
+            case .request: settings.requestTimeout
+            case .body(let length): settings.requestTimeout + .seconds(length / 8192)
+            case .complete: max(settings.requestTimeout, S3Settings.completeTimeout)
+            }
+        }
+    }
+
+    /// The most of an error answer's body that is read (the code and message come first); the rest is dropped.
+    static let errorBodyLimit = 64 << 10
+
     private func httpClient() -> HTTPClient {
         lock.lock()
         defer { lock.unlock() }
         if let client { return client }
+        let idle = TimeAmount.nanoseconds(Int64(settings.requestTimeout.seconds * 1e9))
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(10), read: .seconds(120)),
+            timeout: .init(connect: min(.seconds(10), idle), read: idle, write: idle),
             connectionPool: .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 32),
             decompression: .disabled)
         configuration.httpVersion = .automatic
@@ -51,6 +75,11 @@ final class S3Client: @unchecked Sendable {
         let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         client = made
         return made
+    }
+
+    /// A destination dropped without ``S3Destination/finish()`` (an error path) still closes its connections.
+    deinit {
+        if let client { client.shutdown { _ in } }
     }
 
     func shutdown() async {
@@ -67,11 +96,14 @@ final class S3Client: @unchecked Sendable {
     }
 
     /// Sends one signed request. Returns the response of a 2xx answer (its body collected up to
-    /// `maxResponseBytes`); throws a classified ``DestinationError`` otherwise. `context` starts error messages.
+    /// `maxResponseBytes`); throws a classified ``DestinationError`` otherwise (``CancellationError`` when the
+    /// task is cancelled, ``FileChangedError`` when the file changed while it was sent). `context` starts error
+    /// messages. The request ends within `limit` (by default ``TimeLimit/request``, or ``TimeLimit/body(_:)`` for
+    /// a file body).
     func send(
         _ method: HTTPMethod, key: String?, query: [(name: String, value: String)] = [],
         headers extra: [(name: String, value: String)] = [], body: Body = .none, context: String,
-        maxResponseBytes: Int = 8 << 20, timeout: TimeAmount = .seconds(300)
+        maxResponseBytes: Int = 8 << 20, limit: TimeLimit? = nil
     ) async throws -> Response {
         let path = settings.path(key: key)
         let queryText = S3URIEncoding.canonicalQuery(query)
@@ -104,59 +136,81 @@ final class S3Client: @unchecked Sendable {
         for header in headers + signature.headers { request.headers.add(name: header.name, value: header.value) }
         request.body = requestBody
 
-        let response: HTTPClientResponse
-        var data = Data()
+        var effectiveLimit = limit ?? .request
+        if limit == nil, case .file(_, _, let length, _, _, _) = body { effectiveLimit = .body(length) }
+        let timeLimit = effectiveLimit.duration(settings)
+        let prepared = request
+        let answer: Answer
         do {
-            response = try await httpClient().execute(request, timeout: timeout, logger: logger)
-            let limit = (200..<300).contains(Int(response.status.code)) ? maxResponseBytes : 1 << 20
-            let collected = try await response.body.collect(upTo: limit)
-            data = Data(collected.readableBytesView)
+            answer = try await S3Client.withDeadline(timeLimit) { [self] in
+                try await exchange(prepared, deadline: timeLimit, maxResponseBytes: maxResponseBytes, context: context)
+            }
         } catch let error as DestinationError {
             throw error
-        } catch is CancellationError {
-            throw CancellationError()
+        } catch let error as FileChangedError {
+            throw error
         } catch {
-            throw transportError(error, context: context)
+            if Task.isCancelled || error is CancellationError { throw CancellationError() }
+            throw S3TransportFailure.error(error, context: context, origin: settings.origin, idleLimit: settings.requestTimeout)
         }
-        let status = Int(response.status.code)
-        guard (200..<300).contains(status) else {
-            let retryAfter = response.headers.first(name: "Retry-After").flatMap { S3Client.retryAfter($0, now: now()) }
-            let failure = S3ErrorResponse(status: status, body: data, retryAfter: retryAfter)
+        guard (200..<300).contains(answer.status) else {
+            let retryAfter = answer.headers.first(name: "Retry-After").flatMap { S3Client.retryAfter($0, now: now()) }
+            let failure = S3ErrorResponse(
+                status: answer.status, body: answer.body, retryAfter: retryAfter,
+                bucketRegion: answer.headers.first(name: "x-amz-bucket-region"), configuredRegion: settings.region)
             throw failure.destinationError(context)
         }
-        return Response(status: status, headers: response.headers, body: data)
+        return Response(status: answer.status, headers: answer.headers, body: answer.body)
+    }
+
+    private struct Answer: Sendable {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: Data
+    }
+
+    /// Sends the request and reads the answer: a 2xx body up to `maxResponseBytes` (more is an error: the
+    /// server is not answering what was asked), an error body up to ``errorBodyLimit`` (the rest is dropped, and
+    /// the answer is classified by its status and what was read).
+    private func exchange(_ request: HTTPClientRequest, deadline: Duration, maxResponseBytes: Int, context: String) async throws -> Answer {
+        // The client's own deadline is a fallback, later than ``withDeadline(_:_:)``'s, which names the limit.
+        let fallback = NIODeadline.now() + .nanoseconds(Int64((deadline.seconds + 2) * 1e9))
+        let response = try await httpClient().execute(request, deadline: fallback, logger: logger)
+        let status = Int(response.status.code)
+        let success = (200..<300).contains(status)
+        let limit = success ? maxResponseBytes : S3Client.errorBodyLimit
+        var body = Data()
+        for try await chunk in response.body {
+            let room = limit - body.count
+            if chunk.readableBytes > room {
+                guard success else {
+                    body.append(contentsOf: chunk.readableBytesView.prefix(room))
+                    break  // dropping the rest closes the connection
+                }
+                throw DestinationError.retryable(
+                    "\(context): the answer is larger than \(limit) bytes; \(settings.origin) is not answering what was asked",
+                    code: "ResponseTooLarge")
+            }
+            body.append(contentsOf: chunk.readableBytesView)
+        }
+        return Answer(status: status, headers: response.headers, body: body)
+    }
+
+    /// Runs `operation`, cancelled when `limit` passes (it then throws ``S3RequestTimeout``) or when the caller is.
+    static func withDeadline<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await operation() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                throw S3RequestTimeout(limit: limit)
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
     }
 
     /// `Retry-After`: delay-seconds or an HTTP date (RFC 9110); nil when unreadable.
     static func retryAfter(_ value: String, now: Date) -> Duration? {
         RetryAfter.parse(value, now: now)
-    }
-
-    /// A failure before an HTTP answer: connection refused or reset, timeouts, TLS. Classified by the core's
-    /// rules (connection problems are retryable), worded for the ledger.
-    func transportError(_ error: any Error, context: String) -> DestinationError {
-        var failure = Classification.of(error).failureClass
-        let text = String(describing: error)
-        let lower = text.lowercased()
-        if lower.contains("connection refused") || lower.contains("connecttimeout") || lower.contains("connection reset")
-            || lower.contains("remoteconnectionclosed")
-        {
-            failure = .retryable()
-        }
-        // A server whose certificate does not verify will not verify on the next attempt either.
-        if lower.contains("certificate") || lower.contains("handshake") { failure = .permanent }
-        let detail: String
-        if lower.contains("connection refused") {
-            detail = "connection refused"
-        } else if lower.contains("connecttimeout") {
-            detail = "connect timed out"
-        } else if lower.contains("remoteconnectionclosed") || lower.contains("connection reset") {
-            detail = "the server closed the connection"
-        } else {
-            detail = text.count > 300 ? String(text.prefix(300)) + "..." : text
-        }
-        return DestinationError(
-            failure, code: "connection",
-            Redactor.shared.redact("\(context): cannot reach \(settings.origin): \(detail)"))
     }
 }

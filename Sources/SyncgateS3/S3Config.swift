@@ -14,6 +14,8 @@ public struct S3Config: Decodable, Sendable {
     public var sessionToken: Secret?
     public var multipart: S3MultipartConfig
     public var storageClass: String?
+    /// `request_timeout`: how long a request may wait for an answer or stall (see ``S3Settings/requestTimeout``).
+    public var requestTimeout: Duration?
 
     enum CodingKeys: String, CodingKey {
         case endpoint, region, bucket, prefix
@@ -23,6 +25,7 @@ public struct S3Config: Decodable, Sendable {
         case sessionToken = "session_token"
         case multipart
         case storageClass = "storage_class"
+        case requestTimeout = "request_timeout"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -66,6 +69,12 @@ public struct S3Config: Decodable, Sendable {
         storageClass = try c.decodeIfPresent(String.self, forKey: .storageClass)
         if let storageClass, storageClass.isEmpty || !storageClass.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
             throw ConfigValueError("'\(storageClass)' is not a storage class (e.g. STANDARD, STANDARD_IA)", key: CodingKeys.storageClass)
+        }
+        if let value = try c.decodeIfPresent(ConfigDuration.self, forKey: .requestTimeout) {
+            guard value.duration >= .milliseconds(100), value.duration <= .seconds(3600) else {
+                throw ConfigValueError("must be between 100ms and 1h", key: CodingKeys.requestTimeout)
+            }
+            requestTimeout = value.duration
         }
     }
 }

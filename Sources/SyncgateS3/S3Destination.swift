@@ -57,21 +57,19 @@ public final class S3Destination: Destination, @unchecked Sendable {
         let reader = try FileReader(path: item.absolutePath)
         let size = try reader.currentSize()
         guard size == item.size else {
-            throw DestinationError.permanent(
-                "\(item.relativePath) changed since it was planned (\(item.size) bytes, now \(size)); it will be sent again on the next sync",
-                code: "FileChanged")
+            throw FileChangedError(path: item.relativePath, detail: "size \(item.size) -> \(size) since it was planned")
         }
         var headers: [(name: String, value: String)] = [("x-amz-meta-sha256", item.sha256)]
         if let storageClass = settings.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
         let display = settings.display(key: key)
-        let etag: String
+        let etag: S3ETag
         if size >= settings.multipart.threshold {
             let partSize = settings.multipart.effectivePartSize(for: size)
             logger.debug("multipart upload", metadata: ["key": "\(display)", "size": "\(size)", "part_size": "\(partSize)"])
             let upload = S3MultipartUpload(
                 client: client, key: key, reader: reader, size: size, partSize: partSize,
                 concurrency: settings.multipart.concurrency, headers: headers, sha256: item.sha256,
-                resumeStore: resumeStore)
+                resumeStore: resumeStore, verifyUnchanged: { try item.verifyUnchanged() })
             etag = try await upload.run(progress: progress)
         } else {
             let digest = try S3RangeDigest.compute(reader, offset: 0, length: size, sha256: false)
@@ -79,83 +77,81 @@ public final class S3Destination: Destination, @unchecked Sendable {
                 .PUT, key: key, headers: headers,
                 body: .file(reader, offset: 0, length: size, sha256: item.sha256, md5Base64: digest.md5Base64, progress: progress),
                 context: "PutObject \(display)")
-            etag = response.headers.first(name: "ETag") ?? ""
-            let bare = S3Destination.unquote(etag)
-            if S3Destination.isMD5(bare), bare.lowercased() != digest.md5Hex,
-                response.headers.first(name: "x-amz-server-side-encryption") != "aws:kms"
-            {
+            etag = S3ETag(response.headers.first(name: "ETag") ?? "")
+            if etag.isMD5, etag.value != digest.md5Hex, !S3Destination.etagIsNotMD5(response.headers) {
                 throw DestinationError.retryable(
-                    "PutObject \(display): the server's ETag \(bare) is not the MD5 of the file (\(digest.md5Hex))", code: "BadDigest")
+                    "PutObject \(display): the server's ETag \(etag) is not the MD5 of the file (\(digest.md5Hex)): it stored other bytes",
+                    code: "BadDigest")
             }
         }
         progress(size)
-        return Receipt(remoteName: key, etag: S3Destination.unquote(etag), detail: display, sha256: item.sha256)
+        return Receipt(remoteName: key, etag: etag.value, detail: display, sha256: item.sha256)
     }
 
     // MARK: Skip what is already there
 
-    /// HEAD the key: the same size and the `x-amz-meta-sha256` this plugin stores (or, for an object another
-    /// tool wrote in one PUT, an ETag equal to the file's MD5) mean the bytes are already there.
-
+    /// HEAD the key. The copy there counts only when a checksum the server computed proves it holds these bytes:
+    /// an `x-amz-checksum-sha256` of the whole object equal to the file's SHA-256, a plain ETag equal to the file's
+    /// MD5, or a multipart ETag equal to the one the file's parts would have with the part size this plugin uses.
+    /// The `x-amz-meta-sha256` this plugin stores is only an echo of what it sent: it can rule a copy out, never in.
+    /// Anything else (another part size, SSE-KMS or SSE-C, a 403 for a key that may not read) means "send it".
     public func existingCopy(of item: UploadItem) async throws -> Receipt? {
         let key = item.remoteName
         let display = settings.display(key: key)
         let response: S3Client.Response
         do {
-            response = try await client.send(.HEAD, key: key, context: "HeadObject \(display)")
-        } catch let error as DestinationError where error.code == "http-404" || error.code == "NoSuchKey" {
+            response = try await client.send(.HEAD, key: key, headers: [("x-amz-checksum-mode", "ENABLED")], context: "HeadObject \(display)")
+        } catch let error as DestinationError where error.scope == .file && ["http-404", "NoSuchKey", "http-403", "AccessDenied"].contains(error.code) {
             return nil
         }
-        let length = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
-        guard length == item.size else { return nil }
-        let etag = S3Destination.unquote(response.headers.first(name: "ETag") ?? "")
-        let receipt = Receipt(remoteName: key, etag: etag, detail: display, sha256: item.sha256)
-        if let sha = response.headers.first(name: "x-amz-meta-sha256") {
-            return sha.lowercased() == item.sha256.lowercased() ? receipt : nil
+        let headers = response.headers
+        guard headers.first(name: "Content-Length").flatMap({ Int64($0) }) == item.size else { return nil }
+        if let echoed = headers.first(name: "x-amz-meta-sha256"), echoed.lowercased() != item.sha256.lowercased() { return nil }
+        let etag = S3ETag(headers.first(name: "ETag") ?? "")
+        let receipt = Receipt(remoteName: key, etag: etag.value, detail: display, sha256: item.sha256)
+        if let checksum = S3Destination.fullObjectSHA256(headers) {
+            return checksum == item.sha256.lowercased() ? receipt : nil
         }
-        // An object another tool wrote: a plain ETag is the content's MD5.
-        guard S3Destination.isMD5(etag) else { return nil }
+        guard !S3Destination.etagIsNotMD5(headers) else { return nil }
         let reader = try FileReader(path: item.absolutePath)
-        let digest = try S3RangeDigest.compute(reader, offset: 0, length: item.size, sha256: false)
-        return digest.md5Hex == etag.lowercased() ? receipt : nil
+        guard try reader.currentSize() == item.size else { return nil }
+        if etag.isMD5 {
+            let digest = try S3RangeDigest.compute(reader, offset: 0, length: item.size, sha256: false)
+            return digest.md5Hex == etag.value ? receipt : nil
+        }
+        let partSize = settings.multipart.effectivePartSize(for: item.size)
+        let parts = item.size == 0 ? 1 : Int((item.size + partSize - 1) / partSize)
+        guard let count = etag.multipartCount, count == parts else { return nil }
+        return try S3ETag.multipart(of: reader, size: item.size, partSize: partSize) == etag ? receipt : nil
+    }
+
+    /// The object's SHA-256 as the server computed it over the whole object (`x-amz-checksum-sha256`, base64, asked
+    /// for with `x-amz-checksum-mode: ENABLED`), in hex; nil when absent or composite (a checksum of part checksums).
+    static func fullObjectSHA256(_ headers: HTTPHeaders) -> String? {
+        guard let value = headers.first(name: "x-amz-checksum-sha256"), !value.contains("-"),
+            headers.first(name: "x-amz-checksum-type")?.uppercased() != "COMPOSITE",
+            let bytes = Data(base64Encoded: value), bytes.count == 32
+        else { return nil }
+        return SigV4Signer.hex(Array(bytes))
+    }
+
+    /// True when the object is encrypted in a way that makes its ETag something other than an MD5 of its bytes
+    /// (SSE-KMS, DSSE-KMS, SSE-C).
+    static func etagIsNotMD5(_ headers: HTTPHeaders) -> Bool {
+        let encryption = headers.first(name: "x-amz-server-side-encryption")?.lowercased() ?? ""
+        return encryption.hasPrefix("aws:kms") || headers.first(name: "x-amz-server-side-encryption-customer-algorithm") != nil
     }
 
     // MARK: List
 
     public func list() async throws -> RemoteListing {
-        let listing = try await listObjects(maxKeys: nil)
+        let listing = try await S3Listing(client: client).run()
         return RemoteListing(entries: listing.entries)
     }
 
-    /// ListObjectsV2 under the prefix, following continuation tokens; stops after `maxKeys` (then `complete`
-    /// is false).
+    /// The listing, stopped after `maxKeys` names (then `complete` is false), in pages of `pageSize`.
     func listObjects(maxKeys: Int?, pageSize: Int? = nil) async throws -> (entries: [RemoteListing.Entry], complete: Bool) {
-        var entries: [RemoteListing.Entry] = []
-        var token: String?
-        repeat {
-            var query: [(name: String, value: String)] = [("list-type", "2"), ("encoding-type", "url")]
-            if !settings.prefix.isEmpty { query.append(("prefix", settings.prefix)) }
-            if let token { query.append(("continuation-token", token)) }
-            if let pageSize { query.append(("max-keys", String(pageSize))) }
-            let response = try await client.send(
-                .GET, key: nil, query: query, context: "ListObjectsV2 s3://\(settings.bucket)/\(settings.prefix)")
-            guard let root = S3XMLElement.parse(response.body), root.name == "ListBucketResult" else {
-                throw DestinationError.retryable("ListObjectsV2: the answer is not a ListBucketResult", code: "MalformedXML")
-            }
-            let encoded = root.value("EncodingType") == "url"
-            for content in root.all("Contents") {
-                guard let raw = content.value("Key") else { continue }
-                let name = encoded ? S3URIEncoding.decode(raw, plusIsSpace: true) : raw
-                entries.append(RemoteListing.Entry(name: name, size: content.value("Size").flatMap { Int64($0) }))
-            }
-            let truncated = root.value("IsTruncated") == "true"
-            token = truncated ? root.value("NextContinuationToken") : nil
-            if truncated && token == nil {
-                throw DestinationError.retryable("ListObjectsV2: truncated answer without a continuation token", code: "MalformedXML")
-            }
-            if let maxKeys, entries.count >= maxKeys, token != nil { return (entries, false) }
-        } while token != nil
-        return (entries, true)
+        try await S3Listing(client: client).run(maxKeys: maxKeys, pageSize: pageSize)
     }
 
     // MARK: Delete
@@ -200,33 +196,49 @@ public final class S3Destination: Destination, @unchecked Sendable {
         return failures
     }
 
-    // MARK: Classification and closing
+    // MARK: Classification, probe and closing
 
+    /// Every error this plugin throws is already classified: S3 answers by ``S3ErrorResponse/classification``,
+    /// failures on the wire by ``S3TransportFailure``; cancellation and ``FileChangedError`` as the core says.
     public func classify(_ error: any Error) -> Classification {
         Classification.of(error)
     }
 
+    /// One cheap bucket request: ListObjectsV2 for one name (without the prefix, which a policy may restrict; moto
+    /// also refuses a signed query holding `/`). It throws what an upload would (credentials, bucket, region, clock,
+    /// network); an AccessDenied answer is inconclusive (a key may be allowed to write and not to list), so the
+    /// destination counts as available.
+    public func probe() async throws {
+        do {
+            _ = try await client.send(
+                .GET, key: nil, query: [("list-type", "2"), ("max-keys", "1")],
+                context: "probe: ListObjectsV2 s3://\(settings.bucket)", maxResponseBytes: S3Listing.maximumPageBytes)
+        } catch let error as DestinationError where error.scope == .file && (error.code == "AccessDenied" || error.code == "http-403") {
+            logger.debug("probe: listing is not allowed; the destination counts as available", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// A hex SHA-256 of the resolved credentials, endpoint and region (see ``S3Settings/fingerprint``).
+    public var settingsFingerprint: String { settings.fingerprint }
+
+    /// Aborts the multipart uploads still kept (for a next attempt that did not come, or cancelled), so no orphan
+    /// parts are left, then closes the connections. Each abort is bounded by ``S3Settings/requestTimeout``, and
+    /// they go out 8 at a time.
     public func finish() async {
-        // Uploads kept for a next attempt that did not come: abort them, so no orphan parts are left.
-        for (key, uploadID) in resumeStore.drain() {
-            _ = try? await client.send(
-                .DELETE, key: key, query: [("uploadId", uploadID)], context: "AbortMultipartUpload \(settings.display(key: key))",
-                timeout: .seconds(30))
+        let kept = resumeStore.drain()
+        let client = self.client
+        await withTaskGroup(of: Void.self) { group in
+            var next = 0
+            func add() {
+                let (key, uploadID) = kept[next]
+                next += 1
+                group.addTask { await S3MultipartUpload.abort(client: client, key: key, uploadID: uploadID) }
+            }
+            while next < min(8, kept.count) { add() }
+            while await group.next() != nil {
+                if next < kept.count { add() }
+            }
         }
         await client.shutdown()
-    }
-
-    // MARK: Helpers
-
-    static func unquote(_ etag: String) -> String {
-        var text = etag.trimmingCharacters(in: .whitespaces)
-        if text.hasPrefix("W/") { text.removeFirst(2) }
-        if text.hasPrefix("\""), text.hasSuffix("\""), text.count >= 2 { text = String(text.dropFirst().dropLast()) }
-        return text
-    }
-
-    /// Whether an ETag is a plain MD5 (32 hex digits), as for objects sent in one PUT without SSE-KMS.
-    static func isMD5(_ etag: String) -> Bool {
-        etag.count == 32 && etag.allSatisfy(\.isHexDigit)
     }
 }

@@ -3,7 +3,7 @@ import SyncgateCore
 
 /// A byte range of a local file as an async sequence of `ByteBuffer`s, read with `pread` on demand (the HTTP
 /// client pulls the next chunk when it can write it), so a body of any size costs one chunk of memory.
-/// Fails (instead of sending fewer bytes) when the file got shorter than the range.
+/// Fails with ``FileChangedError`` (instead of sending fewer bytes) when the file got shorter than the range.
 struct S3FileBody: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let reader: FileReader
@@ -29,9 +29,7 @@ struct S3FileBody: AsyncSequence, Sendable {
                 try reader.read(at: position, into: UnsafeMutableRawBufferPointer(rebasing: raw.prefix(want)))
             }
             if got == 0 {
-                throw DestinationError.permanent(
-                    "\(reader.path) got shorter while it was being sent (expected \(body.offset + body.length) bytes); it will be sent again on the next sync",
-                    code: "FileChanged")
+                throw FileChangedError(path: reader.path, detail: "it got shorter than \(body.offset + body.length) bytes")
             }
             sent += Int64(got)
             body.progress(sent)

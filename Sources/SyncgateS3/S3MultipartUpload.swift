@@ -4,9 +4,11 @@ import SyncgateCore
 
 /// One multipart upload of one file: CreateMultipartUpload, parts sent `concurrency` at a time (each with its
 /// own Content-MD5 and SHA-256, streamed from disk, its ETag checked against the MD5), CompleteMultipartUpload
-/// with the parts in order. On a permanent failure (or a cancellation) the upload is aborted so that no orphan parts
-/// are left; after a retryable one it is kept for the next attempt, which sends only the missing parts (and the
-/// destination aborts whatever is still kept when it finishes).
+/// with the parts in order, once the file is checked unchanged; the ETag it answers is checked against the one the
+/// parts' MD5s make. On a permanent failure, or a file that changed, the upload is aborted so that no orphan parts
+/// are left; after a retryable one or a cancellation it is kept for the next attempt, which sends only the missing
+/// parts, and the destination aborts whatever is still kept when it finishes (so a cancelled attempt does not wait
+/// for an abort on a server that may be stalled).
 /// Memory: one 256 KiB hashing buffer and one 256 KiB send chunk per part in flight, whatever `part_size` is.
 struct S3MultipartUpload: Sendable {
     let client: S3Client
@@ -22,8 +24,10 @@ struct S3MultipartUpload: Sendable {
     /// The file's SHA-256 (an interrupted upload is resumed only for the same bytes).
     let sha256: String
     let resumeStore: S3MultipartResumeStore
+    /// Throws ``FileChangedError`` when the file changed since it was planned (called before completing).
+    let verifyUnchanged: @Sendable () throws -> Void
 
-    func run(progress: @escaping @Sendable (Int64) -> Void) async throws -> String {
+    func run(progress: @escaping @Sendable (Int64) -> Void) async throws -> S3ETag {
         if let previous = resumeStore.take(key) {
             if previous.size == size && previous.partSize == partSize && previous.sha256 == sha256 {
                 do {
@@ -31,8 +35,8 @@ struct S3MultipartUpload: Sendable {
                 } catch let error as DestinationError where error.code == "NoSuchUpload" {
                     // The server forgot the upload (aborted, expired): start afresh.
                 }
-            } else {
-                await abort(previous.uploadID)
+            } else if !(await S3MultipartUpload.abort(client: client, key: key, uploadID: previous.uploadID)) {
+                resumeStore.abandon(key, uploadID: previous.uploadID)
             }
         }
         let display = client.settings.display(key: key)
@@ -46,49 +50,73 @@ struct S3MultipartUpload: Sendable {
         return try await run(resuming: fresh, progress: progress)
     }
 
-    /// Sends the parts `upload` does not hold yet, then completes it. On a retryable failure (not a cancellation)
-    /// the upload and its acknowledged parts are kept for the next attempt; on any other failure it is aborted.
-    private func run(resuming upload: S3MultipartResumeStore.Pending, progress: @escaping @Sendable (Int64) -> Void) async throws -> String {
+    /// Sends the parts `upload` does not hold yet, then completes it. On a retryable failure or a cancellation the
+    /// upload and its acknowledged parts are kept for the next attempt (or ``S3Destination/finish()``'s abort); on
+    /// any other failure it is aborted.
+    private func run(resuming upload: S3MultipartResumeStore.Pending, progress: @escaping @Sendable (Int64) -> Void) async throws -> S3ETag {
         let parts = S3PartLedger(upload.etags)
+        let etags: [String]
+        let completed: S3ETag
         do {
-            let etags = try await sendParts(uploadID: upload.uploadID, parts: parts, progress: progress)
-            return try await complete(uploadID: upload.uploadID, etags: etags)
+            etags = try await sendParts(uploadID: upload.uploadID, parts: parts, progress: progress)
+            try verifyUnchanged()
+            completed = try await complete(uploadID: upload.uploadID, etags: etags)
         } catch {
-            let resumable = Classification.of(error).failureClass.isRetryable && !Task.isCancelled && !(error is CancellationError)
-                && (error as? DestinationError)?.code != "NoSuchUpload"
+            let cancelled = Task.isCancelled || error is CancellationError
+            let resumable = cancelled
+                || (Classification.of(error).failureClass.isRetryable && !(error is FileChangedError)
+                    && (error as? DestinationError)?.code != "NoSuchUpload")
             if resumable {
                 var kept = upload
                 kept.etags = parts.snapshot
                 resumeStore.keep(key, kept)
-            } else {
-                await abort(upload.uploadID)
+            } else if !(await S3MultipartUpload.abort(client: client, key: key, uploadID: upload.uploadID)) {
+                resumeStore.abandon(key, uploadID: upload.uploadID)
             }
             throw error
         }
+        try verifyCompleted(completed, partETags: etags)
+        return completed
     }
 
-    /// AbortMultipartUpload, even when this task is cancelled (a fresh task is not). Tried up to 3 times: the
-    /// first try often goes out just as a cancelled part's connection is torn down, and an upload left open keeps
-    /// its parts (and their storage cost) until a lifecycle rule removes them.
-    func abort(_ uploadID: String) async {
-        let client = self.client
-        let key = self.key
+    /// The completed object's ETag must be the one its parts make (when the server answers in that form, and the
+    /// parts' ETags are their MD5s): anything else means it assembled other bytes. The upload is over, so the next
+    /// attempt starts afresh.
+    private func verifyCompleted(_ etag: S3ETag, partETags: [String]) throws {
+        guard etag.multipartCount != nil else { return }
+        let md5s = partETags.compactMap { S3ETag($0).md5Bytes }
+        guard md5s.count == partETags.count else { return }
+        let expected = S3ETag.multipart(partMD5s: md5s)
+        if etag != expected {
+            throw DestinationError.retryable(
+                "CompleteMultipartUpload \(client.settings.display(key: key)): the server's ETag \(etag) is not the one of the parts sent (\(expected)): it assembled other bytes",
+                code: "BadDigest")
+        }
+    }
+
+    /// AbortMultipartUpload, tried twice (a first try can go out just as a failed part's connection is torn down),
+    /// each bounded by the request timeout, not again after a timeout, and not at all once the calling task is
+    /// cancelled. Returns whether the upload is gone; the caller keeps it for ``S3Destination/finish()`` otherwise
+    /// (an upload left open keeps its parts until a lifecycle rule removes them).
+    @discardableResult
+    static func abort(client: S3Client, key: String, uploadID: String) async -> Bool {
         let display = client.settings.display(key: key)
-        let task = Task {
-            for attempt in 1...3 {
-                do {
-                    _ = try await client.send(
-                        .DELETE, key: key, query: [("uploadId", uploadID)], context: "AbortMultipartUpload \(display)",
-                        timeout: .seconds(30))
-                    return
-                } catch let error as DestinationError where error.code == "NoSuchUpload" {
-                    return  // already gone
-                } catch {
-                    if attempt < 3 { try? await Task.sleep(for: .milliseconds(200 * attempt)) }
+        for attempt in 1...2 {
+            do {
+                _ = try await client.send(.DELETE, key: key, query: [("uploadId", uploadID)], context: "AbortMultipartUpload \(display)")
+                return true
+            } catch let error as DestinationError where error.code == "NoSuchUpload" {
+                return true  // already gone
+            } catch {
+                let last = attempt == 2 || Task.isCancelled || (error as? DestinationError)?.code == "timeout"
+                if last {
+                    client.logger.warning("\(DeliveryLayer.describe(error)); the upload's parts stay until it is aborted")
+                    return false
                 }
+                try? await Task.sleep(for: .milliseconds(200))
             }
         }
-        await task.value
+        return false
     }
 
     private func sendParts(uploadID: String, parts: S3PartLedger, progress: @escaping @Sendable (Int64) -> Void) async throws -> [String] {
@@ -131,10 +159,8 @@ struct S3MultipartUpload: Sendable {
         guard let etag = response.headers.first(name: "ETag"), !etag.isEmpty else {
             throw DestinationError.retryable("UploadPart \(number) of \(display): the answer holds no ETag", code: "MissingETag")
         }
-        let bare = S3Destination.unquote(etag)
-        if S3Destination.isMD5(bare), bare.lowercased() != digest.md5Hex,
-            response.headers.first(name: "x-amz-server-side-encryption") != "aws:kms"
-        {
+        let bare = S3ETag(etag)
+        if bare.isMD5, bare.value != digest.md5Hex, !S3Destination.etagIsNotMD5(response.headers) {
             throw DestinationError.retryable(
                 "UploadPart \(number) of \(display): the server's ETag \(bare) is not the MD5 of the part (\(digest.md5Hex))",
                 code: "BadDigest")
@@ -142,7 +168,7 @@ struct S3MultipartUpload: Sendable {
         return etag
     }
 
-    private func complete(uploadID: String, etags: [String]) async throws -> String {
+    private func complete(uploadID: String, etags: [String]) async throws -> S3ETag {
         let display = client.settings.display(key: key)
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for (index, etag) in etags.enumerated() {
@@ -151,7 +177,7 @@ struct S3MultipartUpload: Sendable {
         xml += "</CompleteMultipartUpload>"
         let response = try await client.send(
             .POST, key: key, query: [("uploadId", uploadID)], headers: [("Content-Type", "application/xml")],
-            body: .bytes(Data(xml.utf8)), context: "CompleteMultipartUpload \(display)", timeout: .seconds(900))
+            body: .bytes(Data(xml.utf8)), context: "CompleteMultipartUpload \(display)", limit: .complete)
         // S3 may answer 200 and still fail: the body is then an <Error>.
         guard let root = S3XMLElement.parse(response.body) else {
             throw DestinationError.retryable("CompleteMultipartUpload \(display): the answer is not XML", code: "MalformedXML")
@@ -160,6 +186,6 @@ struct S3MultipartUpload: Sendable {
             throw S3ErrorResponse(status: 500, code: root.value("Code"), message: root.value("Message"), requestID: root.value("RequestId"))
                 .destinationError("CompleteMultipartUpload \(display)")
         }
-        return root.value("ETag") ?? response.headers.first(name: "ETag") ?? ""
+        return S3ETag(root.value("ETag") ?? response.headers.first(name: "ETag") ?? "")
     }
 }

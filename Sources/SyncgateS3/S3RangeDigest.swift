@@ -23,9 +23,7 @@ struct S3RangeDigest: Sendable {
             let want = Int(min(Int64(chunkSize), length - done))
             let got = try reader.read(at: offset + done, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]))
             if got == 0 {
-                throw DestinationError.permanent(
-                    "\(reader.path) got shorter while it was being read; it will be sent again on the next sync",
-                    code: "FileChanged")
+                throw FileChangedError(path: reader.path, detail: "it got shorter than \(offset + length) bytes")
             }
             let slice = UnsafeRawBufferPointer(rebasing: buffer[0..<got])
             md5.update(bufferPointer: slice)

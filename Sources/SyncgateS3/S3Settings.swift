@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SyncgateCore
 
@@ -14,6 +15,17 @@ public struct S3Settings: Sendable {
     public var credentials: SigV4Credentials
     public var multipart: S3MultipartConfig
     public var storageClass: String?
+    /// How long one request may go without progress: the answer to a request must begin within it, and no upload
+    /// or download may stall longer. Requests without a file body (HEAD, ListObjectsV2, DeleteObjects,
+    /// CreateMultipartUpload, AbortMultipartUpload) must also end within it; a file body's request is bounded in
+    /// total by the core's `attempt_timeout`, and CompleteMultipartUpload (which S3 may take minutes to answer,
+    /// sending blanks meanwhile) by ``completeTimeout``.
+    public var requestTimeout: Duration
+
+    /// The default of ``requestTimeout``.
+    public static let defaultRequestTimeout: Duration = .seconds(60)
+    /// The longest a CompleteMultipartUpload may take in total.
+    public static let completeTimeout: Duration = .seconds(900)
 
     /// The reason credentials could not be found (the factory turns it into a located config error).
     public struct MissingCredentials: Error, CustomStringConvertible {
@@ -24,7 +36,8 @@ public struct S3Settings: Sendable {
 
     public init(
         endpoint: URL, region: String, bucket: String, prefix: String = "", pathStyle: Bool = true,
-        credentials: SigV4Credentials, multipart: S3MultipartConfig = S3MultipartConfig(), storageClass: String? = nil
+        credentials: SigV4Credentials, multipart: S3MultipartConfig = S3MultipartConfig(), storageClass: String? = nil,
+        requestTimeout: Duration = S3Settings.defaultRequestTimeout
     ) {
         scheme = endpoint.scheme?.lowercased() ?? "https"
         host = endpoint.host ?? "localhost"
@@ -36,6 +49,7 @@ public struct S3Settings: Sendable {
         self.credentials = credentials
         self.multipart = multipart
         self.storageClass = storageClass
+        self.requestTimeout = requestTimeout
     }
 
     public init(config: S3Config, environment: [String: String]) throws {
@@ -61,7 +75,7 @@ public struct S3Settings: Sendable {
         self.init(
             endpoint: endpoint, region: region, bucket: config.bucket, prefix: config.prefix,
             pathStyle: pathStyle || !dnsSafe, credentials: credentials, multipart: config.multipart,
-            storageClass: config.storageClass)
+            storageClass: config.storageClass, requestTimeout: config.requestTimeout ?? S3Settings.defaultRequestTimeout)
     }
 
     /// The Host header: the endpoint's host (prefixed with the bucket in virtual-hosted style) and its port when
@@ -81,6 +95,22 @@ public struct S3Settings: Sendable {
         let bucketPart: String? = pathStyle ? bucket : nil
         guard let key else { return bucketPart.map { "/" + S3URIEncoding.encode($0) } ?? "/" }
         return S3URIEncoding.objectPath(bucket: bucketPart, key: key)
+    }
+
+    /// A hex SHA-256 over what the config text may not show: the resolved credentials (from the config or the
+    /// environment) and the endpoint and region they were resolved for. It changes when any of them changes, and
+    /// says nothing about the secrets themselves (each part is length-prefixed, so parts cannot run into each other).
+    public var fingerprint: String {
+        var hash = SHA256()
+        let parts = [
+            "s3-settings-v1", credentials.accessKeyID.reveal(), credentials.secretAccessKey.reveal(),
+            credentials.sessionToken?.reveal() ?? "", origin, region,
+        ]
+        for part in parts {
+            let bytes = Array(part.utf8)
+            hash.update(data: Array(String(bytes.count).utf8) + [0x3A] + bytes)
+        }
+        return SigV4Signer.hex(Array(hash.finalize()))
     }
 
     /// `s3://bucket/key`, for messages and receipts.

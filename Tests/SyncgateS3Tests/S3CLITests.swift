@@ -41,10 +41,10 @@ struct S3CLITests {
             try FileManager.default.createDirectory(at: dir.file("outbox"), withIntermediateDirectories: true)
         }
 
-        func run(_ arguments: [String]) async throws -> ProcessResult {
+        func run(_ arguments: [String], timeout: TimeInterval = 120) async throws -> ProcessResult {
             try await ProcessRunner.run(
                 S3CLITests.binary, arguments + ["--config", dir.file("plugins.yaml").path], environment: environment,
-                currentDirectory: dir.url, timeout: 120)
+                currentDirectory: dir.url, timeout: timeout)
         }
 
         static func events(_ stdout: String) -> [[String: Any]] {

@@ -62,7 +62,7 @@ struct S3DestinationMotoTests {
         #expect(listing.names == Set(paths.map { "outbox-" + $0 }))
         #expect(listing.entries.first { $0.name == "outbox-empty.txt" }?.size == 0)
 
-        // Skip: the same bytes are there (metadata); changed bytes are not.
+        // Skip: the same bytes are there (the ETag is their MD5); other bytes (another SHA-256) are not.
         let fresh = ["a.txt", "empty.txt"].compactMap { path in items.first { $0.relativePath == path } }
         for item in fresh {
             let copy = try await destination.existingCopy(of: item)
@@ -111,7 +111,7 @@ struct S3DestinationMotoTests {
         #expect(stored["big.bin"]?.size == 40 << 20)
         #expect(stored["big.bin"]?.data == content)
         #expect(try await server.openMultipartUploads(bucket: "big") == 0)
-        // The skip check reads the sha256 metadata of a multipart object.
+        // The skip check recomputes the multipart ETag of the file (8 parts of 5 MiB) and finds it equal.
         #expect(try await destination.existingCopy(of: item) != nil)
     }
 
@@ -126,7 +126,7 @@ struct S3DestinationMotoTests {
         defer { Task { await destination.finish() } }
         let item = try S3TestFiles.item(files, "shrinks.bin")
         let path = files.file("shrinks.bin").path
-        // The file shrinks while part 1 is being sent: later reads fail, permanently.
+        // The file shrinks while part 1 is being sent: later reads fail with the core's FileChangedError.
         let truncated = S3ProgressLog()
         do {
             _ = try await destination.upload(item, progress: { bytes in
@@ -134,16 +134,15 @@ struct S3DestinationMotoTests {
                 truncated.add(bytes)
             })
             Issue.record("the upload of a shrinking file succeeded")
-        } catch let error as DestinationError {
-            #expect(error.failureClass == .permanent)
-            #expect(error.code == "FileChanged")
+        } catch let error as FileChangedError {
+            #expect(error.description.contains("changed while it was being sent"), "\(error)")
         }
         #expect(server.requests("POST").contains { $0.contains("?uploads") })
         #expect(server.requests("DELETE").contains { $0.contains("uploadId=") }, "AbortMultipartUpload sent")
         #expect(try await server.openMultipartUploads(bucket: "abort") == 0, "no orphan parts")
     }
 
-    @Test func wrongCredentialsFailPermanentlyWithTheS3Code() async throws {
+    @Test func wrongCredentialsBlockTheDestinationWithTheS3Code() async throws {
         let server = try await S3TestServer(buckets: ["auth"])
         defer { server.stop() }
         let files = try TemporaryDirectory("s3-auth")
@@ -157,11 +156,11 @@ struct S3DestinationMotoTests {
         do {
             _ = try await badSecret.upload(item, progress: { _ in })
         } catch let error as DestinationError {
-            #expect(error.failureClass == .permanent)
+            #expect(error.classification == Classification(.permanent, scope: .destination), "blocked")
             #expect(error.code == "SignatureDoesNotMatch")
             #expect(error.message.contains("HTTP 403 SignatureDoesNotMatch"))
             #expect(!error.message.contains(wrongSecret))
-            #expect(badSecret.classify(error).failureClass == .permanent)
+            #expect(badSecret.classify(error) == Classification(.permanent, scope: .destination))
         }
         await badSecret.finish()
 
@@ -171,7 +170,7 @@ struct S3DestinationMotoTests {
             Issue.record("listing with an unknown key succeeded")
         } catch let error as DestinationError {
             #expect(error.code == "InvalidAccessKeyId")
-            #expect(error.failureClass == .permanent)
+            #expect(error.classification == Classification(.permanent, scope: .destination))
         }
         await badKey.finish()
 
@@ -181,7 +180,7 @@ struct S3DestinationMotoTests {
             Issue.record("upload to a missing bucket succeeded")
         } catch let error as DestinationError {
             #expect(error.code == "NoSuchBucket")
-            #expect(error.failureClass == .permanent)
+            #expect(error.classification == Classification(.permanent, scope: .destination))
         }
         await noBucket.finish()
     }
@@ -199,7 +198,7 @@ struct S3DestinationMotoTests {
             _ = try await down.upload(item, progress: { _ in })
             Issue.record("upload to a stopped server succeeded")
         } catch {
-            #expect(down.classify(error).failureClass.isRetryable, "\(error)")
+            #expect(down.classify(error) == Classification(.retryable(), scope: .destination), "unavailable: \(error)")
             #expect((error as? DestinationError)?.code == "connection")
         }
         await down.finish()
@@ -244,7 +243,8 @@ struct S3DestinationMotoTests {
         #expect(try await destination.list().names.isEmpty)
     }
 
-    /// Cancelling an upload mid-way (Ctrl-C, the attempt timeout) aborts the multipart upload: no orphan parts.
+    /// Cancelling an upload mid-way (Ctrl-C, the attempt timeout) keeps the multipart upload for a next attempt, and
+    /// finishing the destination aborts it: no orphan parts.
     @Test func cancelledMultipartIsAborted() async throws {
         let server = try await S3TestServer(buckets: ["cancel"])
         defer { server.stop() }

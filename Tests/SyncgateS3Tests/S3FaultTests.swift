@@ -15,7 +15,7 @@ struct S3FaultTests {
             multipart: multipart))
     }
 
-    @Test func slowDownWithRetryAfterIsRetryableThenSucceeds() async throws {
+    @Test func slowDownWithRetryAfterThrottlesThenSucceeds() async throws {
         let server = try await S3TestServer(buckets: ["slow"])
         defer { server.stop() }
         let proxy = try await FaultProxy.start(targetPort: server.port)
@@ -34,7 +34,7 @@ struct S3FaultTests {
             Issue.record("the upload went through a 503")
         } catch let error as DestinationError {
             #expect(error.code == "SlowDown")
-            #expect(error.failureClass == .retryable(after: .seconds(3)))
+            #expect(error.classification == Classification(.deferred(after: .seconds(3)), scope: .destination), "throttled")
             #expect(error.message.contains("HTTP 503 SlowDown: Please reduce your request rate."))
         }
         try proxy.pass()

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import SyncgateCore
 import SyncgateTestSupport
+import Testing
 @testable import SyncgateS3
 
 /// Local files for tests and the UploadItems that describe them.
@@ -28,8 +29,11 @@ enum S3TestFiles {
     static func item(_ directory: TemporaryDirectory, _ relativePath: String, remoteName: String? = nil) throws -> UploadItem {
         let url = directory.file(relativePath)
         let data = try Data(contentsOf: url)
+        // The file's own modification time, as the engine plans it: the plugin checks the file unchanged before
+        // completing a multipart upload.
+        let modified = try #require(FileStat.of(url.path)).modificationTime
         return UploadItem(
             source: "test", relativePath: relativePath, absolutePath: url.path, remoteName: remoteName ?? relativePath,
-            size: Int64(data.count), modificationTime: Date(), sha256: sha256(data), isArtwork: false)
+            size: Int64(data.count), modificationTime: modified, sha256: sha256(data), isArtwork: false)
     }
 }

@@ -9,6 +9,9 @@ public final class S3TestServer: @unchecked Sendable {
     public let logFile: URL
     public private(set) var accessKeyID: String
     public private(set) var secretAccessKey: String
+    /// With `writeOnlyUser: true`: the keys of a second IAM user allowed `s3:PutObject` and nothing else.
+    public private(set) var writeOnlyAccessKeyID: String?
+    public private(set) var writeOnlySecretAccessKey: String?
     private var process: Process?
     private let python: URL
 
@@ -25,7 +28,7 @@ public final class S3TestServer: @unchecked Sendable {
     }()
 
     /// Starts moto on `port` (a free one by default) and waits (at most 30 s) until it listens.
-    public init(port: Int? = nil, auth: Bool = true, buckets: [String] = []) async throws {
+    public init(port: Int? = nil, auth: Bool = true, buckets: [String] = [], writeOnlyUser: Bool = false) async throws {
         guard let python = ProcessRunner.which("python3") else { throw S3TestServerError("python3 not found") }
         self.python = python
         self.port = port ?? Loopback.freePort()
@@ -36,12 +39,15 @@ public final class S3TestServer: @unchecked Sendable {
         defer { ServerStartGate.shared.leave() }
         try await launch()
         do {
-            let result = try await helper(["setup", String(self.port), auth ? "1" : "0"] + buckets, credentials: false)
+            let result = try await helper(
+                ["setup", String(self.port), auth ? "1" : "0", writeOnlyUser ? "1" : "0"] + buckets, credentials: false)
             let answer = try JSONSerialization.jsonObject(with: Data(result.utf8)) as? [String: String] ?? [:]
             if let id = answer["access_key_id"], let secret = answer["secret_access_key"] {
                 accessKeyID = id
                 secretAccessKey = secret
             }
+            writeOnlyAccessKeyID = answer["writer_access_key_id"]
+            writeOnlySecretAccessKey = answer["writer_secret_access_key"]
         } catch {
             stop()
             throw error
@@ -71,6 +77,11 @@ public final class S3TestServer: @unchecked Sendable {
     private func terminate() {
         guard let process else { return }
         self.process = nil
+        S3TestServer.terminate(process)
+    }
+
+    /// SIGTERM, then SIGKILL after 5 s, then reaps the process (the S3 test servers' way to stop).
+    static func terminate(_ process: Process) {
         if process.isRunning {
             process.terminate()
             let deadline = Date().addingTimeInterval(5)
@@ -121,9 +132,13 @@ public final class S3TestServer: @unchecked Sendable {
         Int(try await helper(["uploads", String(port), bucket]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
-    /// Puts an object with boto3 (an object another tool wrote).
-    public func put(bucket: String, key: String, file: URL) async throws {
-        _ = try await helper(["put", String(port), bucket, key, file.path])
+    /// Puts an object with boto3 (an object another tool wrote), with these `x-amz-meta-*` values, as a multipart
+    /// upload of `partSize` parts when given (boto3's own part size otherwise, and one PUT below it).
+    public func put(bucket: String, key: String, file: URL, metadata: [String: String] = [:], partSize: Int? = nil) async throws {
+        var options: [String: Any] = ["metadata": metadata]
+        if let partSize { options["part_size"] = partSize }
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: options), as: UTF8.self)
+        _ = try await helper(["put", String(port), bucket, key, file.path, json])
     }
 
     private func helper(_ arguments: [String], credentials: Bool = true) async throws -> String {
@@ -150,10 +165,19 @@ def client(service):
 
 if cmd == "setup":
     auth = sys.argv[3] == "1"
+    writer = sys.argv[4] == "1"
     s3 = client("s3")
-    for bucket in sys.argv[4:]:
+    for bucket in sys.argv[5:]:
         s3.create_bucket(Bucket=bucket)
     answer = {}
+    if writer:
+        iam = client("iam")
+        iam.create_user(UserName="writer")
+        iam.put_user_policy(UserName="writer", PolicyName="put-only", PolicyDocument=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": ["s3:PutObject"], "Resource": "*"}]}))
+        key = iam.create_access_key(UserName="writer")["AccessKey"]
+        answer.update({"writer_access_key_id": key["AccessKeyId"], "writer_secret_access_key": key["SecretAccessKey"]})
     if auth:
         iam = client("iam")
         iam.create_user(UserName="syncgate")
@@ -161,7 +185,7 @@ if cmd == "setup":
             "Version": "2012-10-17",
             "Statement": [{"Effect": "Allow", "Action": ["s3:*"], "Resource": "*"}]}))
         key = iam.create_access_key(UserName="syncgate")["AccessKey"]
-        answer = {"access_key_id": key["AccessKeyId"], "secret_access_key": key["SecretAccessKey"]}
+        answer.update({"access_key_id": key["AccessKeyId"], "secret_access_key": key["SecretAccessKey"]})
         request = urllib.request.Request(url + "/moto-api/reset-auth", data=b"0", method="POST",
                                          headers={"Content-Type": "text/plain"})
         urllib.request.urlopen(request, timeout=30).read()
@@ -184,9 +208,17 @@ elif cmd == "uploads":
     s3 = client("s3")
     print(len(s3.list_multipart_uploads(Bucket=sys.argv[3]).get("Uploads", [])))
 elif cmd == "put":
+    from boto3.s3.transfer import TransferConfig
     s3 = client("s3")
-    with open(sys.argv[5], "rb") as f:
-        s3.put_object(Bucket=sys.argv[3], Key=sys.argv[4], Body=f)
+    options = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}
+    extra = {"Metadata": options.get("metadata", {})}
+    if "part_size" in options:
+        size = options["part_size"]
+        config = TransferConfig(multipart_threshold=size, multipart_chunksize=size, use_threads=False)
+        s3.upload_file(sys.argv[5], sys.argv[3], sys.argv[4], ExtraArgs=extra, Config=config)
+    else:
+        with open(sys.argv[5], "rb") as f:
+            s3.put_object(Bucket=sys.argv[3], Key=sys.argv[4], Body=f, **extra)
     print("ok")
 """#
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the s3 destination's tests need on a fresh Debian machine: python3 with moto's S3 server and boto3
-# (the independent client the tests read back with). Idempotent and quiet; exits 0 when everything is there.
+# (the independent client the tests read back with; moto brings `cryptography`, which the hostile S3 server of
+# Tests/S3HostileServer uses for its self-signed certificate). Idempotent and quiet; exits 0 when everything is there.
 set -euo pipefail
 
 have_python_modules() {
-    python3 -c 'import moto, moto.server, boto3, botocore, flask, werkzeug' >/dev/null 2>&1
+    python3 -c 'import moto, moto.server, boto3, botocore, flask, werkzeug, cryptography' >/dev/null 2>&1
 }
 
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then

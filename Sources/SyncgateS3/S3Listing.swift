@@ -1,0 +1,91 @@
+import Crypto
+import Foundation
+import SyncgateCore
+
+/// ListObjectsV2 under the destination's prefix, following continuation tokens, bounded against a server that
+/// never stops: at most ``maximumEntries`` names and ``maximumPages`` pages (``maximumEmptyPages`` of them in a row
+/// without a name), each page's answer at most ``maximumPageBytes``, and a continuation token never seen before and at
+/// most ``maximumTokenBytes`` long. (Page order is not checked: S3 directory buckets do not list in byte order.)
+/// Breaking a bound is an error naming it; nothing is held but the names read so far.
+struct S3Listing: Sendable {
+    /// 400,000 names cost `syncgate ls` about 100 MiB; four times the files the README's benchmarks deliver.
+    static let maximumEntries = 400_000
+    static let maximumNameBytes = 48 << 20
+    static let maximumPages = 20_000
+    static let maximumEmptyPages = 100
+    static let maximumPageBytes = 8 << 20
+    static let maximumTokenBytes = 16 << 10
+
+    let client: S3Client
+    /// The bounds of this listing (the static ones unless a test lowers them).
+    var maximumEntriesHere = S3Listing.maximumEntries
+    var maximumNameBytesHere = S3Listing.maximumNameBytes
+    var settings: S3Settings { client.settings }
+
+    /// The listing; stops after `maxKeys` names (then `complete` is false). `pageSize` asks for smaller pages.
+    func run(maxKeys: Int? = nil, pageSize: Int? = nil) async throws -> (entries: [RemoteListing.Entry], complete: Bool) {
+        let context = "ListObjectsV2 s3://\(settings.bucket)/\(settings.prefix)"
+        var entries: [RemoteListing.Entry] = []
+        var nameBytes = 0
+        var token: String?
+        var seenTokens: Set<String> = []
+        var pages = 0
+        var emptyInARow = 0
+        repeat {
+            try Task.checkCancellation()
+            pages += 1
+            guard pages <= S3Listing.maximumPages else {
+                throw failure(context, "the server is still paginating after \(S3Listing.maximumPages) pages", code: "ListingTooLong")
+            }
+            var query: [(name: String, value: String)] = [("list-type", "2"), ("encoding-type", "url")]
+            if !settings.prefix.isEmpty { query.append(("prefix", settings.prefix)) }
+            if let token { query.append(("continuation-token", token)) }
+            if let pageSize { query.append(("max-keys", String(pageSize))) }
+            let response = try await client.send(.GET, key: nil, query: query, context: context, maxResponseBytes: S3Listing.maximumPageBytes)
+            guard let root = S3XMLElement.parse(response.body), root.name == "ListBucketResult" else {
+                throw DestinationError.retryable("\(context): the answer is not a ListBucketResult", code: "MalformedXML")
+            }
+            let encoded = root.value("EncodingType") == "url"
+            var pageNames = 0
+            for content in root.all("Contents") {
+                guard let raw = content.value("Key") else { continue }
+                let name = encoded ? S3URIEncoding.decode(raw, plusIsSpace: true) : raw
+                pageNames += 1
+                nameBytes += name.utf8.count
+                entries.append(RemoteListing.Entry(name: name, size: content.value("Size").flatMap { Int64($0) }))
+                guard entries.count <= maximumEntriesHere, nameBytes <= maximumNameBytesHere else {
+                    throw failure(
+                        context, "more than \(maximumEntriesHere) names (or \(maximumNameBytesHere >> 20) MiB of them) under the prefix; listing stopped",
+                        code: "ListingTooLong")
+                }
+            }
+            emptyInARow = pageNames == 0 ? emptyInARow + 1 : 0
+            let truncated = root.value("IsTruncated") == "true"
+            token = truncated ? root.value("NextContinuationToken") : nil
+            if truncated {
+                guard let next = token, !next.isEmpty else {
+                    throw DestinationError.retryable("\(context): truncated answer without a continuation token", code: "MalformedXML")
+                }
+                guard next.utf8.count <= S3Listing.maximumTokenBytes else {
+                    throw failure(context, "a continuation token of \(next.utf8.count) bytes", code: "MalformedXML")
+                }
+                guard seenTokens.insert(S3Listing.digest(next)).inserted else {
+                    throw failure(context, "the server sent continuation token \(next.prefix(40)) a second time: the listing is going round", code: "ListingLoop")
+                }
+                guard emptyInARow < S3Listing.maximumEmptyPages else {
+                    throw failure(context, "\(emptyInARow) pages in a row without a name, and still truncated", code: "ListingLoop")
+                }
+            }
+            if let maxKeys, entries.count >= maxKeys, token != nil { return (entries, false) }
+        } while token != nil
+        return (entries, true)
+    }
+
+    private func failure(_ context: String, _ text: String, code: String) -> DestinationError {
+        DestinationError.retryable(Redactor.shared.redact("\(context): \(text)"), code: code)
+    }
+
+    private static func digest(_ token: String) -> String {
+        SigV4Signer.hex(Array(SHA256.hash(data: Array(token.utf8))))
+    }
+}
