@@ -64,6 +64,11 @@ struct SyncRunner {
             } catch let busy as StateLock.Busy {
                 Console.error(busy.description)
                 throw ExitCode(ExitStatus.retryScheduled)
+            } catch let error as LedgerError {
+                // The state's folder cannot be written (read-only, no permission): a setup problem, like a
+                // damaged state file.
+                Console.error(error.description)
+                throw ExitCode(ExitStatus.config)
             }
         }
         defer { lock.release() }

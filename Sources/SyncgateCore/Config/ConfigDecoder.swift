@@ -12,6 +12,9 @@ public final class ConfigDecoder: @unchecked Sendable {
     private let maxVisits: Int
     /// Mappings decoded through a keyed container: path text -> (mapping, keys read).
     private var readKeys: [String: (mapping: Node.Mapping, keys: Set<String>)] = [:]
+    /// The path texts of `readKeys` by their first two keys (`destinations[3]`), so that the unknown keys of one
+    /// destination are found without looking at every other one's.
+    private var pathsByItem: [String: Set<String>] = [:]
 
     public init(file: String, environment: [String: String], maxVisits: Int = 200_000) {
         self.file = file
@@ -40,7 +43,13 @@ public final class ConfigDecoder: @unchecked Sendable {
     public func unknownKeys(under prefix: [ConfigKey] = []) -> [ConfigError] {
         let prefixText = ConfigKey.text(prefix)
         var errors: [ConfigError] = []
-        for (pathText, entry) in readKeys where prefixText.isEmpty || pathText == prefixText || pathText.hasPrefix(prefixText + ".") || pathText.hasPrefix(prefixText + "[") {
+        let candidates: [(String, (mapping: Node.Mapping, keys: Set<String>))]
+        if prefix.count >= 2 {
+            candidates = (pathsByItem[ConfigKey.text(Array(prefix.prefix(2)))] ?? []).compactMap { text in readKeys[text].map { (text, $0) } }
+        } else {
+            candidates = readKeys.map { ($0.key, $0.value) }
+        }
+        for (pathText, entry) in candidates where prefixText.isEmpty || pathText == prefixText || pathText.hasPrefix(prefixText + ".") || pathText.hasPrefix(prefixText + "[") {
             for (key, _) in entry.mapping {
                 guard let name = key.string, !entry.keys.contains(name) else { continue }
                 let keyPath = pathText.isEmpty ? name : "\(pathText).\(name)"
@@ -100,6 +109,7 @@ public final class ConfigDecoder: @unchecked Sendable {
             readKeys[text] = entry
         } else {
             readKeys[text] = (mapping, keys)
+            if path.count >= 2 { pathsByItem[ConfigKey.text(Array(path.prefix(2))), default: []].insert(text) }
         }
     }
 

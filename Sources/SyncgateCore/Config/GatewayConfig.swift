@@ -32,10 +32,9 @@ public struct GatewayConfig: Sendable {
 
     /// The destinations a file is routed to, in config order.
     public func destinations(forSource source: String, relativePath: String) -> [String] {
-        var names: [String] = []
-        for route in routes where route.applies(source: source, relativePath: relativePath) {
-            for name in route.to where !names.contains(name) { names.append(name) }
-        }
+        var names = Set<String>()
+        for route in routes where route.applies(source: source, relativePath: relativePath) { names.formUnion(route.to) }
+        if names.count == destinations.count { return destinations.map(\.name) }
         return destinations.compactMap { names.contains($0.name) ? $0.name : nil }
     }
 
@@ -67,17 +66,7 @@ extension GatewayConfig {
     ) throws -> GatewayConfig {
         let displayName = path
         let url = URL(fileURLWithPath: path)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw ConfigError(file: displayName, line: nil, column: nil, keyPath: "", message: "no such file (pass --config PATH)")
-        }
-        let data: Data
-        do {
-            let handle = try FileHandle(forReadingFrom: url)
-            defer { try? handle.close() }
-            data = try handle.read(upToCount: maxFileSize + 1) ?? Data()
-        } catch {
-            throw ConfigError(file: displayName, line: nil, column: nil, keyPath: "", message: "cannot read: \(error.localizedDescription)")
-        }
+        let data = try ConfigFile.read(path, displayName: displayName, limit: maxFileSize + 1)
         guard data.count <= maxFileSize else {
             throw ConfigError(file: displayName, line: nil, column: nil, keyPath: "", message: "larger than \(maxFileSize / 1024) KiB; not a config file?")
         }
@@ -131,13 +120,14 @@ extension GatewayConfig {
         }
 
         var destinations: [DestinationConfig] = []
+        var destinationNames = Set<String>()
         guard case .sequence(let destinationNodes)? = root.descend([.key("destinations")]) else {
             throw decoder.error(at: root, keyPath: "destinations", "missing required key 'destinations'")
         }
         for (index, node) in destinationNodes.enumerated() {
             let path: [ConfigKey] = [.key("destinations"), .index(index)]
             let head = try decoder.decode(RawDestinationHead.self, from: node, at: path)
-            if destinations.contains(where: { $0.name == head.name }) {
+            if !destinationNames.insert(head.name).inserted {
                 throw decoder.error(at: node.descend([.key("name")]), path: path + [.key("name")], "duplicate destination name '\(head.name)'")
             }
             guard let registration = registry.registration(for: head.type) else {
@@ -155,8 +145,15 @@ extension GatewayConfig {
             let destination: any Destination
             do {
                 destination = try registration.make(setup)
-            } catch let error as ConfigValueError {
-                throw decoder.locate(error, node: node, path: path)
+            } catch {
+                // A misspelt key (`secret_acces_key`) makes the plugin miss a value and say so in its own words
+                // once its keys are read: the unknown key is the better message then.
+                if setup.decoded.value {
+                    if case .mapping(let mapping) = node { decoder.markRead(mapping, at: path, keys: coreDestinationKeys) }
+                    if let unknown = decoder.unknownKeys(under: path).first { throw unknown }
+                }
+                if let error = error as? ConfigValueError { throw decoder.locate(error, node: node, path: path) }
+                throw error
             }
             // Keys of this destination that neither the core nor the plugin read.
             if case .mapping(let mapping) = node {
@@ -175,7 +172,7 @@ extension GatewayConfig {
         var routes: [RouteConfig] = []
         for (index, raw) in (top.routes ?? []).enumerated() {
             let path: [ConfigKey] = [.key("routes"), .index(index)]
-            for (toIndex, name) in raw.to.enumerated() where !destinations.contains(where: { $0.name == name }) {
+            for (toIndex, name) in raw.to.enumerated() where !destinationNames.contains(name) {
                 let at = path + [.key("to"), .index(toIndex)]
                 throw decoder.error(at: root.descend(at), path: at, "no destination named '\(name)' (known: \(destinations.map(\.name).joined(separator: ", ")))")
             }

@@ -24,7 +24,9 @@ public final class StateLock: @unchecked Sendable {
     public func acquire() throws {
         try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw LedgerError(path: path, message: "cannot open lock file: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw LedgerError(path: path, message: "cannot create the lock file beside the state file: \(String(cString: strerror(errno))) (the state's folder must be writable)")
+        }
         // `status` takes the lock for a moment to see whether a sync runs: wait out such a glance (300 ms at most).
         var locked = flock(fd, LOCK_EX | LOCK_NB) == 0
         for _ in 0..<30 where !locked {

@@ -16,6 +16,13 @@ public struct DestinationSetup: @unchecked Sendable {
     let node: Node
     let path: [ConfigKey]
     let decoder: ConfigDecoder
+    /// Set once ``decode(_:)`` has read the plugin's keys: an error after that is about their values together,
+    /// and a key nobody read is then surely unknown.
+    let decoded = DecodedFlag()
+
+    final class DecodedFlag: @unchecked Sendable {
+        var value = false
+    }
 
     init(name: String, type: String, baseDirectory: URL, environment: [String: String], logger: Logger, node: Node, path: [ConfigKey], decoder: ConfigDecoder) {
         self.name = name
@@ -31,7 +38,9 @@ public struct DestinationSetup: @unchecked Sendable {
     /// Decodes the plugin's keys from the destination's mapping. Errors are located (file:line:column: key path).
     /// Throw ``ConfigValueError`` from the type's `init(from:)` to reject a value.
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try decoder.decode(type, from: node, at: path, preRead: GatewayConfig.coreDestinationKeys)
+        let value = try decoder.decode(type, from: node, at: path, preRead: GatewayConfig.coreDestinationKeys)
+        decoded.value = true
+        return value
     }
 
     /// A located config error about one of the plugin's keys (`key` may be dotted: `multipart.part_size`).
