@@ -27,7 +27,7 @@ public final class SheetsTestServer: @unchecked Sendable {
 
     public init(
         spreadsheets: [String] = ["test-spreadsheet"], forbidden: [String] = [], writeQuota: Int = 0, quotaWindow: Double = 60,
-        retryAfter: Int = 0, tokenTTL: Int = 3600, appsScriptSecret: String? = nil
+        retryAfter: Int = 0, tokenTTL: Int = 3600, appsScriptSecret: String? = nil, echoHost: String? = nil
     ) async throws {
         if let reason = SheetsTestServer.unavailableReason { throw SheetsTestServerError(message: "cannot start the Sheets test server: \(reason)") }
         port = Loopback.freePort()
@@ -41,6 +41,7 @@ public final class SheetsTestServer: @unchecked Sendable {
         for id in spreadsheets { arguments += ["--spreadsheet", id] }
         for id in forbidden { arguments += ["--forbidden", id] }
         if let appsScriptSecret { arguments += ["--apps-script-secret", appsScriptSecret] }
+        if let echoHost { arguments += ["--echo-host", echoHost] }
         let logFile = self.logFile
         await ServerStartGate.shared.enter()
         defer { ServerStartGate.shared.leave() }
@@ -83,8 +84,11 @@ public final class SheetsTestServer: @unchecked Sendable {
         return try JSONSerialization.jsonObject(with: answer.body)
     }
 
-    /// Queues a fault: `["kind": "status", "status": 429, "count": 1, "retry_after": 1]`,
-    /// `["kind": "drop_after_append"]`, `["kind": "apps_script_html"]`, `["kind": "apps_script_not_ok", "message": ...]`.
+    /// Queues a fault: `["kind": "status", "status": 429, "count": 1, "retry_after": 1]` (Sheets API; also
+    /// `"location"`, `"huge": bytes`, `"echo": "raw"|"json"|"base64"|"base64url"|"percent"|"html"` with `"pad"`),
+    /// `["kind": "token", "status": 429]`, `["kind": "drop_after_append"]`, `["kind": "apps_script_html"]`,
+    /// `["kind": "apps_script_not_ok", "message": ...]`, `["kind": "apps_script_answer", ...]` (the options of
+    /// `status`, answering the web app's POST).
     public func fault(_ fault: [String: Any]) throws { try control("POST", "fault", fault) }
 
     public func expireTokens() throws { try control("POST", "expire-tokens") }
@@ -118,6 +122,12 @@ public final class SheetsTestServer: @unchecked Sendable {
     /// Every Sheets API request the server answered (or dropped): method, methodId, query, request, status, response.
     public func requestLog() throws -> [[String: Any]] {
         let object = try control("GET", "log") as? [String: Any]
+        return object?["requests"] as? [[String: Any]] ?? []
+    }
+
+    /// Every request the server received except control requests: method, path, headers, body.
+    public func received() throws -> [[String: Any]] {
+        let object = try control("GET", "received") as? [String: Any]
         return object?["requests"] as? [[String: Any]] ?? []
     }
 
