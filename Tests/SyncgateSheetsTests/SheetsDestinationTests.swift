@@ -209,7 +209,9 @@ struct SheetsDestinationTests {
         try await Task.sleep(for: .milliseconds(1300))  // past expiry minus the margin (half of 2s)
         _ = try await destination.upload(try SheetsFixtures.item(dir, "b.bin")) { _ in }
         let stats = try server.stats()
-        #expect(stats["tokens"] == 2)
+        // At least one renewal (more when a loaded machine stretches an upload past the token's usable second;
+        // exactly 2 failed that way with the other suites running), and never a token the server refused.
+        #expect((stats["tokens"] ?? 0) >= 2)
         #expect(stats["unauthorized"] == 0)  // renewed before the server refused it
         await destination.finish()
     }

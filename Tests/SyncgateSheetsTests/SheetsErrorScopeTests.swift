@@ -109,8 +109,9 @@ struct SheetsErrorScopeTests {
         #expect(tokenTime < .seconds(5), "\(tokenTime)")
         #expect(await probeError(noToken)?.classification == Self.unavailable)
         await noToken.finish()
-        // The API unreachable with a good token endpoint; a host name that does not resolve.
-        for base in ["http://127.0.0.1:\(closed)", "http://syncgate-test.invalid"] {
+        // The API unreachable with a good token endpoint; a host name that does not resolve; a TLS handshake that
+        // fails (the server speaks plain HTTP).
+        for base in ["http://127.0.0.1:\(closed)", "http://syncgate-test.invalid", "https://127.0.0.1:\(server.port)"] {
             let noAPI = try SheetsFixtures.destination(
                 "spreadsheet_id: test-spreadsheet\ncredentials_file: \(server.keyFile.path)\napi_base: \(base)", base: dir.url)
             let apiError = await SheetsFixtures.uploadError(noAPI, item)
