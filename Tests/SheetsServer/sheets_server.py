@@ -356,6 +356,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def send(self, status, body, content_type="application/json; charset=UTF-8", headers=None, record=None):
         data = body if isinstance(body, bytes) else json.dumps(body, indent=2).encode("utf-8")
+        # Logged before the answer goes out: a client that asks for the log as soon as it has the answer finds it.
+        if record is not None:
+            record["status"] = status
+            record["response"] = body if not isinstance(body, bytes) else None
+            with STATE.lock:
+                STATE.log.append(record)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -363,11 +369,6 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
-        if record is not None:
-            record["status"] = status
-            record["response"] = body if not isinstance(body, bytes) else None
-            with STATE.lock:
-                STATE.log.append(record)
 
     def google_error(self, status, message, record=None, headers=None):
         self.send(status, {"error": {"code": status, "message": message, "status": STATUS_NAMES.get(status, "UNKNOWN")}},
@@ -561,16 +562,16 @@ class Handler(BaseHTTPRequestHandler):
             for k, v in headers.items():
                 self.send_header(k, v)
             self.end_headers()
+            if record is not None:
+                record["status"] = status
+                with STATE.lock:
+                    STATE.log.append(record)
             chunk = (b"<html><body>" + b"overloaded " * 6000)[:65536]
             sent = 0
             while sent < size:
                 piece = chunk[:min(len(chunk), size - sent)]
                 self.wfile.write(piece)
                 sent += len(piece)
-            if record is not None:
-                record["status"] = status
-                with STATE.lock:
-                    STATE.log.append(record)
             return
         if "echo" in fault:
             text = body.decode("utf-8", "replace")

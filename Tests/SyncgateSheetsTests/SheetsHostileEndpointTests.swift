@@ -234,8 +234,9 @@ struct SheetsHostileEndpointTests {
         let base = baseline.peakMemoryKiB ?? 0
         let peak = huge.peakMemoryKiB ?? 0
         print("peak memory: baseline sync \(base) KiB in \(baseline.seconds) s; two 256 MiB error pages \(peak) KiB in \(huge.seconds) s")
-        // Reading either page whole would take 256 MiB more.
-        #expect(peak < base + 32 * 1024, "\(peak) KiB against \(base) KiB")
+        // Reading either page whole would take 256 MiB; a sync peaks at 40-60 MiB here. (Against the baseline's
+        // own reading it cannot be compared: sampled every 10 ms, a short run's peak is often read early.)
+        #expect(peak < 128 * 1024, "\(peak) KiB (baseline \(base) KiB)")
         #expect(huge.seconds < 30)
         expectNoLeak(try await outputs([("sync --json -vv", huge)]), try needles(bodies: try postedBodies(server)))
     }
