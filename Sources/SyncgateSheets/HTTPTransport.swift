@@ -4,27 +4,20 @@ import NIOCore
 import NIOHTTP1
 import SyncgateCore
 
-/// One HTTP exchange's answer, its body read whole (Sheets answers are small JSON documents; reads are bounded).
-struct HTTPAnswer: Sendable {
-    var status: Int
-    var headers: HTTPHeaders
-    var body: [UInt8]
-
-    var text: String { String(decoding: body, as: UTF8.self) }
-    var contentType: String { headers.first(name: "content-type")?.lowercased() ?? "" }
-}
-
-/// Thrown when no HTTP answer came back (connection refused or lost, timeout). For a write, whether the server
-/// applied it is then unknown.
-struct TransportError: Error, Sendable, CustomStringConvertible {
-    var url: String
-    var underlying: String
-    var description: String { "no answer from \(url): \(underlying)" }
-}
-
 /// The plugin's HTTP client, created on first use (the factory does no network work) and shut down by
-/// ``shutdown()`` (a later request creates a new one). Redirects are never followed automatically.
+/// ``shutdown()`` (a later request creates a new one).
+///
+/// - Redirects are never followed by the client: the callers decide (the Sheets API and the token endpoint do not
+///   follow them at all, so a bearer token never goes to another host; the Apps Script client follows only the
+///   way Google's flow needs, see ``AppsScriptClient``).
+/// - A connection that cannot be made fails the request at once instead of being tried again until the request's
+///   deadline, so that an unreachable host is reported as such (``TransportError/Phase/connect``).
+/// - Answer bodies are bounded: a success's by `maxBody` (more is an error), an error answer's by
+///   ``errorBodyLimit`` (the rest is not read).
 actor HTTPTransport {
+    /// How much of an error answer's body is kept (enough for any error message; the rest is dropped unread).
+    static let errorBodyLimit = 64 << 10
+
     private var client: HTTPClient?
     private let connectTimeout: TimeAmount
 
@@ -44,12 +37,14 @@ actor HTTPTransport {
         configuration.redirectConfiguration = .disallow
         configuration.timeout.connect = connectTimeout
         configuration.decompression = .disabled
+        configuration.connectionPool.retryConnectionEstablishment = false
         let made = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         client = made
         return made
     }
 
-    /// Performs one request. Throws ``TransportError`` when no answer came back.
+    /// Performs one request. Throws ``TransportError`` when no answer came back, `CancellationError` when the task
+    /// was cancelled.
     func send(
         method: HTTPMethod, url: String, headers: [(String, String)] = [], body: [UInt8]? = nil, timeout: Duration,
         maxBody: Int = 8 << 20
@@ -65,15 +60,35 @@ actor HTTPTransport {
         let amount = TimeAmount.milliseconds(max(1, Int64(timeout.seconds * 1000)))
         do {
             let response = try await client.execute(request, timeout: amount)
-            var buffer = try await response.body.collect(upTo: maxBody)
-            let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
-            return HTTPAnswer(status: Int(response.status.code), headers: response.headers, body: bytes)
+            let status = Int(response.status.code)
+            let success = (200..<300).contains(status)
+            let limit = success ? maxBody : HTTPTransport.errorBodyLimit
+            var bytes: [UInt8] = []
+            var truncated = false
+            for try await chunk in response.body {
+                let room = limit - bytes.count
+                if chunk.readableBytes > room {
+                    if success {
+                        throw TransportError(
+                            url: HTTPTransport.redactQuery(url), underlying: "the answer is larger than \(limit) bytes", phase: .exchange)
+                    }
+                    bytes += chunk.readableBytesView.prefix(room)
+                    truncated = true
+                    break  // leaving the body unread closes the connection
+                }
+                bytes += chunk.readableBytesView
+            }
+            return HTTPAnswer(status: status, headers: response.headers, body: bytes, truncated: truncated)
+        } catch let error as TransportError {
+            throw error
         } catch let error as CancellationError {
             throw error
         } catch let error as HTTPClientError where error == .cancelled {
             throw CancellationError()
         } catch {
-            throw TransportError(url: HTTPTransport.redactQuery(url), underlying: String(describing: error))
+            throw TransportError(
+                url: HTTPTransport.redactQuery(url), underlying: Redactor.shared.snippet(String(describing: error)),
+                phase: TransportError.phase(of: error))
         }
     }
 

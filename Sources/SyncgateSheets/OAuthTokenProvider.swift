@@ -61,12 +61,15 @@ actor OAuthTokenProvider {
         do {
             signer = try JWTSigner(pem: key.privateKey.reveal(), keyID: key.privateKeyID)
         } catch {
-            throw DestinationError.permanent("\(credentialsPath): \(error)", code: "credentials")
+            throw DestinationError.blocked("\(credentialsPath): \(error)", code: "credentials")
         }
         loaded = (key, signer)
         return (key, signer)
     }
 
+    /// Exchanges one assertion. The endpoint unreachable: the destination is unavailable. The grant refused
+    /// (`invalid_grant`, `invalid_client`, `unauthorized_client`, any other 4xx): blocked, the key or the account
+    /// is wrong. 429, or 503 with Retry-After: throttled. Other 5xx: retryable.
     private static func exchange(
         key: ServiceAccountKey, signer: JWTSigner, transport: HTTPTransport, timeout: Duration, issuedAt: Date
     ) async throws -> AccessToken {
@@ -78,20 +81,25 @@ actor OAuthTokenProvider {
                 method: .POST, url: key.tokenURI, headers: [("content-type", "application/x-www-form-urlencoded")],
                 body: Array(form.utf8), timeout: timeout)
         } catch let error as TransportError {
-            throw DestinationError.retryable("token exchange failed: \(error)", code: "token-unreachable")
+            throw error.destinationError("token exchange")
         }
         let object = (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any]
         guard answer.status == 200 else {
-            let error = object?["error"] as? String ?? "http-\(answer.status)"
-            let detail = object?["error_description"] as? String ?? snippet(answer.text)
-            let message = "token exchange at \(key.tokenURI) refused (HTTP \(answer.status) \(error)): \(detail)"
-            if answer.status == 429 || answer.status >= 500 {
-                throw DestinationError.retryable(message, code: error, after: SheetsErrorMapper.retryAfter(answer.headers))
+            let error = (object?["error"] as? String).map { Redactor.shared.snippet($0, limit: 64) } ?? "http-\(answer.status)"
+            let detail = Redactor.shared.snippet(object?["error_description"] as? String ?? answer.text)
+            let message = "token exchange at \(HTTPTransport.redactQuery(key.tokenURI)) refused (HTTP \(answer.status) \(error)): \(detail)"
+            let after = SheetsErrorMapper.retryAfter(answer.headers)
+            switch answer.status {
+            case 429: throw DestinationError.throttled(message, code: error, after: after)
+            case 503 where after != nil: throw DestinationError.throttled(message, code: error, after: after)
+            case 408, 500...599: throw DestinationError.retryable(message, code: error, after: after)
+            default: throw DestinationError.blocked(message, code: error)
             }
-            throw DestinationError.permanent(message, code: error)
         }
         guard let value = object?["access_token"] as? String, !value.isEmpty else {
-            throw DestinationError.permanent("token exchange at \(key.tokenURI) answered without an access_token", code: "token-response")
+            throw DestinationError.blocked(
+                "token exchange at \(HTTPTransport.redactQuery(key.tokenURI)) answered without an access_token (is token_uri an OAuth2 token endpoint?)",
+                code: "token-response")
         }
         let lifetime = (object?["expires_in"] as? NSNumber)?.doubleValue ?? 3600
         let usable = max(0, lifetime - refreshMargin(lifetime: lifetime))
@@ -104,8 +112,6 @@ actor OAuthTokenProvider {
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
     }
 
-    static func snippet(_ text: String) -> String {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        return trimmed.count > 300 ? String(trimmed.prefix(300)) + "..." : trimmed
-    }
+    /// An answer's text for a message: redacted first, then cut to 300 characters.
+    static func snippet(_ text: String) -> String { Redactor.shared.snippet(text) }
 }

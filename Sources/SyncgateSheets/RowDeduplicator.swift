@@ -4,7 +4,7 @@
 ///   are added to it; keys are only ever added, so a later read is merged with what is known.
 /// - When an append's outcome is unknown (the request went out and no answer came back), the knowledge is
 ///   dropped, and the file is remembered: before its rows are sent again, the key column is read afresh and
-///   only rows whose key is not there yet are sent.
+///   only rows whose key is not there yet are sent. One such read clears the mark.
 actor RowDeduplicator {
     private var known: Set<String>?
     private var loading: Task<[String], any Error>?
@@ -52,6 +52,10 @@ actor RowDeduplicator {
     }
 
     func hadUnknownOutcome(file: String) -> Bool { unknownOutcome.contains(file) }
+
+    /// The key column was read afresh after `file`'s unknown outcome: what is known now includes whatever that
+    /// append did, so a later attempt (after a throttled or refused request) need not read it again.
+    func rechecked(file: String) { unknownOutcome.remove(file) }
 
     func delivered(file: String) { unknownOutcome.remove(file) }
 }

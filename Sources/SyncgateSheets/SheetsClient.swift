@@ -8,9 +8,11 @@ struct AppendResult: Sendable {
     var updatedRows: Int
 }
 
-/// The two Sheets API v4 calls syncgate makes, authorised with the service account's bearer token:
-/// `spreadsheets.values.append` and `spreadsheets.values.get`. A 401 drops the cached token and the call is
-/// made once more with a fresh one; every other failure is returned to the caller, never retried here.
+/// The three Sheets API v4 calls syncgate makes, authorised with the service account's bearer token:
+/// `spreadsheets.values.append`, `spreadsheets.values.get` and (for ``SheetsDestination/probe()``)
+/// `spreadsheets.get` with a field mask. A 401 drops the cached token and the call is made once more with a fresh
+/// one; every other failure is returned to the caller, never retried here. Redirects are not followed (the bearer
+/// token would go along).
 struct SheetsClient: Sendable {
     let apiBase: String
     let spreadsheetID: String
@@ -40,8 +42,8 @@ struct SheetsClient: Sendable {
     }
 
     /// Appends `rows` after the table found in `range` (`insertDataOption=INSERT_ROWS`).
-    /// Throws ``TransportError`` when no answer came back (the outcome is then unknown), or a classified
-    /// ``DestinationError`` for an error answer (nothing was applied).
+    /// Throws ``WriteOutcomeUnknown`` when the rows may have been applied (no answer, a 5xx, an unreadable
+    /// success), or a classified ``DestinationError`` when they were not.
     func append(range: String, rows: [[Cell]], valueInput: SheetsConfig.ValueInput) async throws -> AppendResult {
         let url = valuesURL(range: range) + ":append?valueInputOption=\(valueInput.rawValue)&insertDataOption=INSERT_ROWS"
         let body = JSONText.object([
@@ -49,13 +51,29 @@ struct SheetsClient: Sendable {
             ("majorDimension", JSONText.string("ROWS")),
             ("values", JSONText.array(rows.map { JSONText.array($0.map(\.json)) })),
         ])
-        let answer = try await authorised(.POST, url: url, body: Array(body.utf8), operation: "values.append \(range)")
+        let operation = "values.append \(range)"
+        let answer: HTTPAnswer
+        do {
+            answer = try await authorised(.POST, url: url, body: Array(body.utf8), operation: operation, request: .write)
+        } catch let error as TransportError {
+            switch error.phase {
+            case .connect: throw error.destinationError(operation)  // nothing was sent
+            case .exchange:
+                throw WriteOutcomeUnknown(error: .retryable(
+                    "append of \(rows.count) rows: \(error) (the rows are checked before they are sent again)", code: "connection"))
+            }
+        } catch let error as SheetsClient.Refusal {
+            // A 5xx (503 with Retry-After included) may come after the write was applied; a 4xx, 429 included,
+            // means it was not.
+            if error.status >= 500 { throw WriteOutcomeUnknown(error: error.error) }
+            throw error.error
+        }
         guard let object = (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any],
             let updates = object["updates"] as? [String: Any], let updatedRange = updates["updatedRange"] as? String
         else {
-            throw DestinationError.retryable(
-                "values.append \(range): the answer has no updates.updatedRange: \(OAuthTokenProvider.snippet(answer.text))",
-                code: "bad-response")
+            throw WriteOutcomeUnknown(error: .retryable(
+                "\(operation): the answer has no updates.updatedRange: \(OAuthTokenProvider.snippet(answer.text))",
+                code: "bad-response"))
         }
         return AppendResult(updatedRange: updatedRange, updatedRows: (updates["updatedRows"] as? NSNumber)?.intValue ?? rows.count)
     }
@@ -63,9 +81,10 @@ struct SheetsClient: Sendable {
     /// The values of one column (`Sheet!C:C`), as Sheets shows them (`FORMATTED_VALUE`), empty cells as "".
     func column(range: String) async throws -> [String] {
         let url = valuesURL(range: range) + "?majorDimension=COLUMNS&valueRenderOption=FORMATTED_VALUE"
-        let answer = try await authorised(.GET, url: url, body: nil, operation: "values.get \(range)", maxBody: 256 << 20)
+        let operation = "values.get \(range)"
+        let answer = try await read(url: url, operation: operation, maxBody: 256 << 20)
         guard let object = (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any] else {
-            throw DestinationError.retryable("values.get \(range): the answer is not JSON", code: "bad-response")
+            throw DestinationError.retryable("\(operation): the answer is not JSON", code: "bad-response")
         }
         guard let values = object["values"] as? [[Any]], let first = values.first else { return [] }
         return first.map { cell in
@@ -75,7 +94,47 @@ struct SheetsClient: Sendable {
         }
     }
 
-    private func authorised(_ method: HTTPMethod, url: String, body: [UInt8]?, operation: String, maxBody: Int = 8 << 20) async throws -> HTTPAnswer {
+    /// The field mask of the metadata read ``metadata()`` makes: the id only (a few bytes, whatever the sheet holds).
+    static let metadataFields = "spreadsheetId"
+
+    /// `spreadsheets.get` with a field mask: the cheapest request that needs a token, the spreadsheet to exist and
+    /// the service account to be allowed to open it. Returns the spreadsheet id the API answered with.
+    func metadata() async throws -> String {
+        let url = "\(apiBase)/v4/spreadsheets/\(SheetsClient.pathSegment(spreadsheetID))?fields=\(SheetsClient.metadataFields)"
+        let operation = "spreadsheets.get \(spreadsheetID)"
+        let answer = try await read(url: url, operation: operation, maxBody: 1 << 20)
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any],
+            let id = object["spreadsheetId"] as? String
+        else {
+            throw DestinationError.blocked(
+                "\(operation): the answer is not a Spreadsheet: \(OAuthTokenProvider.snippet(answer.text)); check api_base", code: "bad-response")
+        }
+        return id
+    }
+
+    /// A read: every failure is a ``DestinationError``.
+    private func read(url: String, operation: String, maxBody: Int) async throws -> HTTPAnswer {
+        do {
+            return try await authorised(.GET, url: url, body: nil, operation: operation, request: .read, maxBody: maxBody)
+        } catch let error as TransportError {
+            throw error.destinationError(operation)
+        } catch let error as SheetsClient.Refusal {
+            throw error.error
+        }
+    }
+
+    /// An error answer: its HTTP status and the classified error.
+    struct Refusal: Error {
+        var status: Int
+        var error: DestinationError
+    }
+
+    /// Sends a request with the bearer token. A 401 drops the token and the request is sent once more with a fresh
+    /// one (nothing was applied). Throws ``TransportError`` (no answer), ``Refusal`` (an error answer), or the
+    /// token's ``DestinationError``.
+    private func authorised(
+        _ method: HTTPMethod, url: String, body: [UInt8]?, operation: String, request: SheetsErrorMapper.Request, maxBody: Int = 8 << 20
+    ) async throws -> HTTPAnswer {
         var refreshed = false
         while true {
             let token = try await tokens.token()
@@ -88,8 +147,8 @@ struct SheetsClient: Sendable {
                 refreshed = true
                 continue
             }
-            guard (200..<300).contains(answer.status) else {
-                throw SheetsErrorMapper.error(for: answer, operation: operation)
+            guard answer.isSuccess else {
+                throw Refusal(status: answer.status, error: SheetsErrorMapper.error(for: answer, operation: operation, request: request))
             }
             return answer
         }

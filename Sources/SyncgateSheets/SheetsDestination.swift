@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Logging
 import SyncgateCore
@@ -93,12 +94,7 @@ public struct SheetsDestination: Destination {
 
     public func list() async throws -> RemoteListing {
         guard let sheets, config.addsRowID else { return RemoteListing(entries: []) }
-        let ids: [String]
-        do {
-            ids = try await sheets.column(range: range.column(at: 0))
-        } catch let error as TransportError {
-            throw DestinationError.retryable("values.get \(range.column(at: 0)): \(error)", code: "connection")
-        }
+        let ids = try await sheets.column(range: range.column(at: 0))
         var names: [String] = []
         var seen = Set<String>()
         for id in ids where id != SheetsConfig.rowIDColumn {
@@ -107,6 +103,44 @@ public struct SheetsDestination: Destination {
             if seen.insert(name).inserted { names.append(name) }
         }
         return RemoteListing(entries: names.map { RemoteListing.Entry(name: $0) })
+    }
+
+    /// Every error the plugin throws is a ``DestinationError`` with its class and scope (see docs/sheets.md,
+    /// "Errors"); what else reaches here is classified the same way.
+    public func classify(_ error: any Error) -> Classification {
+        switch error {
+        case let error as DestinationError: error.classification
+        case let error as WriteOutcomeUnknown: error.error.classification
+        case let error as TransportError: error.destinationError("request").classification
+        default: Classification.of(error)
+        }
+    }
+
+    /// Sheets API: a token, then `spreadsheets.get` with the field mask `spreadsheetId` (the key is usable, the
+    /// spreadsheet exists and is shared with the service account). Apps Script: the web app's host answers (the
+    /// script itself is not run; see ``AppsScriptClient/probe()``).
+    public func probe() async throws {
+        if let sheets {
+            _ = try await sheets.metadata()
+        } else if let appsScript {
+            try await appsScript.probe()
+        }
+    }
+
+    /// Hex SHA-256 of the service-account key file's content (`unreadable` when it cannot be read), or of the Apps
+    /// Script secret: it changes when the credentials do, and tells nothing of them.
+    public var settingsFingerprint: String {
+        if config.usesAppsScript {
+            guard let secret = config.secret else { return "" }
+            return SheetsDestination.hex(SHA256.hash(data: Array(secret.reveal().utf8)))
+        }
+        guard let path = config.credentialsFile else { return "" }
+        guard let data = try? ServiceAccountKey.contents(of: path) else { return "unreadable" }
+        return SheetsDestination.hex(SHA256.hash(data: data))
+    }
+
+    static func hex(_ digest: SHA256.Digest) -> String {
+        digest.map { String(format: "%02x", $0) }.joined()
     }
 
     public func finish() async {
@@ -180,6 +214,12 @@ public struct SheetsDestination: Destination {
     }
 
     /// Sends rows not already in the sheet, as one append (the caller batches).
+    ///
+    /// Bookkeeping when a request fails: a write that may have been applied (``WriteOutcomeUnknown``, or a
+    /// cancellation while it was out) marks the file, so the key column is read afresh before its rows go again;
+    /// one fresh read clears the mark. A write refused outright (429, 4xx, nothing listening) leaves the marks as
+    /// they are, so a throttled write repeated later costs no extra read. A write counts against the rate limit
+    /// whatever its answer (the server counted it too).
     func send(_ rows: [SheetRow], columns: [String], delivery: inout Delivery) async throws {
         var fresh: [SheetRow] = []
         if let sheets {
@@ -189,11 +229,8 @@ public struct SheetsDestination: Destination {
                     logger.info("rechecking the key column before sending \(delivery.item.relativePath) again", metadata: ["destination": "\(name)"])
                 }
                 let keyRange = range.column(at: config.keyColumnIndex)
-                do {
-                    delivery.known = try await dedup.keys(fresh: recheck) { try await sheets.column(range: keyRange) }
-                } catch let error as TransportError {
-                    throw DestinationError.retryable("values.get \(keyRange): \(error)", code: "connection")
-                }
+                delivery.known = try await dedup.keys(fresh: recheck) { try await sheets.column(range: keyRange) }
+                if recheck { await dedup.rechecked(file: delivery.item.remoteName) }
             }
         }
         for row in rows {
@@ -220,17 +257,11 @@ public struct SheetsDestination: Destination {
                 delivery.ranges.append(outcome.range ?? "\(outcome.appended ?? fresh.count) rows via Apps Script")
                 if let skipped = outcome.skipped { delivery.skipped += skipped }
             }
-        } catch let error as TransportError {
+        } catch let error as WriteOutcomeUnknown {
             await dedup.outcomeUnknown(file: file)
-            throw DestinationError.retryable("append of \(fresh.count) rows: \(error) (the rows are checked before they are sent again)", code: "connection")
+            throw error.error
         } catch let error as DestinationError {
-            if error.failureClass.isRetryable, error.code != "RESOURCE_EXHAUSTED", error.code != "http-429" {
-                // A 5xx may come after the write was applied.
-                await dedup.outcomeUnknown(file: file)
-            } else if error.code == "apps-script-refused" {
-                await dedup.outcomeUnknown(file: file)
-            }
-            throw error
+            throw error  // refused: nothing was applied
         } catch {
             // Cancelled (the attempt timed out, the run was interrupted) while the request may have gone out.
             await dedup.outcomeUnknown(file: file)

@@ -9,7 +9,8 @@ actor WriteRateLimiter {
     let limit: Int
     let window: Duration
     private let clock = ContinuousClock()
-    private var inFlight = 0
+    /// Writes sent and not answered yet.
+    private(set) var inFlight = 0
     private var finished: [ContinuousClock.Instant] = []
     /// How many acquisitions had to wait (for tests and logs).
     private(set) var waits = 0

@@ -10,15 +10,19 @@ public half to verify JWT signatures) and serves, on 127.0.0.1 only:
   POST /token                                              OAuth2 JWT-bearer grant (RFC 7523), RS256 verified
   POST /v4/spreadsheets/{id}/values/{range}:append         spreadsheets.values.append
   GET  /v4/spreadsheets/{id}/values/{range}                spreadsheets.values.get
+  GET  /v4/spreadsheets/{id}                               spreadsheets.get (with the `fields` mask)
   POST /macros/s/{deployment}/exec                         Apps Script doPost -> 302 to /macros/echo
   GET  /macros/echo?user_content_key=...                   the script's output (JSON)
-  /_control/...                                            test control: faults, sheet contents, request log
+  /_control/...                                            test control: faults, sheet contents, request logs
+  anything else                                            404, recorded in /_control/received (every request
+                                                           is: method, path, headers, body)
 
 Requests and answers follow the shapes of Google's discovery document (ValueRange, AppendValuesResponse,
 UpdateValuesResponse) and Google's error format {"error": {"code", "message", "status"}}.
 """
 import argparse
 import base64
+import html
 import json
 import os
 import re
@@ -30,7 +34,7 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
@@ -62,7 +66,138 @@ PARAMS = {
         },
         "required_query": [],
     },
+    "sheets.spreadsheets.get": {
+        "path": ["spreadsheetId"],
+        # None: any text (the discovery document gives no enum).
+        "query": {
+            "includeGridData": ["true", "false"],
+            "excludeTablesInBandedRanges": ["true", "false"],
+            "ranges": None,
+            "commentsViewMode": ["COMMENTS_VIEW_MODE_UNSPECIFIED", "COMMENTS_VIEW_MODE_DEFAULT_FOR_CURRENT_ACCESS",
+                                 "COMMENTS_VIEW_MODE_OMITTED", "COMMENTS_VIEW_MODE_INCLUDED"],
+        },
+        "required_query": [],
+    },
 }
+# The fields of a Spreadsheet resource a `fields` mask may name, as the discovery document's schemas declare them
+# (a test checks every one against the document). None: a field whose own fields the server does not model (a
+# mask may name them; they are never present).
+SHEET_PROPERTIES = {"sheetId": None, "title": None, "index": None, "sheetType": None, "hidden": None,
+                    "rightToLeft": None, "tabColor": None, "tabColorStyle": None, "dataSourceSheetProperties": None,
+                    "gridProperties": {"rowCount": None, "columnCount": None, "frozenRowCount": None,
+                                       "frozenColumnCount": None, "hideGridlines": None, "rowGroupControlAfter": None,
+                                       "columnGroupControlAfter": None}}
+SPREADSHEET_FIELDS = {
+    "spreadsheetId": None,
+    "spreadsheetUrl": None,
+    "properties": {"title": None, "locale": None, "autoRecalc": None, "timeZone": None, "defaultFormat": None,
+                   "iterativeCalculationSettings": None, "spreadsheetTheme": None,
+                   "importFunctionsExternalUrlAccessAllowed": None},
+    "sheets": {"properties": SHEET_PROPERTIES, "data": None, "merges": None, "conditionalFormats": None,
+               "filterViews": None, "protectedRanges": None, "basicFilter": None, "charts": None,
+               "bandedRanges": None, "developerMetadata": None, "rowGroups": None, "columnGroups": None,
+               "slicers": None, "tables": None},
+    "namedRanges": None,
+    "developerMetadata": None,
+    "dataSources": None,
+    "dataSourceSchedules": None,
+}
+
+
+class FieldMaskError(Exception):
+    pass
+
+
+def camel(name):
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def parse_field_mask(text):
+    """A `fields` value (the JSON encoding of a FieldMask, with parentheses for sub-selections:
+    `spreadsheetId,sheets.properties(sheetId,title)`) -> a tree {name: subtree or None (the whole field)}."""
+    pos = 0
+
+    def merge(tree, path, sub):
+        node = tree
+        for name in path[:-1]:
+            child = node.get(name, {})
+            if child is None:
+                return
+            node[name] = child
+            node = child
+        last = path[-1]
+        if sub is None or node.get(last, {}) is None:
+            node[last] = None
+        else:
+            existing = node.setdefault(last, {})
+            for key, value in sub.items():
+                merge(existing, [key], value)
+
+    def mask():
+        nonlocal pos
+        tree = {}
+        while True:
+            path = []
+            while True:
+                start = pos
+                while pos < len(text) and (text[pos].isalnum() or text[pos] == "_"):
+                    pos += 1
+                if pos == start:
+                    raise FieldMaskError(text)
+                path.append(camel(text[start:pos]))
+                if pos < len(text) and text[pos] == ".":
+                    pos += 1
+                    continue
+                break
+            sub = None
+            if pos < len(text) and text[pos] == "(":
+                pos += 1
+                sub = mask()
+                if pos >= len(text) or text[pos] != ")":
+                    raise FieldMaskError(text)
+                pos += 1
+            merge(tree, path, sub)
+            if pos < len(text) and text[pos] == ",":
+                pos += 1
+                continue
+            return tree
+
+    tree = mask()
+    if pos != len(text):
+        raise FieldMaskError(text)
+    return tree
+
+
+def check_mask(tree, known, prefix=""):
+    """The first path of `tree` that is not a field of `known`, or None."""
+    for name, sub in tree.items():
+        path = prefix + name
+        if known is not None and name not in known:
+            return path
+        if sub is not None and known is not None and known[name] is not None:
+            bad = check_mask(sub, known[name], path + ".")
+            if bad:
+                return bad
+    return None
+
+
+def apply_mask(value, tree):
+    if tree is None:
+        return value
+    if isinstance(value, list):
+        return [apply_mask(v, tree) for v in value]
+    if isinstance(value, dict):
+        out = {}
+        for name, sub in tree.items():
+            if name in value:
+                picked = apply_mask(value[name], sub)
+                if picked not in ({}, []):
+                    out[name] = picked
+        return out
+    return value
+
+
 # Standard query parameters every Google API method accepts (the discovery document's top-level "parameters").
 GLOBAL_QUERY = {"$.xgafv": ["1", "2"], "alt": ["json"], "fields": None, "key": None, "prettyPrint": ["true", "false"],
                 "quotaUser": None, "access_token": None, "oauth_token": None, "callback": None, "uploadType": None,
@@ -176,8 +311,10 @@ class State:
         self.write_times = []
         self.max_writes_in_window = 0
         self.counters = {"appends": 0, "gets": 0, "tokens": 0, "rejected_tokens": 0, "unauthorized": 0,
-                         "quota_429": 0, "injected": 0, "dropped": 0, "apps_script_posts": 0}
+                         "quota_429": 0, "injected": 0, "dropped": 0, "apps_script_posts": 0,
+                         "metadata_reads": 0}
         self.echo = {}  # user_content_key -> (status, content_type, body)
+        self.received = []  # every request but /_control: method, path, headers, body
         self.token_ttl = args.token_ttl
 
     def sheet(self, spreadsheet_id, name):
@@ -219,6 +356,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def send(self, status, body, content_type="application/json; charset=UTF-8", headers=None, record=None):
         data = body if isinstance(body, bytes) else json.dumps(body, indent=2).encode("utf-8")
+        # Logged before the answer goes out: a client that asks for the log as soon as it has the answer finds it.
+        if record is not None:
+            record["status"] = status
+            record["response"] = body if not isinstance(body, bytes) else None
+            with STATE.lock:
+                STATE.log.append(record)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -226,11 +369,6 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
-        if record is not None:
-            record["status"] = status
-            record["response"] = body if not isinstance(body, bytes) else None
-            with STATE.lock:
-                STATE.log.append(record)
 
     def google_error(self, status, message, record=None, headers=None):
         self.send(status, {"error": {"code": status, "message": message, "status": STATUS_NAMES.get(status, "UNKNOWN")}},
@@ -252,14 +390,27 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         self.route("POST")
 
+    def do_PUT(self):
+        self.route("PUT")
+
+    def do_HEAD(self):
+        with STATE.lock:
+            STATE.received.append({"method": "HEAD", "path": self.path, "headers": dict(self.headers.items()), "body": ""})
+        self.send_response(200 if urlsplit(self.path).path == "/" else 404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def route(self, method):
         split = urlsplit(self.path)
         path = split.path
         query = parse_qs(split.query, keep_blank_values=True)
-        body = self.read_body() if method == "POST" else b""
+        body = self.read_body() if method != "GET" or self.headers.get("Content-Length") else b""
         try:
             if path.startswith("/_control/"):
                 return self.control(method, path, query, body)
+            with STATE.lock:
+                STATE.received.append({"method": method, "path": self.path, "headers": dict(self.headers.items()),
+                                       "body": body.decode("utf-8", "replace")})
             if path == "/token" and method == "POST":
                 return self.token(body)
             if path.startswith("/macros/"):
@@ -267,6 +418,9 @@ class Handler(BaseHTTPRequestHandler):
             m = re.fullmatch(r"/v4/spreadsheets/([^/]+)/values/([^/]+?)(:append)?", path)
             if m:
                 return self.values(method, unquote(m.group(1)), unquote(m.group(2)), bool(m.group(3)), query, body)
+            m = re.fullmatch(r"/v4/spreadsheets/([^/:]+)", path)
+            if m:
+                return self.spreadsheet(method, unquote(m.group(1)), query)
             self.google_error(404, f"Method not found: {method} {path}")
         except (BrokenPipeError, ConnectionResetError):
             pass
@@ -283,6 +437,13 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.counters["rejected_tokens"] += 1
             self.send(400, {"error": error, "error_description": description})
 
+        with STATE.lock:
+            fault = STATE.take_fault("token")
+        if fault:
+            status = fault.get("status", 503)
+            headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else None
+            return self.send(status, {"error": fault.get("error", "internal_failure"),
+                                      "error_description": fault.get("message", "Backend error")}, headers=headers)
         if grant != "urn:ietf:params:oauth:grant-type:jwt-bearer":
             return refuse("unsupported_grant_type", "Invalid grant_type: " + grant)
         parts = assertion.split(".")
@@ -343,26 +504,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.google_error(
                 401, "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.",
                 record=record)
-        spec = PARAMS[method_id]
-        for name, values in query.items():
-            if name in spec["query"]:
-                allowed = spec["query"][name]
-            elif name in GLOBAL_QUERY:
-                allowed = GLOBAL_QUERY[name]
-            else:
-                return self.google_error(400, f'Invalid JSON payload received. Unknown name "{name}": Cannot bind query parameter. Field \'{name}\' could not be found in request message.', record=record)
-            if allowed is not None and values[-1] not in allowed:
-                return self.google_error(400, f'Invalid value at \'{name}\', "{values[-1]}"', record=record)
-        for name in spec["required_query"]:
-            if name not in query:
-                return self.google_error(400, f"'{name}' is required but not specified", record=record)
-        fault = None
-        with STATE.lock:
-            fault = STATE.take_fault("status", method, self.path)
-        if fault:
-            status = fault.get("status", 503)
-            headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else None
-            return self.google_error(status, fault.get("message", "The service is currently unavailable."), record=record, headers=headers)
+        if self.refused(method_id, method, query, body, record):
+            return
         if spreadsheet_id in STATE.forbidden:
             return self.google_error(403, "The caller does not have permission", record=record)
         if spreadsheet_id not in STATE.spreadsheets:
@@ -374,6 +517,130 @@ class Handler(BaseHTTPRequestHandler):
         if is_append:
             return self.append(spreadsheet_id, range_text, sheet_name, c1, query, body, record)
         return self.get(spreadsheet_id, range_text, sheet_name, c1, r1, c2, r2, query, record)
+
+    def refused(self, method_id, method, query, body, record):
+        """Answers a request whose query is invalid, or that a queued `status` fault hits; False when it may go on."""
+        spec = PARAMS[method_id]
+        for name, values in query.items():
+            if name in spec["query"]:
+                allowed = spec["query"][name]
+            elif name in GLOBAL_QUERY:
+                allowed = GLOBAL_QUERY[name]
+            else:
+                self.google_error(400, f'Invalid JSON payload received. Unknown name "{name}": Cannot bind query parameter. Field \'{name}\' could not be found in request message.', record=record)
+                return True
+            if allowed is not None and values[-1] not in allowed:
+                self.google_error(400, f'Invalid value at \'{name}\', "{values[-1]}"', record=record)
+                return True
+        for name in spec["required_query"]:
+            if name not in query:
+                self.google_error(400, f"'{name}' is required but not specified", record=record)
+                return True
+        with STATE.lock:
+            fault = STATE.take_fault("status", method, self.path)
+        if fault:
+            self.fault_answer(fault, body, record)
+            return True
+        return False
+
+    def fault_answer(self, fault, body, record=None):
+        """A queued fault's answer: `status` (503), with `retry_after`, `location`, and as body Google's error
+        format with `message`, or `huge` bytes of an HTML page (streamed), or the request's body echoed
+        (`echo`: raw, json (inside Google's error format), base64, base64url, percent, html) after `pad`
+        characters."""
+        status = fault.get("status", 503)
+        headers = {}
+        if "retry_after" in fault:
+            headers["Retry-After"] = str(fault["retry_after"])
+        if "location" in fault:
+            headers["Location"] = fault["location"]
+        if "huge" in fault:
+            size = int(fault["huge"])
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(size))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            if record is not None:
+                record["status"] = status
+                with STATE.lock:
+                    STATE.log.append(record)
+            chunk = (b"<html><body>" + b"overloaded " * 6000)[:65536]
+            sent = 0
+            while sent < size:
+                piece = chunk[:min(len(chunk), size - sent)]
+                self.wfile.write(piece)
+                sent += len(piece)
+            return
+        if "echo" in fault:
+            text = body.decode("utf-8", "replace")
+            kind = fault["echo"]
+            pad = "x" * int(fault.get("pad", 0))
+            if kind == "json":
+                return self.send(status, {"error": {"code": status, "message": pad + "bad request: " + text,
+                                                    "status": STATUS_NAMES.get(status, "UNKNOWN")}},
+                                 headers=headers, record=record)
+            encoded = {
+                "raw": lambda: text,
+                "base64": lambda: base64.b64encode(body).decode("ascii"),
+                "base64url": lambda: base64.urlsafe_b64encode(body).decode("ascii"),
+                "percent": lambda: quote(text, safe=""),
+                "html": lambda: html.escape(text),
+            }[kind]()
+            return self.send(status, (pad + encoded).encode("utf-8"), content_type="text/plain; charset=utf-8",
+                             headers=headers, record=record)
+        if status in (301, 302, 303, 307, 308):
+            return self.send(status, b"<HTML><HEAD><TITLE>Moved</TITLE></HEAD><BODY>The document has moved.</BODY></HTML>",
+                             content_type="text/html; charset=UTF-8", headers=headers, record=record)
+        return self.google_error(status, fault.get("message", "The service is currently unavailable."), record=record,
+                                 headers=headers or None)
+
+    def spreadsheet(self, method, spreadsheet_id, query):
+        """spreadsheets.get: the Spreadsheet resource without grid data, cut down to the `fields` mask."""
+        method_id = "sheets.spreadsheets.get"
+        record = {"method": method, "methodId": method_id, "path": self.path, "spreadsheetId": spreadsheet_id,
+                  "query": {k: v[-1] for k, v in query.items()}, "request": None}
+        if method != "GET":
+            return self.google_error(404, f"Method not found: {method}", record=record)
+        if not self.authorised():
+            with STATE.lock:
+                STATE.counters["unauthorized"] += 1
+            return self.google_error(401, "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.", record=record)
+        if self.refused(method_id, method, query, b"", record):
+            return
+        mask = None
+        if "fields" in query:
+            try:
+                mask = parse_field_mask(query["fields"][-1])
+            except FieldMaskError:
+                return self.google_error(400, f"Invalid field selection {query['fields'][-1]}", record=record)
+            bad = check_mask(mask, SPREADSHEET_FIELDS)
+            if bad:
+                return self.google_error(400, f"Error expanding 'fields' parameter. Cannot find matching fields for path '{bad}'.", record=record)
+        if spreadsheet_id in STATE.forbidden:
+            return self.google_error(403, "The caller does not have permission", record=record)
+        if spreadsheet_id not in STATE.spreadsheets:
+            return self.google_error(404, "Requested entity was not found.", record=record)
+        with STATE.lock:
+            STATE.counters["metadata_reads"] += 1
+            tabs = dict(STATE.spreadsheets[spreadsheet_id])
+        names = ["Sheet1"] + sorted(name for name in tabs if name != "Sheet1")
+        sheets = []
+        for index, name in enumerate(names):
+            rows = tabs.get(name, [])
+            sheets.append({"properties": {
+                "sheetId": 0 if name == "Sheet1" else (int.from_bytes(name.encode("utf-8")[:4].ljust(4, b"\0"), "big") % 2000000000) + 1,
+                "title": name, "index": index, "sheetType": "GRID",
+                "gridProperties": {"rowCount": max(1000, len(rows)), "columnCount": max([26] + [len(r) for r in rows])}}})
+        resource = {
+            "spreadsheetId": spreadsheet_id,
+            "properties": {"title": f"syncgate test {spreadsheet_id}", "locale": "en_US", "autoRecalc": "ON_CHANGE",
+                           "timeZone": "Etc/GMT"},
+            "sheets": sheets,
+            "spreadsheetUrl": f"https://docs.google.com/spreadsheets/d/{spreadsheet_id}/edit",
+        }
+        self.send(200, apply_mask(resource, mask), record=record)
 
     def append(self, spreadsheet_id, range_text, sheet_name, c1, query, body, record):
         try:
@@ -523,6 +790,10 @@ class Handler(BaseHTTPRequestHandler):
     def apps_script_post(self, deployment, body):
         with STATE.lock:
             STATE.counters["apps_script_posts"] += 1
+            answer = STATE.take_fault("apps_script_answer")
+        if answer:
+            return self.fault_answer(answer, body)
+        with STATE.lock:
             html_fault = STATE.take_fault("apps_script_html")
             not_ok = STATE.take_fault("apps_script_not_ok")
         if html_fault:
@@ -537,7 +808,7 @@ class Handler(BaseHTTPRequestHandler):
         key = secrets.token_urlsafe(16)
         with STATE.lock:
             STATE.echo[key] = output
-        location = f"http://127.0.0.1:{STATE.args.port}/macros/echo?user_content_key={key}&lib=M{deployment[:8]}"
+        location = f"http://{STATE.args.echo_host}:{STATE.args.port}/macros/echo?user_content_key={key}&lib=M{deployment[:8]}"
         self.send(302, b"<HTML><HEAD><TITLE>Moved Temporarily</TITLE></HEAD><BODY>The document has moved.</BODY></HTML>",
                   content_type="text/html; charset=UTF-8", headers={"Location": location})
 
@@ -598,7 +869,9 @@ class Handler(BaseHTTPRequestHandler):
             elif name == "log" and method == "GET":
                 answer = {"requests": STATE.log}
             elif name == "spec" and method == "GET":
-                answer = {"methods": PARAMS, "global": sorted(GLOBAL_QUERY)}
+                answer = {"methods": PARAMS, "global": sorted(GLOBAL_QUERY), "spreadsheet_fields": SPREADSHEET_FIELDS}
+            elif name == "received" and method == "GET":
+                answer = {"requests": STATE.received}
             elif name == "health":
                 answer = {"ok": True}
             else:
@@ -620,6 +893,8 @@ def main():
     parser.add_argument("--quota-window", type=float, default=60.0, help="quota window in seconds")
     parser.add_argument("--retry-after", type=int, default=0, help="Retry-After seconds on a quota 429 (0: none)")
     parser.add_argument("--apps-script-secret", default="", help="the secret the Apps Script expects")
+    parser.add_argument("--echo-host", default="127.0.0.1",
+                        help="host name of the Apps Script output URL (localhost: another origin, as Google's is)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     # Stop at once on SIGTERM/SIGINT, even when started with those signals blocked (as some launchers do).

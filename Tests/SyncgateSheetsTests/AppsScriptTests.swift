@@ -45,7 +45,7 @@ struct AppsScriptTests {
 
         let wrong = try destination(server, secret: "wrong-secret", dir: dir)
         let refused = await SheetsFixtures.uploadError(wrong, item)
-        #expect(refused?.failureClass == .permanent)
+        #expect(refused?.classification == Classification(.permanent, scope: .file))
         #expect(refused?.message == "Apps Script refused the rows: bad secret")
         #expect(refused.map { "\($0)" }?.contains("wrong-secret") == false)
         await wrong.finish()
@@ -53,7 +53,7 @@ struct AppsScriptTests {
         let right = try destination(server, secret: "right-secret", dir: dir)
         try server.fault(["kind": "apps_script_html"])
         let html = await SheetsFixtures.uploadError(right, item)
-        #expect(html?.failureClass == .permanent)
+        #expect(html?.classification == Classification(.permanent, scope: .destination))  // blocked
         #expect(html?.code == "apps-script-html")
         #expect(html?.message.contains("TypeError: Cannot read properties of undefined") == true)
         try server.fault(["kind": "apps_script_not_ok", "message": "sheet is protected"])
@@ -64,7 +64,7 @@ struct AppsScriptTests {
         // Output lost after the script ran: retryable; the retry does not add the rows twice.
         try server.fault(["kind": "drop_echo"])
         let lost = await SheetsFixtures.uploadError(right, item)
-        #expect(lost?.failureClass.isRetryable == true)
+        #expect(lost?.classification == Classification(.retryable(), scope: .file))
         #expect(try server.rows(spreadsheet: "apps-script-AKfycbTEST").count == 1)
         _ = try await right.upload(item) { _ in }
         #expect(try server.rows(spreadsheet: "apps-script-AKfycbTEST").count == 1)

@@ -23,8 +23,9 @@ struct DiscoverySchemaTests {
         let resources = discovery["resources"] as? [String: Any]
         let spreadsheets = (resources?["spreadsheets"] as? [String: Any])?["resources"] as? [String: Any]
         let values = (spreadsheets?["values"] as? [String: Any])?["methods"] as? [String: Any]
+        let spreadsheetMethods = (resources?["spreadsheets"] as? [String: Any])?["methods"] as? [String: Any]
         var byID: [String: [String: Any]] = [:]
-        for (_, method) in values ?? [:] {
+        for (_, method) in Array(values ?? [:]) + Array(spreadsheetMethods ?? [:]) {
             if let method = method as? [String: Any], let id = method["id"] as? String { byID[id] = method }
         }
         methods = byID
@@ -115,6 +116,7 @@ struct DiscoverySchemaTests {
         try dir.write("a.csv", "x,y\n1,true\n2,\"3,5\"\n3,\n")
         _ = try await destination.upload(try SheetsFixtures.item(dir, "a.csv")) { _ in }
         _ = try await destination.list()
+        try await destination.probe()
         await destination.finish()
         // Requests syncgate does not make but the server answers: every option of the schema.
         let token = try tokenFor(server)
@@ -124,6 +126,9 @@ struct DiscoverySchemaTests {
              "{\"range\":\"Sheet1!A1\",\"majorDimension\":\"ROWS\",\"values\":[[1,\"a\",true,null,2.5]]}"),
             ("GET", "/v4/spreadsheets/test-spreadsheet/values/Sheet1?majorDimension=ROWS&valueRenderOption=UNFORMATTED_VALUE&dateTimeRenderOption=FORMATTED_STRING", nil),
             ("GET", "/v4/spreadsheets/test-spreadsheet/values/Empty%21A1%3AC3", nil),
+            ("GET", "/v4/spreadsheets/test-spreadsheet", nil),
+            ("GET", "/v4/spreadsheets/test-spreadsheet?fields=sheets.properties(sheetId,title,grid_properties.row_count),spreadsheetUrl&includeGridData=false", nil),
+            ("GET", "/v4/spreadsheets/test-spreadsheet?fields=properties.title,sheets(properties(title,index))&ranges=Sheet1%21A1&ranges=Builds", nil),
         ]
         for (method, path, body) in extra {
             let answer = try SheetsTestServer.request(port: server.port, method: method, path: path, headers: auth, body: body.map { Data($0.utf8) })
@@ -131,7 +136,7 @@ struct DiscoverySchemaTests {
         }
 
         let log = try server.requestLog()
-        #expect(log.count >= 6)
+        #expect(log.count >= 10)
         var checkedResponses = 0
         for entry in log {
             let id = try #require(entry["methodId"] as? String)
@@ -146,7 +151,16 @@ struct DiscoverySchemaTests {
                 checkedResponses += 1
             }
         }
-        #expect(checkedResponses >= 6)
+        #expect(checkedResponses >= 10)
+        // The probe's metadata read: spreadsheets.get with the field mask of the id only.
+        let probe = try #require(log.first { ($0["methodId"] as? String) == "sheets.spreadsheets.get" })
+        #expect((probe["query"] as? [String: String])?["fields"] == "spreadsheetId")
+        #expect((probe["response"] as? [String: Any])?.keys.sorted() == ["spreadsheetId"])
+        // A mask with sub-selections and snake_case names keeps exactly what it names.
+        let masked = try #require(log.first { ($0["path"] as? String)?.contains("grid_properties") == true }?["response"] as? [String: Any])
+        let sheets = try #require(masked["sheets"] as? [[String: Any]])
+        #expect(masked.keys.sorted() == ["sheets", "spreadsheetUrl"])
+        #expect(sheets.allSatisfy { ($0["properties"] as? [String: Any])?.keys.sorted() == ["gridProperties", "sheetId", "title"] })
         // The append answer carries what the receipt stores, typed as the schema says.
         let append = try #require(log.first { ($0["methodId"] as? String) == "sheets.spreadsheets.values.append" && $0["status"] as? Int == 200 })
         let updates = try #require((append["response"] as? [String: Any])?["updates"] as? [String: Any])
@@ -160,7 +174,23 @@ struct DiscoverySchemaTests {
         let table = try #require(spec["methods"] as? [String: [String: Any]])
         let topLevel = discovery["parameters"] as? [String: Any] ?? [:]
         for name in spec["global"] as? [String] ?? [] { #expect(topLevel[name] != nil, "global parameter \(name)") }
-        #expect(Set(table.keys) == Set(["sheets.spreadsheets.values.append", "sheets.spreadsheets.values.get"]))
+        #expect(Set(table.keys) == Set(["sheets.spreadsheets.values.append", "sheets.spreadsheets.values.get", "sheets.spreadsheets.get"]))
+        // Every field a `fields` mask may name on the server is a field of the Spreadsheet schema.
+        func unknownFields(_ tree: [String: Any], _ schema: [String: Any], at path: String) -> [String] {
+            var resolved = schema
+            while let ref = (resolved["$ref"] as? String) ?? ((resolved["items"] as? [String: Any])?["$ref"] as? String) {
+                resolved = schemas[ref] as? [String: Any] ?? [:]
+            }
+            let properties = resolved["properties"] as? [String: Any] ?? [:]
+            return tree.flatMap { name, sub -> [String] in
+                guard let property = properties[name] as? [String: Any] else { return ["\(path)\(name)"] }
+                guard let sub = sub as? [String: Any] else { return [] }
+                return unknownFields(sub, property, at: "\(path)\(name).")
+            }
+        }
+        let fields = try #require(spec["spreadsheet_fields"] as? [String: Any])
+        #expect(unknownFields(fields, ["$ref": "Spreadsheet"], at: "") == [])
+        #expect(fields.count >= 8)
         for (id, entry) in table {
             let method = try #require(methods[id])
             let declared = method["parameters"] as? [String: [String: Any]] ?? [:]
@@ -169,14 +199,17 @@ struct DiscoverySchemaTests {
             #expect(Set(entry["path"] as? [String] ?? []) == requiredByDiscovery)
             #expect(Set(declared.filter { $0.value["location"] as? String == "path" }.keys) == requiredByDiscovery)
             // Query parameters: all declared, enum values a subset of the schema's.
-            let query = entry["query"] as? [String: [String]] ?? [:]
+            let query = entry["query"] as? [String: Any] ?? [:]
             #expect(Set(query.keys) == Set(declared.filter { $0.value["location"] as? String == "query" }.keys), "\(id)")
-            for (name, values) in query {
+            for (name, accepted) in query {
                 let parameter = try #require(declared[name])
                 if let allowed = parameter["enum"] as? [String] {
-                    #expect(Set(values).isSubset(of: Set(allowed)), "\(id) \(name)")
+                    #expect(Set(accepted as? [String] ?? ["?"]).isSubset(of: Set(allowed)), "\(id) \(name)")
+                } else if parameter["type"] as? String == "boolean" {
+                    #expect(Set(accepted as? [String] ?? []) == ["true", "false"], "\(id) \(name)")
                 } else {
-                    #expect(parameter["type"] as? String == "boolean" && Set(values) == ["true", "false"], "\(id) \(name)")
+                    // Free text (the server accepts any value): a string without an enum in the schema.
+                    #expect(accepted is NSNull && parameter["type"] as? String == "string", "\(id) \(name)")
                 }
             }
             // A query parameter the server requires must be one the method description says the caller must give.

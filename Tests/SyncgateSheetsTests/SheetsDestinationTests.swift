@@ -209,12 +209,14 @@ struct SheetsDestinationTests {
         try await Task.sleep(for: .milliseconds(1300))  // past expiry minus the margin (half of 2s)
         _ = try await destination.upload(try SheetsFixtures.item(dir, "b.bin")) { _ in }
         let stats = try server.stats()
-        #expect(stats["tokens"] == 2)
+        // At least one renewal (more when a loaded machine stretches an upload past the token's usable second;
+        // exactly 2 failed that way with the other suites running), and never a token the server refused.
+        #expect((stats["tokens"] ?? 0) >= 2)
         #expect(stats["unauthorized"] == 0)  // renewed before the server refused it
         await destination.finish()
     }
 
-    @Test func quotaAnd503AreRetryableWithRetryAfter() async throws {
+    @Test func quotaThrottlesAnd503IsRetryable() async throws {
         let server = try await SheetsTestServer()
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
@@ -225,19 +227,19 @@ struct SheetsDestinationTests {
         try server.fault(["kind": "status", "status": 429, "count": 1, "retry_after": 7, "method": "POST",
                           "message": "Quota exceeded for quota metric 'Write requests'"])
         let quota = await SheetsFixtures.uploadError(destination, item)
-        #expect(quota?.failureClass == .retryable(after: .seconds(7)))
+        #expect(quota?.classification == Classification(.deferred(after: .seconds(7)), scope: .destination))
         #expect(quota?.code == "RESOURCE_EXHAUSTED")
         #expect(quota?.message.contains("Quota exceeded for quota metric 'Write requests'") == true)
         try server.fault(["kind": "status", "status": 503, "count": 1, "method": "POST"])
         let unavailable = await SheetsFixtures.uploadError(destination, item)
-        #expect(unavailable?.failureClass == .retryable(after: nil))
+        #expect(unavailable?.classification == Classification(.retryable(), scope: .file))
         #expect(unavailable?.code == "UNAVAILABLE")
         _ = try await destination.upload(item) { _ in }
         #expect(try server.rows().count == 1)
         await destination.finish()
     }
 
-    @Test func permissionAndNotFoundArePermanentWithGooglesMessage() async throws {
+    @Test func permissionAndNotFoundBlockTheDestinationWithGooglesMessage() async throws {
         let server = try await SheetsTestServer(forbidden: ["locked"])
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
@@ -248,17 +250,24 @@ struct SheetsDestinationTests {
             let destination = try SheetsFixtures.destination(
                 "spreadsheet_id: \(id)\ncredentials_file: \(server.keyFile.path)\napi_base: \(server.baseURL)", base: dir.url)
             let error = await SheetsFixtures.uploadError(destination, item)
-            #expect(error?.failureClass == .permanent)
+            #expect(error?.classification == Classification(.permanent, scope: .destination))
             #expect(error?.code == status)
             #expect(error?.message.contains(text) == true)
             await destination.finish()
         }
+        // A range the sheet cannot parse (the configured tab is missing) blocks the destination too.
         try server.fault(["kind": "status", "status": 400, "count": 1, "message": "Unable to parse range: Nope!!"])
         let destination = try SheetsFixtures.apiDestination(server, base: dir.url)
         let invalid = await SheetsFixtures.uploadError(destination, item)
-        #expect(invalid?.failureClass == .permanent)
+        #expect(invalid?.classification == Classification(.permanent, scope: .destination))
         #expect(invalid?.code == "INVALID_ARGUMENT")
         #expect(invalid?.message.contains("Unable to parse range: Nope!!") == true)
+        // A 400 about the rows of an append fails that file only.
+        try server.fault(["kind": "status", "status": 400, "count": 1, "method": "POST", "message": "Invalid values[0][1]: struct_value"])
+        let data = await SheetsFixtures.uploadError(destination, item)
+        #expect(data?.classification == Classification(.permanent, scope: .file))
+        #expect(data?.message.contains("Invalid values[0][1]") == true)
+        #expect(try server.rows().isEmpty)
         await destination.finish()
     }
 
@@ -325,7 +334,8 @@ struct SheetsDestinationTests {
             "spreadsheet_id: test-spreadsheet\ncredentials_file: \(forgedURL.path)\napi_base: \(server.baseURL)", base: dir.url)
         try dir.write("a.csv", "x\n1\n")
         let error = await SheetsFixtures.uploadError(destination, try SheetsFixtures.item(dir, "a.csv"))
-        #expect(error?.failureClass == .permanent)
+        #expect(error?.classification == Classification(.permanent, scope: .destination))  // blocked
+        #expect(error?.code == "invalid_grant")
         #expect(error?.message.contains("Invalid JWT Signature.") == true)
         let pem = try #require(forged["private_key"] as? String)
         let body = pem.split(separator: "\n")[1]

@@ -32,11 +32,15 @@ struct SheetsNetworkFaultTests {
         let item = try SheetsFixtures.item(dir, "a.csv")
 
         let faults: [([String: Any], (DestinationError) -> Bool)] = [
-            (["mode": "reset", "after": 40], { $0.failureClass == .retryable(after: nil) && $0.code == "connection" }),
-            (["mode": "stall"], { $0.failureClass == .retryable(after: nil) }),
-            (["mode": "cut", "after": 10], { $0.failureClass == .retryable(after: nil) }),
+            // Lost or silent connections: the file's retryable failure (the request may have gone out).
+            (["mode": "reset", "after": 40], { $0.classification == Classification(.retryable(), scope: .file) && $0.code == "connection" }),
+            (["mode": "stall"], { $0.classification == Classification(.retryable(), scope: .file) }),
+            (["mode": "cut", "after": 10], { $0.classification == Classification(.retryable(), scope: .file) }),
+            // A 503 with Retry-After throttles the destination (no retry spent); its page is quoted.
             (["mode": "http_error", "status": 503, "retry_after": 2, "body": "<html>busy</html>", "content_type": "text/html"],
-             { $0.failureClass == .retryable(after: .seconds(2)) && $0.code == "http-503" && $0.message.contains("busy") }),
+             { $0.classification == Classification(.deferred(after: .seconds(2)), scope: .destination) && $0.code == "http-503" && $0.message.contains("busy") }),
+            (["mode": "http_error", "status": 502, "body": "<html>bad gateway</html>", "content_type": "text/html"],
+             { $0.classification == Classification(.retryable(), scope: .file) && $0.code == "http-502" }),
         ]
         for (fault, check) in faults {
             try proxy.set(fault.merging(["count": 1]) { a, _ in a })

@@ -51,7 +51,7 @@ struct SheetsParserFuzzTests {
         headers.add(name: "Retry-After", value: "7")
         fuzzer.run { bytes in
             _ = try? JSONValueParser.parse(bytes)
-            _ = SheetsErrorMapper.error(for: HTTPAnswer(status: 429, headers: headers, body: bytes), operation: "values.append")
+            _ = SheetsErrorMapper.error(for: HTTPAnswer(status: 429, headers: headers, body: bytes), operation: "values.append", request: .write)
         }
     }
 }

@@ -27,47 +27,61 @@ public final class SheetsTestServer: @unchecked Sendable {
 
     public init(
         spreadsheets: [String] = ["test-spreadsheet"], forbidden: [String] = [], writeQuota: Int = 0, quotaWindow: Double = 60,
-        retryAfter: Int = 0, tokenTTL: Int = 3600, appsScriptSecret: String? = nil
+        retryAfter: Int = 0, tokenTTL: Int = 3600, appsScriptSecret: String? = nil, echoHost: String? = nil
     ) async throws {
         if let reason = SheetsTestServer.unavailableReason { throw SheetsTestServerError(message: "cannot start the Sheets test server: \(reason)") }
-        port = Loopback.freePort()
         directory = try TemporaryDirectory("sheets-server")
         keyFile = directory.file("service-account.json")
         logFile = directory.file("server.log")
-        var arguments = [
-            SheetsTestServer.script.path, "--port", String(port), "--write-key", keyFile.path, "--write-quota", String(writeQuota),
-            "--quota-window", String(quotaWindow), "--retry-after", String(retryAfter), "--token-ttl", String(tokenTTL),
-        ]
-        for id in spreadsheets { arguments += ["--spreadsheet", id] }
-        for id in forbidden { arguments += ["--forbidden", id] }
-        if let appsScriptSecret { arguments += ["--apps-script-secret", appsScriptSecret] }
+        var options = ["--write-quota", String(writeQuota), "--quota-window", String(quotaWindow), "--retry-after", String(retryAfter), "--token-ttl", String(tokenTTL)]
+        for id in spreadsheets { options += ["--spreadsheet", id] }
+        for id in forbidden { options += ["--forbidden", id] }
+        if let appsScriptSecret { options += ["--apps-script-secret", appsScriptSecret] }
+        if let echoHost { options += ["--echo-host", echoHost] }
         let logFile = self.logFile
         await ServerStartGate.shared.enter()
         defer { ServerStartGate.shared.leave() }
-        process = try ProcessRunner.start(ProcessRunner.which("python3")!, ["-u"] + arguments, logFile: logFile)
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if !process.isRunning { break }
-            if FileManager.default.fileExists(atPath: keyFile.path), Loopback.isListening(port: port) { return }
-            try? await Task.sleep(for: .milliseconds(50))
+        var failure = ""
+        // A port free a moment ago can be taken by another program (tests of other checkouts share the range):
+        // then the server exits with EADDRINUSE and starts again on another port.
+        for _ in 0..<3 {
+            let port = Loopback.freePort()
+            let arguments = [SheetsTestServer.script.path, "--port", String(port), "--write-key", keyFile.path] + options
+            let process = try ProcessRunner.start(ProcessRunner.which("python3")!, ["-u"] + arguments, logFile: logFile)
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline {
+                if !process.isRunning { break }
+                if FileManager.default.fileExists(atPath: keyFile.path), Loopback.isListening(port: port) {
+                    self.port = port
+                    self.process = process
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+            let state = "running: \(process.isRunning), key file: \(FileManager.default.fileExists(atPath: keyFile.path)), "
+                + "listening: \(Loopback.isListening(port: port))"
+            SheetsTestServer.terminate(process)
+            failure = "the Sheets test server did not start on port \(port) (\(state)): \(log)"
+            guard log.contains("Address already in use") else { break }
         }
-        let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
-        let state = "running: \(process.isRunning), key file: \(FileManager.default.fileExists(atPath: keyFile.path)), "
-            + "listening: \(Loopback.isListening(port: port))"
-        stop()
-        throw SheetsTestServerError(message: "the Sheets test server did not start on port \(port) (\(state)): \(log)")
+        directory.remove()
+        throw SheetsTestServerError(message: failure)
     }
 
     deinit { stop() }
 
     public func stop() {
-        if process.isRunning {
-            process.terminate()
-            let deadline = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < deadline { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
+        SheetsTestServer.terminate(process)
         directory.remove()
+    }
+
+    static func terminate(_ process: Process) {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
@@ -83,8 +97,11 @@ public final class SheetsTestServer: @unchecked Sendable {
         return try JSONSerialization.jsonObject(with: answer.body)
     }
 
-    /// Queues a fault: `["kind": "status", "status": 429, "count": 1, "retry_after": 1]`,
-    /// `["kind": "drop_after_append"]`, `["kind": "apps_script_html"]`, `["kind": "apps_script_not_ok", "message": ...]`.
+    /// Queues a fault: `["kind": "status", "status": 429, "count": 1, "retry_after": 1]` (Sheets API; also
+    /// `"location"`, `"huge": bytes`, `"echo": "raw"|"json"|"base64"|"base64url"|"percent"|"html"` with `"pad"`),
+    /// `["kind": "token", "status": 429]`, `["kind": "drop_after_append"]`, `["kind": "apps_script_html"]`,
+    /// `["kind": "apps_script_not_ok", "message": ...]`, `["kind": "apps_script_answer", ...]` (the options of
+    /// `status`, answering the web app's POST).
     public func fault(_ fault: [String: Any]) throws { try control("POST", "fault", fault) }
 
     public func expireTokens() throws { try control("POST", "expire-tokens") }
@@ -118,6 +135,12 @@ public final class SheetsTestServer: @unchecked Sendable {
     /// Every Sheets API request the server answered (or dropped): method, methodId, query, request, status, response.
     public func requestLog() throws -> [[String: Any]] {
         let object = try control("GET", "log") as? [String: Any]
+        return object?["requests"] as? [[String: Any]] ?? []
+    }
+
+    /// Every request the server received except control requests: method, path, headers, body.
+    public func received() throws -> [[String: Any]] {
+        let object = try control("GET", "received") as? [String: Any]
         return object?["requests"] as? [[String: Any]] ?? []
     }
 
