@@ -36,7 +36,7 @@ enum S3TransportFailure {
         }
         let typeName = String(reflecting: type(of: error))
         let text = String(describing: error)
-        let short = text.count > 300 ? String(text.prefix(300)) + "..." : text
+        let short = Redactor.shared.snippet(text)  // redacted before it is cut
         if typeName.contains("NIOSSL") || typeName.contains("BoringSSL") {
             return (unavailable, "tls", { "cannot reach \($0): TLS handshake failed: \(short)" })
         }

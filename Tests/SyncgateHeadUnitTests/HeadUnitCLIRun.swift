@@ -65,5 +65,12 @@ struct HeadUnitCLIRun {
         return object?["files"] as? [[String: Any]] ?? []
     }
 
+    /// `status --json`'s destinations (state, why, how many files wait).
+    func statusDestinations() async throws -> [[String: Any]] {
+        let result = try await run(["status", "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        return object?["destinations"] as? [[String: Any]] ?? []
+    }
+
     func remove() { folder.remove() }
 }

@@ -133,7 +133,7 @@ struct HeadUnitCLITests {
         }
     }
 
-    @Test("no StartService ACK: a timeout error in status, exit 75")
+    @Test("no StartService ACK: the head unit is unavailable for that reason, its file waits, exit 75")
     func noACK() async throws {
         try await HeadUnitTestEnvironment.withSimulator(["--no-ack"]) { sim in
             let run = try HeadUnitCLIRun(sim: sim, responseTimeout: "500ms", retries: 0)
@@ -143,9 +143,13 @@ struct HeadUnitCLITests {
             #expect(result.status == 75, "\(result.result.output)")
             let rows = try await run.statusFiles()
             #expect(rows.count == 1)
-            let error = rows.first?["last_error"] as? String ?? ""
-            #expect(error.contains("no StartService ACK"), "\(rows)")
-            #expect(error.contains("500ms"), "\(rows)")
+            #expect(rows.first?["status"] as? String == "pending")
+            #expect(rows.first?["attempts"] as? Int == 0)
+            let destination = try #require(try await run.statusDestinations().first)
+            #expect(destination["state"] as? String == "unavailable")
+            let error = destination["last_error"] as? String ?? ""
+            #expect(error.contains("no StartService ACK"), "\(destination)")
+            #expect(error.contains("500ms"), "\(destination)")
         }
     }
 
@@ -184,8 +188,10 @@ struct HeadUnitCLITests {
             #expect(!sim.rpcLines("PutFile").contains { $0.contains("name=\(waiting) ") })
             #expect(!events(result.events, "failed").contains { $0["class"] as? String == "permanent" })
             let rows = try await run.statusFiles().filter { $0["path"] as? String == waiting }
-            let error = rows.first?["last_error"] as? String ?? ""
-            #expect(error.contains("OUT_OF_MEMORY") && error.contains("free for this app"), "\(rows)")
+            #expect(rows.first?["status"] as? String == "pending", "\(rows)")
+            let waited = events(result.events, "waiting").filter { $0["path"] as? String == waiting }
+            let error = waited.first?["error"] as? String ?? ""
+            #expect(error.contains("OUT_OF_MEMORY") && error.contains("free for this app"), "\(waited)")
 
             // Larger than all the room the head unit gives the app (it holds none of its files): permanent.
             try await HeadUnitTestEnvironment.withSimulator(["--quota", "100000"]) { empty in

@@ -42,12 +42,15 @@ struct HeadUnitHostileCLITests {
         let result = try await run.sync()
         #expect(result.status == 75, "\(result.result.output)")
         expectBounded(result.result, seconds: 20, "eight partial messages (\(sent.value >> 20) MiB sent)")
-        let rows = try await run.statusFiles()
-        #expect((rows.first?["last_error"] as? String)?.contains("8388608") == true, "\(rows)")
+        // The head unit is unavailable, for the reason it gave; the file waits for it.
+        let destination = try #require(try await run.statusDestinations().first)
+        #expect(destination["state"] as? String == "unavailable")
+        #expect((destination["last_error"] as? String)?.contains("8388608") == true, "\(destination)")
+        #expect(try await run.statusFiles().first?["status"] as? String == "pending")
     }
 
     @Test(
-        "500 files for a head unit that is away (nothing listening, or accepts TCP and never answers): one set-up, all files fail fast",
+        "500 files for a head unit that is away (nothing listening, or accepts TCP and never answers): one set-up, every file waits",
         arguments: [false, true])
     func awayWithManyFiles(_ acceptsTCP: Bool) async throws {
         // Without retries, so that the run's length is the plugin's doing and not the core's backoff between tries.
@@ -58,10 +61,14 @@ struct HeadUnitHostileCLITests {
         for i in 0..<500 { try run.source(String(format: "f%03d.png", i), HeadUnitFixtures.bytes(200, seed: UInt64(i))) }
         let result = try await run.sync()
         #expect(result.status == 75, "\(result.result.output)")
-        let failed = result.events.filter { $0["event"] as? String == "failed" }
-        #expect(failed.count == 500)
-        #expect(failed.allSatisfy { "\($0["error"] ?? "")".contains(acceptsTCP ? "no StartService ACK" : "refused") }, "\(failed.first ?? [:])")
-        // connect_timeout 2 s + response_timeout 1 s is one set-up; every other file meets the remembered failure.
+        #expect(result.events.filter { $0["event"] as? String == "failed" }.isEmpty)
+        let waiting = result.events.filter { $0["event"] as? String == "waiting" }
+        #expect(waiting.count == 500)
+        #expect(waiting.allSatisfy { "\($0["error"] ?? "")".contains(acceptsTCP ? "no StartService ACK" : "refused") }, "\(waiting.first ?? [:])")
+        let destination = try #require(try await run.statusDestinations().first)
+        #expect(destination["state"] as? String == "unavailable")
+        #expect(destination["waiting"] as? Int == 500)
+        // connect_timeout 2 s + response_timeout 1 s is one set-up; nothing else is tried.
         expectBounded(result.result, seconds: 10, acceptsTCP ? "never answers, 500 files" : "nothing listening, 500 files")
         if let sim { #expect(sim.log.components(separatedBy: "START-SERVICE requested").count - 1 == 1) }
     }

@@ -131,7 +131,7 @@ struct S3CLITests {
         #expect(!everything.contains(server.secretAccessKey), "the secret leaked into output")
     }
 
-    @Test func wrongSecretFailsPermanentlyWithTheS3ErrorInStatus() async throws {
+    @Test func wrongSecretBlocksTheDestinationWithTheS3ErrorInStatus() async throws {
         let server = try await S3TestServer(buckets: ["wrong"])
         defer { server.stop() }
         let wrongSecret = "Wrong/Secret+Key00000000000000000000000000"
@@ -145,9 +145,15 @@ struct S3CLITests {
         let status = try await work.status()
         let files = status["files"] as? [[String: Any]] ?? []
         let file = try #require(files.first { ($0["path"] as? String)?.hasSuffix("a.txt") == true }, "\(status)")
-        #expect(file["status"] as? String == "failed")
-        #expect((file["last_error"] as? String)?.contains("SignatureDoesNotMatch") == true, "\(file)")
-        #expect(file["attempts"] as? Int == 1, "a permanent error is not retried")
+        // Credentials refused are the destination's problem, not the file's: it waits, with no attempt counted.
+        #expect(file["status"] as? String == "pending")
+        #expect(file["attempts"] as? Int == 0)
+        let destination = try #require((status["destinations"] as? [[String: Any]])?.first)
+        #expect(destination["state"] as? String == "blocked")
+        #expect(destination["error_code"] as? String == "SignatureDoesNotMatch", "\(destination)")
+        #expect((destination["last_error"] as? String)?.contains("SignatureDoesNotMatch") == true, "\(destination)")
+        // The same settings again: not tried at all.
+        #expect(try await work.run(["sync"]).status == 1)
         let statusText = try await work.run(["status", "--json"]).output
         #expect(!(result.output + statusText).contains(wrongSecret))
         #expect(server.requests("PUT").filter { $0.contains("/wrong/outbox-a.txt") }.count == 1, "one attempt only")
@@ -161,18 +167,20 @@ struct S3CLITests {
         defer { work.dir.remove() }
         try work.dir.write("outbox/later.txt", "delivered after the restart")
         let down = try await work.run(["sync", "--json"])
-        #expect(down.status == 75, "only retryable failures remain: \(down.stderr)")
-        let files = try await work.status()["files"] as? [[String: Any]] ?? []
-        #expect(files.first?["status"] as? String == "failed")
-        #expect((files.first?["last_error"] as? String)?.contains("cannot reach http://127.0.0.1:\(port): connection refused") == true, "\(files)")
-        #expect(files.first?["error_class"] as? String == "retryable")
-        #expect(files.first?["attempts"] as? Int == 2, "retried once, as configured")
+        #expect(down.status == 75, "the file waits for the endpoint: \(down.stderr)")
+        let status = try await work.status()
+        let files = status["files"] as? [[String: Any]] ?? []
+        #expect(files.first?["status"] as? String == "pending")
+        #expect(files.first?["attempts"] as? Int == 0, "no attempt counted: the endpoint was away, not the file wrong")
+        let destination = try #require((status["destinations"] as? [[String: Any]])?.first)
+        #expect(destination["state"] as? String == "unavailable")
+        #expect((destination["last_error"] as? String)?.contains("connection refused") == true, "\(destination)")
 
         let server = try await S3TestServer(port: port, buckets: ["restart"])
         defer { server.stop() }
         work.environment = Self.environment(server)
-        // The next scheduled attempt is a while away: ask for it now.
-        let up = try await work.run(["retry", "--json"])
+        // The next run probes the endpoint and sends what waited.
+        let up = try await work.run(["sync", "--json"])
         #expect(up.status == 0, "\(up.stderr)\n\(up.stdout)")
         #expect(Workspace.summary(up)?["uploaded"] as? Int == 1)
         let readBack = try TemporaryDirectory("s3-restart")

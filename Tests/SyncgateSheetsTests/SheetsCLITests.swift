@@ -142,7 +142,7 @@ struct SheetsCLITests {
         #expect(try server.rows().count == 1)
     }
 
-    @Test func permanent403FailsWithGooglesMessageInStatus() async throws {
+    @Test func permanent403BlocksTheDestinationWithGooglesMessageInStatus() async throws {
         defer { dir.remove() }
         let server = try await SheetsTestServer(forbidden: ["locked-sheet"])
         defer { server.stop() }
@@ -151,16 +151,21 @@ struct SheetsCLITests {
         try dir.write("outbox/bad.ndjson", "{\"x\": 1}\n{\"x\": 2\n")
         let result = try await run(["sync", "--json"])
         #expect(result.status == 1, "\(result.stderr)")
+        // The sheet refuses the service account: the destination is blocked, the file waits for it. The malformed
+        // file fails on its own if it was read before the refusal, or waits with the other one.
         let failed = events(result).filter { $0["event"] as? String == "failed" }
-        #expect(failed.count == 2)
-        #expect(failed.allSatisfy { $0["class"] as? String == "permanent" && $0["attempts"] as? Int == 1 })
+        #expect(failed.allSatisfy { $0["path"] as? String == "bad.ndjson" && $0["class"] as? String == "permanent" }, "\(failed)")
+        #expect(events(result).contains { $0["event"] as? String == "waiting" && $0["path"] as? String == "a.csv" })
         let report = try await status()
+        let destination = try #require((report["destinations"] as? [[String: Any]])?.first)
+        #expect(destination["state"] as? String == "blocked")
+        #expect((destination["last_error"] as? String)?.contains("HTTP 403 PERMISSION_DENIED: The caller does not have permission") == true, "\(destination)")
         let files = try #require(report["files"] as? [[String: Any]])
         let denied = try #require(files.first { $0["path"] as? String == "a.csv" })
-        #expect(denied["status"] as? String == "failed")
-        #expect((denied["last_error"] as? String)?.contains("HTTP 403 PERMISSION_DENIED: The caller does not have permission") == true)
-        let malformed = try #require(files.first { $0["path"] as? String == "bad.ndjson" })
-        #expect((malformed["last_error"] as? String)?.contains("bad.ndjson: line 2: invalid JSON") == true)
+        #expect(denied["status"] as? String == "pending")
+        if let malformed = files.first(where: { $0["path"] as? String == "bad.ndjson" }), malformed["status"] as? String == "failed" {
+            #expect((malformed["last_error"] as? String)?.contains("bad.ndjson: line 2: invalid JSON") == true)
+        }
         // The key never leaks into output or status.
         let key = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: server.keyFile)) as? [String: Any])
         let pemLine = try #require((key["private_key"] as? String)?.split(separator: "\n").dropFirst().first)

@@ -50,14 +50,13 @@ enum SheetsFixtures {
         return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
     }
 
-    static func item(_ dir: TemporaryDirectory, _ relative: String, previous: Receipt? = nil) throws -> UploadItem {
+    static func item(_ dir: TemporaryDirectory, _ relative: String) throws -> UploadItem {
         let url = dir.file(relative)
         let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
         return UploadItem(
             source: "inbox", relativePath: relative, absolutePath: url.path, remoteName: relative,
             size: (attributes[.size] as? NSNumber)?.int64Value ?? 0,
-            modificationTime: attributes[.modificationDate] as? Date ?? Date(), sha256: try sha256(of: url), isArtwork: false,
-            previousReceipt: previous)
+            modificationTime: attributes[.modificationDate] as? Date ?? Date(), sha256: try sha256(of: url), isArtwork: false)
     }
 
     /// Runs an upload and returns the thrown DestinationError (fails the test when it succeeds).

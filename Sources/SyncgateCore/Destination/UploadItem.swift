@@ -19,8 +19,6 @@ public struct UploadItem: Sendable, Hashable {
     public var sha256: String
     /// Whether the file matched the `artwork` globs (it then uses the artwork retry count).
     public var isArtwork: Bool
-    /// The receipt of the last successful upload of this path to this destination, if any.
-    public var previousReceipt: Receipt?
     /// `true` when an earlier attempt (in this run or a run that crashed) may have reached the destination without
     /// its outcome being recorded: a destination whose writes are not idempotent (appending rows) must check what
     /// it already holds before sending again; one with cheap checks may skip the upload.
@@ -28,7 +26,7 @@ public struct UploadItem: Sendable, Hashable {
 
     public init(
         source: String, relativePath: String, absolutePath: String, remoteName: String, size: Int64,
-        modificationTime: Date, sha256: String, isArtwork: Bool, previousReceipt: Receipt? = nil, outcomeUnknown: Bool = false
+        modificationTime: Date, sha256: String, isArtwork: Bool, outcomeUnknown: Bool = false
     ) {
         self.source = source
         self.relativePath = relativePath
@@ -38,7 +36,6 @@ public struct UploadItem: Sendable, Hashable {
         self.modificationTime = modificationTime
         self.sha256 = sha256
         self.isArtwork = isArtwork
-        self.previousReceipt = previousReceipt
         self.outcomeUnknown = outcomeUnknown
     }
 

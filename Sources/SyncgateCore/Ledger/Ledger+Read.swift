@@ -30,7 +30,7 @@ extension Ledger {
     /// Walks the rows (of one destination when given) in the order of the primary key (source, path,
     /// destination), the byte order of a scan, one row at a time: a sync's plan reads them side by side with the
     /// scanned files and keeps none it does not act on; a file's rows at its destinations come one after another.
-    /// Receipts are neither read nor decoded (see ``receipts(_:destination:)``).
+    /// Receipts are neither read nor decoded.
     public func withRows<T>(destination: String? = nil, _ body: (LedgerRowStream) throws -> T) throws -> T {
         // `+destination`: filter, do not look up by it, so that the primary key gives the order without a sort.
         try withRows(where: destination == nil ? "" : "WHERE +destination = ?", destination.map { [$0] } ?? [], body)
@@ -53,26 +53,6 @@ extension Ledger {
             try stream.advance()
             return try body(stream)
         }
-    }
-
-    /// The receipts of these files' last deliveries to a destination (files without one are left out), read in
-    /// one transaction.
-    public func receipts(_ files: [FileKey], destination: String) throws -> [FileKey: Receipt] {
-        guard !files.isEmpty else { return [:] }
-        let texts = try read { db in
-            let statement = try db.cachedStatement(sql: "SELECT receipt FROM files WHERE source = ? AND path = ? AND destination = ?")
-            var found: [(FileKey, String)] = []
-            for file in files {
-                if let text = try String.fetchOne(statement, arguments: [file.source, file.path, destination]) { found.append((file, text)) }
-            }
-            return found
-        }
-        let decoder = JSONDecoder()
-        var result: [FileKey: Receipt] = [:]
-        for (file, text) in texts {
-            if let receipt = try? decoder.decode(Receipt.self, from: Data(text.utf8)) { result[file] = receipt }
-        }
-        return result
     }
 
     public func entry(_ file: FileKey, destination: String) throws -> LedgerEntry? {

@@ -12,9 +12,4 @@ public struct PluginRegistry: Sendable {
     /// All type names, sorted.
     public var types: [String] { registrations.keys.sorted() }
 
-    public func adding(_ registration: PluginRegistration) -> PluginRegistry {
-        var copy = self
-        copy.registrations[registration.type] = registration
-        return copy
-    }
 }
