@@ -171,4 +171,113 @@ struct DestinationAwayTests {
         let objects = try await server.objects(bucket: "away", into: dir.file("readback"))
         #expect(objects.count == 200)
     }
+
+    /// S3 behind the fault proxy, files in its outbox; `retry` as given.
+    static func s3Config(server: S3TestServer, port: Int, bucket: String, secret: String, dir: TemporaryDirectory,
+                         retry: String = "{ file: 0, artwork: 0 }") throws {
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [{name: outbox, path: outbox}]
+            destinations:
+              - name: bucket
+                type: s3
+                endpoint: http://127.0.0.1:\(port)
+                region: us-east-1
+                bucket: \(bucket)
+                access_key_id: \(server.accessKeyID)
+                secret_access_key: "\(secret)"
+                concurrency: 2
+                retry: \(retry)
+            """)
+    }
+
+    @Test func throttledAnswersAreWaitedOutInTheSameRunWithoutSpendingARetry() async throws {
+        // Sheets: two 429 RESOURCE_EXHAUSTED in a row on the key-column read, with Retry-After: 1.
+        let sheets = try await SheetsTestServer()
+        defer { sheets.stop() }
+        let sheetsProxy = try await FaultProxy.start(targetPort: sheets.port)
+        defer { sheetsProxy.stop() }
+        let dir = try TemporaryDirectory("sg-throttle-sheets")
+        defer { dir.remove() }
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [{name: outbox, path: outbox}]
+            destinations:
+              - name: tracker
+                type: sheets
+                spreadsheet_id: test-spreadsheet
+                range: "Rows!A:B"
+                credentials_file: \(sheets.keyFile.path)
+                api_base: http://127.0.0.1:\(sheetsProxy.port)
+                rows: records
+                columns: [id, value]
+                key: id
+                retry: { file: 0, artwork: 0 }
+            """)
+        for i in 0..<4 { try dir.write("outbox/rows-\(i).csv", "id,value\nk\(i),\(i)\n") }
+        try sheetsProxy.throttle(answers: 2, flavor: "sheets", retryAfter: 1)
+        let cli = SyncgateCLI(dir: dir)
+        let result = try await cli.run(["sync", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        // Every file waiting on the shared key-column read meets each throttled answer: they all pause, none spends
+        // a retry (there are none to spend).
+        #expect(try sheetsProxy.log().filter { $0["mode"] as? String == "throttle" }.count == 2)
+        let retried = Self.events(result, "retrying")
+        #expect(retried.count >= 2, "\(retried)")
+        #expect(retried.allSatisfy { $0["class"] as? String == "deferred" && $0["scope"] as? String == "destination" && ($0["delay_ms"] as? Int ?? 0) >= 1000 })
+        #expect(Self.events(result, "failed").isEmpty)
+        #expect(Self.events(result, "synced").count == 4)
+        #expect(try sheets.textRows(sheet: "Rows").compactMap(\.first).filter { $0.hasPrefix("k") }.sorted() == ["k0", "k1", "k2", "k3"])
+
+        // S3: two 503 SlowDown answers, Retry-After: 1.
+        let s3 = try await S3TestServer(buckets: ["slow"])
+        defer { s3.stop() }
+        let s3Proxy = try await FaultProxy.start(targetPort: s3.port)
+        defer { s3Proxy.stop() }
+        let s3Dir = try TemporaryDirectory("sg-throttle-s3")
+        defer { s3Dir.remove() }
+        try Self.s3Config(server: s3, port: s3Proxy.port, bucket: "slow", secret: s3.secretAccessKey, dir: s3Dir)
+        for i in 0..<6 { try s3Dir.write("outbox/o\(i).txt", "object \(i)") }
+        try s3Proxy.throttle(answers: 2, flavor: "s3", retryAfter: 1)
+        let s3Result = try await SyncgateCLI(dir: s3Dir).run(["sync", "--json"])
+        #expect(s3Result.status == 0, "\(s3Result.stderr)")
+        #expect(try s3Proxy.log().filter { $0["mode"] as? String == "throttle" }.count == 2)
+        #expect(Self.events(s3Result, "retrying").count == 2)
+        #expect(Self.events(s3Result, "failed").isEmpty)
+        #expect(try await s3.objects(bucket: "slow", into: s3Dir.file("readback")).count == 6)
+    }
+
+    @Test func rejectedCredentialsBlockUntilTheSecretIsFixedThenEverythingGoesWithoutRetry() async throws {
+        let server = try await S3TestServer(buckets: ["locked"])
+        defer { server.stop() }
+        let dir = try TemporaryDirectory("sg-blocked")
+        defer { dir.remove() }
+        for i in 0..<30 { try dir.write("outbox/b\(i).txt", "blocked \(i)") }
+        try Self.s3Config(server: server, port: server.port, bucket: "locked", secret: "Not/The+Secret0000000000000000000000000", dir: dir)
+        let cli = SyncgateCLI(dir: dir)
+        let first = try await cli.run(["sync", "--json"])
+        #expect(first.status == 1, "\(first.stderr)")
+        #expect(Self.events(first, "failed").isEmpty)
+        let away = try #require((Self.events(first, "summary").first?["destinations_away"] as? [[String: Any]])?.first)
+        #expect(away["state"] as? String == "blocked" && away["waiting"] as? Int == 30, "\(away)")
+        var line = try await Self.destination(cli)
+        #expect(line["state"] as? String == "blocked")
+        #expect(line["error_code"] as? String == "SignatureDoesNotMatch", "\(line)")
+        #expect(line["waiting"] as? Int == 30)
+        // Nothing changed: the next run does not even try (no request reaches the server).
+        let requests = server.log().split(separator: "\n").count
+        let again = try await cli.run(["sync"])
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("bucket: blocked since"), "\(again.stderr)")
+        #expect(server.log().split(separator: "\n").count == requests)
+        #expect(try await cli.run(["status", "--check"]).status == 1)
+        // The secret is fixed in the config: the next run sends everything, without `syncgate retry`.
+        try Self.s3Config(server: server, port: server.port, bucket: "locked", secret: server.secretAccessKey, dir: dir)
+        let fixed = try await cli.run(["sync", "--json"])
+        #expect(fixed.status == 0, "\(fixed.stderr)")
+        #expect(Self.events(fixed, "synced").count == 30)
+        line = try await Self.destination(cli)
+        #expect(line["state"] as? String == "available")
+        #expect(try await cli.run(["status", "--check"]).status == 0)
+    }
 }
