@@ -69,13 +69,15 @@ let package = Package(
 
         // Tests. Integration tests run the built executables against servers on loopback.
         .target(name: "SyncgateTestSupport", path: "Tests/SyncgateTestSupport"),
-        .testTarget(name: "SyncgateCoreTests", dependencies: ["SyncgateCore", "SyncgateLocal", "SyncgateTestSupport"]),
+        // The conformance suite every destination plugin runs (Tests/DestinationConformance).
+        .target(name: "DestinationConformance", dependencies: ["SyncgateCore", "SyncgateTestSupport"], path: "Tests/DestinationConformance"),
+        .testTarget(name: "SyncgateCoreTests", dependencies: ["SyncgateCore", "SyncgateLocal", "SyncgateTestSupport", "DestinationConformance"]),
         .testTarget(name: "SyncgateEndToEndTests", dependencies: ["SyncgateCore", "SyncgateTestSupport", "syncgate", "syncgate-headunit-sim"]),
-        .testTarget(name: "SyncgateS3Tests", dependencies: ["SyncgateS3", "SyncgateCore", "SyncgateTestSupport", "syncgate"]),
+        .testTarget(name: "SyncgateS3Tests", dependencies: ["SyncgateS3", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
         .testTarget(
             name: "SyncgateHeadUnitTests",
-            dependencies: ["SyncgateHeadUnit", "SyncgateSDL", "SyncgateCore", "SyncgateTestSupport", "syncgate", "syncgate-headunit-sim"]
+            dependencies: ["SyncgateHeadUnit", "SyncgateSDL", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate", "syncgate-headunit-sim"]
         ),
-        .testTarget(name: "SyncgateSheetsTests", dependencies: ["SyncgateSheets", "SyncgateCore", "SyncgateTestSupport", "syncgate"]),
+        .testTarget(name: "SyncgateSheetsTests", dependencies: ["SyncgateSheets", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
     ]
 )

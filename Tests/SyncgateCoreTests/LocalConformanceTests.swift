@@ -1,0 +1,26 @@
+import DestinationConformance
+import Foundation
+import SyncgateCore
+import SyncgateLocal
+import SyncgateTestSupport
+import Testing
+
+/// The destination conformance suite (Tests/DestinationConformance) against a folder. Nothing to refuse: a local
+/// folder has no credentials; "unreachable" is a root that cannot be made (a file where its parent should be).
+@Suite("local destination conformance")
+struct LocalConformanceTests {
+    @Test func conforms() async throws {
+        let dir = try TemporaryDirectory("sg-local-conformance")
+        defer { dir.remove() }
+        try dir.write("blocker", "a file where a folder should be")
+        let root = dir.file("destination").path
+        let harness = DestinationConformance.Harness(
+            name: "local",
+            working: { LocalDestination(root: root, fsync: .batch) },
+            unreachable: { LocalDestination(root: dir.file("blocker/destination").path, fsync: .batch) },
+            readBack: { name in FileManager.default.contents(atPath: root + "/" + name) },
+            findsExistingCopies: false)
+        let problems = await DestinationConformance.run(harness)
+        #expect(problems.isEmpty, "\(problems)")
+    }
+}
