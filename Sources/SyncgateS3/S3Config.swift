@@ -60,11 +60,6 @@ public struct S3Config: Decodable, Sendable {
         accessKeyID = try c.decodeIfPresent(Secret.self, forKey: .accessKeyID)
         secretAccessKey = try c.decodeIfPresent(Secret.self, forKey: .secretAccessKey)
         sessionToken = try c.decodeIfPresent(Secret.self, forKey: .sessionToken)
-        if (accessKeyID == nil) != (secretAccessKey == nil) {
-            throw ConfigValueError(
-                "access_key_id and secret_access_key go together: set both, or neither to use the AWS environment variables",
-                key: accessKeyID == nil ? CodingKeys.accessKeyID : CodingKeys.secretAccessKey)
-        }
         multipart = try c.decodeIfPresent(S3MultipartConfig.self, forKey: .multipart) ?? S3MultipartConfig()
         storageClass = try c.decodeIfPresent(String.self, forKey: .storageClass)
         if let storageClass, storageClass.isEmpty || !storageClass.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
@@ -76,5 +71,15 @@ public struct S3Config: Decodable, Sendable {
             }
             requestTimeout = value.duration
         }
+    }
+
+    /// Checks what concerns several keys together, once every key is read (so that a misspelt key is reported as
+    /// unknown rather than as the value it left out): returns the key at fault and why, or nil.
+    func crossCheck() -> (key: String, message: String)? {
+        if (accessKeyID == nil) != (secretAccessKey == nil) {
+            return (accessKeyID == nil ? CodingKeys.accessKeyID.stringValue : CodingKeys.secretAccessKey.stringValue,
+                    "access_key_id and secret_access_key go together: set both, or neither to use the AWS environment variables")
+        }
+        return nil
     }
 }

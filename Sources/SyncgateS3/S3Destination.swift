@@ -11,6 +11,7 @@ public final class S3Destination: Destination, @unchecked Sendable {
         type: "s3", summary: "any S3-compatible object storage (AWS S3, MinIO, Ceph, moto): SigV4, streaming multipart"
     ) { setup in
         let config = try setup.decode(S3Config.self)
+        if let (key, message) = config.crossCheck() { throw setup.invalid(key, message) }
         let settings: S3Settings
         do {
             settings = try S3Settings(config: config, environment: setup.environment)

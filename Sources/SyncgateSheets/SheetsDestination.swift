@@ -18,6 +18,17 @@ public struct SheetsDestination: Destination {
         if let file = config.credentialsFile {
             config.credentialsFile = setup.resolvePath(file)
             setup.warnIfReadableByOthers(setup.resolvePath(file), what: "service-account key file")
+            if setup.checksFiles {
+                // `validate`: the key must read and its private key parse (no network).
+                do {
+                    let key = try ServiceAccountKey(contentsOf: setup.resolvePath(file))
+                    _ = try JWTSigner(pem: key.privateKey.reveal(), keyID: key.privateKeyID)
+                } catch let error as DestinationError {
+                    throw setup.invalid("credentials_file", error.message)
+                } catch {
+                    throw setup.invalid("credentials_file", "\(setup.resolvePath(file)): \(error)")
+                }
+            }
         }
         return SheetsDestination(name: setup.name, config: config, logger: setup.logger)
     }

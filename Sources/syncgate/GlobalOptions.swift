@@ -33,9 +33,9 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Loads the config; a config error prints `file:line:col: key: message` and exits 78.
-    func loadConfig(logger: Logger) throws -> GatewayConfig {
+    func loadConfig(logger: Logger, checkingFiles: Bool = false) throws -> GatewayConfig {
         do {
-            return try GatewayConfig.load(path: config, registry: BuiltinPlugins.registry, logger: logger)
+            return try GatewayConfig.load(path: config, registry: BuiltinPlugins.registry, logger: logger, checkingFiles: checkingFiles)
         } catch let error as ConfigError {
             Console.error(error.description)
             throw ExitCode(ExitStatus.config)

@@ -6,8 +6,9 @@ import SyncgateCore
 /// exits by ``exitDeadline`` after it whatever the destinations do; a second one exits at once. The ledger is
 /// consistent at every step, so the next run resumes either way.
 final class InterruptHandler: @unchecked Sendable {
-    /// How long after the first signal the process is gone at the latest.
-    static let exitDeadline: Duration = .seconds(3)
+    /// How long after the first signal the process is gone at the latest (the promise is 3 seconds; the rest is
+    /// margin for the process to end).
+    static let exitDeadline: Duration = .milliseconds(2750)
     /// How long uploads in flight may go on after the first signal (the rest of the deadline is for ending sessions
     /// and writing the ledger).
     static let uploadGrace: Duration = .seconds(2)

@@ -10,7 +10,7 @@ struct ValidateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = global.makeLogger()
-        let config = try global.loadConfig(logger: logger)
+        let config = try global.loadConfig(logger: logger, checkingFiles: true)
         // A source folder that is not there is a mistake in the config (unless the source says it may be missing).
         let missing = config.sources.filter { !$0.optional }.compactMap { $0.checkFolder() }
         if !missing.isEmpty {

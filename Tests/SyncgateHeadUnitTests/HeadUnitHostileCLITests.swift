@@ -73,7 +73,7 @@ struct HeadUnitHostileCLITests {
         if let sim { #expect(sim.log.components(separatedBy: "START-SERVICE requested").count - 1 == 1) }
     }
 
-    @Test("SIGTERM while the head unit hangs mid-file: syncgate exits 130 within the interrupt grace and a second")
+    @Test("SIGTERM while the head unit hangs mid-file: syncgate exits 130 within 3 s")
     func sigtermWhileStalled() async throws {
         try await HeadUnitTestEnvironment.withSimulator(["--stall-after-bytes", "400000"]) { sim in
             // response_timeout 60 s: only the interruption can end this run quickly.
@@ -95,9 +95,10 @@ struct HeadUnitHostileCLITests {
             process.waitUntilExit()
             print("SIGTERM with the head unit hung mid-file: exit \(process.terminationStatus) after \(took), peak \(peakBefore / 1024) MiB")
             #expect(exited && process.terminationStatus == 130, "\(process.terminationStatus)")
-            // The core lets uploads in flight end for up to 3 s (the README's promise); the plugin then gives up
-            // its waits at once and ends the session without waiting on the hung head unit.
-            #expect(took < .milliseconds(4_500), "\(took)")
+            // The core lets uploads in flight end for up to 2 s and exits 2.75 s after the signal whatever happens
+            // (the promise is 3 s); the plugin gives up its waits at once and ends the session without waiting on
+            // the hung head unit. A quarter second of slack for a loaded machine.
+            #expect(took < .milliseconds(3_250), "\(took)")
             #expect(peakBefore < Self.memoryLimitKiB)
         }
     }

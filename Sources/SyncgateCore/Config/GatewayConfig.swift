@@ -59,10 +59,12 @@ public struct GatewayConfig: Sendable {
 
 extension GatewayConfig {
     /// Reads, parses and validates a config file, building every destination through `registry`.
-    /// Every problem is a ``ConfigError`` naming the file, line, column and key.
+    /// Every problem is a ``ConfigError`` naming the file, line, column and key. `checkingFiles` (for `validate`)
+    /// also has plugins read and check the files their settings name, such as a key file (see
+    /// ``DestinationSetup/checksFiles``).
     public static func load(
         path: String, registry: PluginRegistry, environment: [String: String] = ProcessInfo.processInfo.environment,
-        logger: Logger = Logger(label: "syncgate")
+        logger: Logger = Logger(label: "syncgate"), checkingFiles: Bool = false
     ) throws -> GatewayConfig {
         let displayName = path
         let url = URL(fileURLWithPath: path)
@@ -76,14 +78,15 @@ extension GatewayConfig {
         }
         return try parse(
             text: text, file: displayName, baseDirectory: url.deletingLastPathComponent().standardizedFileURL,
-            registry: registry, environment: environment, logger: logger
+            registry: registry, environment: environment, logger: logger, checkingFiles: checkingFiles
         )
     }
 
     /// Parses config text (`file` names it in errors).
     public static func parse(
         text: String, file: String, baseDirectory: URL, registry: PluginRegistry,
-        environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "syncgate")
+        environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "syncgate"),
+        checkingFiles: Bool = false
     ) throws -> GatewayConfig {
         let root: Node
         do {
@@ -140,7 +143,7 @@ extension GatewayConfig {
             pluginLogger[metadataKey: "destination"] = "\(head.name)"
             let setup = DestinationSetup(
                 name: head.name, type: head.type, baseDirectory: baseDirectory, environment: environment,
-                logger: pluginLogger, node: node, path: path, decoder: decoder
+                logger: pluginLogger, node: node, path: path, decoder: decoder, checksFiles: checkingFiles
             )
             let destination: any Destination
             do {

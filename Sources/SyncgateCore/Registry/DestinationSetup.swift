@@ -24,7 +24,14 @@ public struct DestinationSetup: @unchecked Sendable {
         var value = false
     }
 
-    init(name: String, type: String, baseDirectory: URL, environment: [String: String], logger: Logger, node: Node, path: [ConfigKey], decoder: ConfigDecoder) {
+    /// Whether the plugin should read and check the files its settings name (a key file) now: `syncgate validate`
+    /// asks for it, so that a truncated key or a corrupt PEM is a located config error there. Elsewhere such a
+    /// problem shows when the destination is used (it is then blocked) and the other destinations go on.
+    public let checksFiles: Bool
+
+    init(name: String, type: String, baseDirectory: URL, environment: [String: String], logger: Logger, node: Node, path: [ConfigKey],
+         decoder: ConfigDecoder, checksFiles: Bool = false) {
+        self.checksFiles = checksFiles
         self.name = name
         self.type = type
         self.baseDirectory = baseDirectory
