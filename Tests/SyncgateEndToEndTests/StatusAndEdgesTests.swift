@@ -134,4 +134,45 @@ struct StatusAndEdgesTests {
         let summary = try #require(SyncgateCLI.events(next.stdout).last)
         #expect((summary["uploaded"] as? Int ?? 1500) <= 1500 - 100, "\(summary)")
     }
+
+    @Test func aStateFileReplacedDuringASyncIsLeftAloneAndWhatWasRecordedIsSavedBesideIt() async throws {
+        defer { dir.remove() }
+        try config(fsync: "file")
+        for i in 0..<1500 { try dir.write(String(format: "outbox/f%04d.txt", i), String(repeating: "y", count: 100 + i % 50)) }
+        let out = dir.file("events.jsonl")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        let process = Process()
+        process.executableURL = SyncgateCLI.binary
+        process.arguments = ["sync", "--json"]
+        process.currentDirectoryURL = dir.url
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        let errors = dir.file("stderr.txt")
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        try process.run()
+        let state = dir.file(".syncgate/state.sqlite").path
+        let other = Data("someone else's file\n".utf8)
+        let replaced = await ProcessRunner.when(process, timeout: 60, {
+            ((try? String(contentsOf: out, encoding: .utf8)) ?? "").components(separatedBy: "\"event\":\"synced\"").count > 100
+        }, then: {
+            // Another program puts its own file at the path (a restore from an old backup, say).
+            let temporary = state + ".other"
+            _ = FileManager.default.createFile(atPath: temporary, contents: other)
+            rename(temporary, state)
+        })
+        #expect(replaced, "the sync ended before the file could be replaced")
+        await ProcessRunner.waitForExit(process, timeout: 60)
+        let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        #expect(process.terminationStatus == 78, "exit \(process.terminationStatus): \(stderr)")
+        #expect(stderr.contains("was replaced by another file"), "\(stderr)")
+        // The other program's file is left as it is; this run's record is beside it.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: state)) == other)
+        let saved = try FileManager.default.contentsOfDirectory(atPath: dir.file(".syncgate").path).filter { $0.hasPrefix("state.sqlite.recovered-") }
+        #expect(saved.count == 1, "\(saved)")
+        if let name = saved.first {
+            let rows = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/sqlite3"),
+                                                   [dir.file(".syncgate/" + name).path, "SELECT COUNT(*) FROM files WHERE status = 'synced'"])
+            #expect((Int(rows.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) >= 100, "\(rows.stdout) \(rows.stderr)")
+        }
+    }
 }
