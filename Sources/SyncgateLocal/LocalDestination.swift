@@ -74,13 +74,14 @@ public struct LocalDestination: Destination {
         let target = tree.display(item.remoteName)
         // Made relative to the folder's descriptor, which was opened name by name without following a link.
         guard var folder = try tree.folder(folderPath, create: true) else {
-            throw LocalErrno.error(ENOENT, "cannot create folder \(tree.display(folderPath))", at: .below)
+            throw LocalErrno.error(ENOENT, "cannot create folder \(tree.display(folderPath))", at: .file)
         }
         // A link (or a folder) where the file goes is left as it is: the rename below would replace a link, never
         // follow it, but the link is not syncgate's to remove.
         switch tree.kind(of: name, in: folder) {
         case S_IFLNK: throw tree.linkError(name, in: folder)
         case S_IFDIR: throw DestinationError.permanent("\(target) is a folder; a file cannot replace it", code: "not-a-file")
+        case nil where errno == ENAMETOOLONG: throw LocalErrno.error(ENAMETOOLONG, "cannot create \(target)", at: .file)
         default: break
         }
         // pid + a counter: unique among this process's copies, and O_EXCL refuses anything left from before.
@@ -92,12 +93,12 @@ public struct LocalDestination: Destination {
             // The folder held open was removed (or moved) since it was opened: look its path up again, once.
             tree.forgetFolders()
             guard let again = try tree.folder(folderPath, create: true) else {
-                throw LocalErrno.error(ENOENT, "cannot create folder \(tree.display(folderPath))", at: .below)
+                throw LocalErrno.error(ENOENT, "cannot create folder \(tree.display(folderPath))", at: .file)
             }
             folder = again
             out = openat(folder.descriptor, temporary, flags, 0o644)
         }
-        guard out >= 0 else { throw tree.failure(errno, "cannot create \(tree.display(folder.child(temporary)))", at: folder.place) }
+        guard out >= 0 else { throw tree.failure(errno, "cannot create \(tree.display(folder.child(temporary)))", at: folder.creationPlace) }
         var closed = false
         defer {
             if !closed { close(out) }
@@ -120,7 +121,7 @@ public struct LocalDestination: Destination {
                     let w = write(out, buffer.baseAddress! + written, n - written)
                     if w < 0 {
                         if errno == EINTR { continue }
-                        throw tree.failure(errno, "cannot write \(target)", at: folder.place)
+                        throw tree.failure(errno, "cannot write \(target)", at: .file)
                     }
                     written += w
                 }
@@ -136,13 +137,13 @@ public struct LocalDestination: Destination {
             // A file that changed while it was copied must not replace the old copy with a mix of two versions.
             try item.verifyUnchanged()
             if offset != item.size { throw FileChangedError(path: item.relativePath, detail: "read \(offset) of \(item.size) bytes") }
-            if fsync == .file, Glibc.fsync(out) != 0 { throw tree.failure(errno, "fsync \(target)", at: folder.place) }
+            if fsync == .file, Glibc.fsync(out) != 0 { throw tree.failure(errno, "fsync \(target)", at: .file) }
             close(out)
             closed = true
             // renameat replaces whatever has the name (a link that appeared since the check above included) and
             // never follows it.
             guard renameat(folder.descriptor, temporary, folder.descriptor, name) == 0 else {
-                throw tree.failure(errno, "cannot rename into \(target)", at: folder.place)
+                throw tree.failure(errno, "cannot rename into \(target)", at: .file)
             }
             if fsync == .file { _ = Glibc.fsync(folder.descriptor) }
             return Receipt(remoteName: item.remoteName, detail: "\(offset) bytes", sha256: hasher.map { FileHasher.hex($0.finalize()) })
@@ -173,7 +174,7 @@ public struct LocalDestination: Destination {
         }
         if let syncfs = LocalDestination.syncfs {
             guard syncfs(folder.descriptor) == 0 else {
-                throw tree.failure(errno, "cannot flush the file system of \(root) (syncfs)", at: .inRoot)
+                throw tree.failure(errno, "cannot flush the file system of \(root) (syncfs)", at: .root)
             }
         } else {
             sync()
@@ -235,7 +236,7 @@ public struct LocalDestination: Destination {
         }
         guard unlinkat(folder.descriptor, leaf, 0) == 0 else {
             if errno == ENOENT { throw notFound }
-            throw tree.failure(errno, "cannot delete \(tree.display(name))", at: folder.place)
+            throw tree.failure(errno, "cannot delete \(tree.display(name))", at: .file)
         }
     }
 

@@ -13,10 +13,12 @@ public enum LocalErrno {
     public enum Place: Sendable, Hashable {
         /// Opening or creating the destination folder itself (its `path`, links in it followed).
         case root
-        /// Creating or replacing something directly in the destination folder (a first-level folder, a file there).
+        /// Creating a new name directly in the destination folder (a first-level folder, a temporary file there):
+        /// what fails there for want of permission fails for every file.
         case inRoot
-        /// Anywhere below the destination folder's first level.
-        case below
+        /// One file's own path: opening or creating a folder below the first level, opening an existing folder,
+        /// writing, renaming or deleting the file.
+        case file
     }
 
     /// The class and scope of `code` at `place`. `rootAnswers` says whether the destination folder still answers (a
@@ -40,7 +42,7 @@ public enum LocalErrno {
             return Classification(.retryable())
         case EACCES, EPERM:
             // The destination folder itself cannot be made, opened or written to: a setting to fix.
-            return place == .below ? Classification(.permanent) : blocked
+            return place == .file ? Classification(.permanent) : blocked
         case ENOTDIR, ELOOP, ENAMETOOLONG, EEXIST, EISDIR, EINVAL, EILSEQ, EFBIG, EMLINK:
             // At the root: `path` names a file, a loop of links, a name too long. Below: this file's own path.
             return place == .root ? blocked : Classification(.permanent)

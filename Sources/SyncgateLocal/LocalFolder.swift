@@ -21,8 +21,8 @@ final class LocalFolder: Sendable {
 
     var isRoot: Bool { path.isEmpty }
 
-    /// Where a failure to create something in this folder happened (see ``LocalErrno/Place``).
-    var place: LocalErrno.Place { isRoot ? .inRoot : .below }
+    /// Where a failure to create a new name in this folder happened (see ``LocalErrno/Place``).
+    var creationPlace: LocalErrno.Place { isRoot ? .inRoot : .file }
 
     /// `name` joined to this folder's path.
     func child(_ name: String) -> String { isRoot ? name : path + "/" + name }

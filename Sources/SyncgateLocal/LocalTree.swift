@@ -119,7 +119,7 @@ final class LocalTree: Sendable {
             // mkdirat never follows a link either: one there (even dangling) answers EEXIST, and the open below
             // then finds it.
             if mkdirat(parent.descriptor, name, 0o777) != 0 && errno != EEXIST {
-                throw failure(errno, "cannot create folder \(display(path))", at: parent.place)
+                throw failure(errno, "cannot create folder \(display(path))", at: parent.creationPlace)
             }
             fd = openat(parent.descriptor, name, flags)
         }
@@ -127,7 +127,7 @@ final class LocalTree: Sendable {
             let code = errno
             if code == ENOTDIR || code == ELOOP { throw notAFolder(name, in: parent) }
             if code == ENOENT && !create { return nil }
-            throw failure(code, "cannot open folder \(display(path))", at: parent.place)
+            throw failure(code, "cannot open folder \(display(path))", at: .file)
         }
         return LocalFolder(descriptor: fd, path: path)
     }
@@ -135,7 +135,7 @@ final class LocalTree: Sendable {
     // MARK: - What is in the way
 
     /// The type bits (`S_IFMT`) of `name` in `folder`, the name itself and not what a link points to; nil when
-    /// there is nothing by that name (or it cannot be looked at: the operation that follows reports why).
+    /// there is nothing by that name (or it cannot be looked at: `errno` says why, and the operation that follows reports it).
     func kind(of name: String, in folder: LocalFolder) -> mode_t? {
         var st = stat()
         guard fstatat(folder.descriptor, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
