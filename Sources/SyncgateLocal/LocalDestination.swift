@@ -71,18 +71,9 @@ public struct LocalDestination: Destination {
 
     public func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
         let (folderPath, name) = LocalDestination.split(item.remoteName)
-        let target = tree.display(item.remoteName)
         // Made relative to the folder's descriptor, which was opened name by name without following a link.
         guard var folder = try tree.folder(folderPath, create: true) else {
             throw LocalErrno.error(ENOENT, "cannot create folder \(tree.display(folderPath))", at: .file)
-        }
-        // A link (or a folder) where the file goes is left as it is: the rename below would replace a link, never
-        // follow it, but the link is not syncgate's to remove.
-        switch tree.kind(of: name, in: folder) {
-        case S_IFLNK: throw tree.linkError(name, in: folder)
-        case S_IFDIR: throw DestinationError.permanent("\(target) is a folder; a file cannot replace it", code: "not-a-file")
-        case nil where errno == ENAMETOOLONG: throw LocalErrno.error(ENAMETOOLONG, "cannot create \(target)", at: .file)
-        default: break
         }
         // pid + a counter: unique among this process's copies, and O_EXCL refuses anything left from before.
         let temporary = LocalDestination.temporaryPrefix + "\(LocalDestination.processID)-"
@@ -121,7 +112,7 @@ public struct LocalDestination: Destination {
                     let w = write(out, buffer.baseAddress! + written, n - written)
                     if w < 0 {
                         if errno == EINTR { continue }
-                        throw tree.failure(errno, "cannot write \(target)", at: .file)
+                        throw tree.failure(errno, "cannot write \(tree.display(item.remoteName))", at: .file)
                     }
                     written += w
                 }
@@ -137,14 +128,10 @@ public struct LocalDestination: Destination {
             // A file that changed while it was copied must not replace the old copy with a mix of two versions.
             try item.verifyUnchanged()
             if offset != item.size { throw FileChangedError(path: item.relativePath, detail: "read \(offset) of \(item.size) bytes") }
-            if fsync == .file, Glibc.fsync(out) != 0 { throw tree.failure(errno, "fsync \(target)", at: .file) }
+            if fsync == .file, Glibc.fsync(out) != 0 { throw tree.failure(errno, "fsync \(tree.display(item.remoteName))", at: .file) }
             close(out)
             closed = true
-            // renameat replaces whatever has the name (a link that appeared since the check above included) and
-            // never follows it.
-            guard renameat(folder.descriptor, temporary, folder.descriptor, name) == 0 else {
-                throw tree.failure(errno, "cannot rename into \(target)", at: .file)
-            }
+            try moveIntoPlace(temporary, as: name, in: folder, remoteName: item.remoteName)
             if fsync == .file { _ = Glibc.fsync(folder.descriptor) }
             return Receipt(remoteName: item.remoteName, detail: "\(offset) bytes", sha256: hasher.map { FileHasher.hex($0.finalize()) })
         } catch {
@@ -153,9 +140,31 @@ public struct LocalDestination: Destination {
         }
     }
 
+    /// Renames the finished copy to `name`. A new name takes one call (`renameat2` with `RENAME_NOREPLACE`); a
+    /// name already there is looked at first: a link or a folder is refused and left as it is (the link is not
+    /// syncgate's to remove), anything else is replaced. `renameat` replaces a name and never follows it, so a link
+    /// that appears between the look and the rename is replaced, never written through.
+    private func moveIntoPlace(_ temporary: String, as name: String, in folder: LocalFolder, remoteName: String) throws {
+        if let renameat2 = LocalDestination.renameat2 {
+            if renameat2(folder.descriptor, temporary, folder.descriptor, name, LocalDestination.renameNoReplace) == 0 { return }
+            let code = errno
+            // EINVAL, ENOSYS: a file system (or kernel) without RENAME_NOREPLACE.
+            if code != EEXIST && code != EINVAL && code != ENOSYS { throw tree.failure(code, "cannot rename into \(tree.display(remoteName))", at: .file) }
+        }
+        switch tree.kind(of: name, in: folder) {
+        case S_IFLNK: throw tree.linkError(name, in: folder)
+        case S_IFDIR: throw DestinationError.permanent("\(tree.display(remoteName)) is a folder; a file cannot replace it", code: "not-a-file")
+        default: break
+        }
+        guard renameat(folder.descriptor, temporary, folder.descriptor, name) == 0 else {
+            throw tree.failure(errno, "cannot rename into \(tree.display(remoteName))", at: .file)
+        }
+    }
+
     /// `name` cut to at most 100 bytes of UTF-8 at a character's boundary (a temporary file's name must stay
     /// within NAME_MAX whatever the name's script).
     static func bounded(_ name: String) -> Substring {
+        if name.utf8.count <= 100 { return name[...] }
         var bytes = 0
         var end = name.startIndex
         for character in name {
@@ -188,6 +197,13 @@ public struct LocalDestination: Destination {
 
     /// Linux's `sync_file_range(2)`; nil elsewhere (see ``linuxFunction(_:as:)``).
     static let syncFileRange = linuxFunction("sync_file_range", as: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32).self)
+
+    /// Linux's `renameat2(2)`; nil elsewhere (the name is then looked at before every rename).
+    static let renameat2 = linuxFunction(
+        "renameat2", as: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32).self
+    )
+    /// `RENAME_NOREPLACE`: fail with EEXIST rather than replace a name that is there.
+    static let renameNoReplace: UInt32 = 1
 
     /// Linux's `syncfs(2)`; nil elsewhere, where `sync()` flushes every file system instead.
     static let syncfs = linuxFunction("syncfs", as: (@convention(c) (Int32) -> Int32).self)
