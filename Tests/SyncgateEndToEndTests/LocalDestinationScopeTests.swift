@@ -89,6 +89,14 @@ struct LocalDestinationScopeTests {
         #expect(line["error_code"] as? String == "EACCES", "\(line)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("synced").path).isEmpty)
 
+        // `retry` before the fix: the probe finds the folder still closed to syncgate; nothing is sent or failed.
+        let early = try await cli.run(["retry", "--json"], asUser: user)
+        #expect(early.status == 1, "\(early.stderr)")
+        #expect(Self.events(early, "failed").isEmpty && Self.events(early, "started").isEmpty, "\(early.stdout)")
+        line = try await destination(asUser: user)
+        #expect(line["state"] as? String == "blocked", "\(line)")
+        #expect((line["last_error"] as? String)?.contains("syncgate may not write in") == true, "the probe's finding: \(line)")
+
         chmod(dir.file("synced").path, 0o777)
         let retried = try await cli.run(["retry", "--json"], asUser: user)
         #expect(retried.status == 0, "\(retried.stderr)")
