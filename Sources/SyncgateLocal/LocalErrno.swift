@@ -29,7 +29,7 @@ public enum LocalErrno {
         let blocked = Classification(.permanent, scope: .destination)
         switch code {
         // The file system is full, or gone: nothing can be written there until it has room or is back.
-        case ENOSPC, EDQUOT, ENODEV, ENXIO, ESTALE, ENOTCONN, ENOMEDIUM, EHOSTDOWN, ESHUTDOWN:
+        case ENOSPC, EDQUOT, ENODEV, ENXIO, ESTALE, ENOTCONN, noMedium, EHOSTDOWN, ESHUTDOWN:
             return unavailable
         // Mounted read-only: waits for the settings to change (another path) or `syncgate retry` once it is writable.
         case EROFS:
@@ -66,12 +66,21 @@ public enum LocalErrno {
         names[code] ?? "errno-\(code)"
     }
 
+    /// Linux's ENOMEDIUM (no disk in the drive); a value no call returns elsewhere.
+    static let noMedium: Int32 = {
+        #if os(Linux)
+        return ENOMEDIUM
+        #else
+        return -1
+        #endif
+    }()
+
     static let names: [Int32: String] = [
         EPERM: "EPERM", ENOENT: "ENOENT", EINTR: "EINTR", EIO: "EIO", ENXIO: "ENXIO", EAGAIN: "EAGAIN", ENOMEM: "ENOMEM",
         EACCES: "EACCES", EBUSY: "EBUSY", EEXIST: "EEXIST", ENODEV: "ENODEV", ENOTDIR: "ENOTDIR", EISDIR: "EISDIR",
         EINVAL: "EINVAL", ENFILE: "ENFILE", EMFILE: "EMFILE", ETXTBSY: "ETXTBSY", EFBIG: "EFBIG", ENOSPC: "ENOSPC",
         EROFS: "EROFS", EMLINK: "EMLINK", ENAMETOOLONG: "ENAMETOOLONG", ELOOP: "ELOOP", EILSEQ: "EILSEQ",
         ENOBUFS: "ENOBUFS", ENOTCONN: "ENOTCONN", ESHUTDOWN: "ESHUTDOWN", EHOSTDOWN: "EHOSTDOWN", ESTALE: "ESTALE",
-        EDQUOT: "EDQUOT", ENOMEDIUM: "ENOMEDIUM",
+        EDQUOT: "EDQUOT", noMedium: "ENOMEDIUM",
     ]
 }

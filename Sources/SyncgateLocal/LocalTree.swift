@@ -25,7 +25,7 @@ final class LocalTree: Sendable {
     }
 
     /// The most folders kept open at once (the cache is emptied when it is full; folders in use stay open).
-    static let cacheLimit = 512
+    static let cacheLimit = 256
 
     init(rootPath: String) {
         self.rootPath = rootPath
