@@ -30,6 +30,42 @@ struct LocalDestinationTests {
         await #expect(throws: DestinationError.self) { try await destination.delete(remoteName: "a/b.bin") }
     }
 
+    @Test func replacesACopyByNameOnlyAndNeverThroughALinkPutInItsPlace() async throws {
+        let dir = try TemporaryDirectory("sg-local-replace")
+        defer { dir.remove() }
+        let destination = LocalDestination(root: dir.file("dst").path)
+        func item(_ content: String) throws -> UploadItem {
+            let source = try dir.write("src/a/b.txt", content)
+            let stat = try #require(FileStat.of(source.path))
+            return UploadItem(source: "s", relativePath: "a/b.txt", absolutePath: source.path, remoteName: "a/b.txt", size: stat.size,
+                              modificationTime: stat.modificationTime, sha256: "", isArtwork: false)
+        }
+        _ = try await destination.upload(try item("first")) { _ in }
+        // Another name for the copy (a hard link outside the folder) keeps the old bytes: the copy is replaced by name.
+        #expect(link(dir.file("dst/a/b.txt").path, dir.file("hard-link.txt").path) == 0)
+        _ = try await destination.upload(try item("second, longer")) { _ in }
+        #expect(try dir.read("dst/a/b.txt") == Data("second, longer".utf8))
+        #expect(try dir.read("hard-link.txt") == Data("first".utf8))
+
+        // A link put where the copy is (in the same run, with the folder held open): refused, the target untouched.
+        try dir.write("outside.txt", "outside")
+        try FileManager.default.removeItem(at: dir.file("dst/a/b.txt"))
+        try FileManager.default.createSymbolicLink(atPath: dir.file("dst/a/b.txt").path, withDestinationPath: dir.file("outside.txt").path)
+        do {
+            _ = try await destination.upload(try item("third")) { _ in }
+            Issue.record("a link where the file goes must not be replaced or written through")
+        } catch let error as DestinationError {
+            #expect(error.code == "symlink" && error.classification == Classification(.permanent), "\(error)")
+        }
+        #expect(try dir.read("outside.txt") == Data("outside".utf8))
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: dir.file("dst/a/b.txt").path) == dir.file("outside.txt").path)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("dst/a").path) == ["b.txt"], "no temporary file left")
+        // Deleting it is refused too; listing does not show it.
+        await #expect(throws: DestinationError.self) { try await destination.delete(remoteName: "a/b.txt") }
+        #expect(try await destination.list().entries.isEmpty)
+        #expect(try dir.read("outside.txt") == Data("outside".utf8))
+    }
+
     @Test func refusesNamesThatEscapeTheFolder() throws {
         let destination = LocalDestination(root: "/tmp/x")
         #expect(throws: DestinationError.self) { try destination.remoteName(forRelativePath: "../etc/passwd") }
