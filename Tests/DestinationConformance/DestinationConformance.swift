@@ -20,9 +20,9 @@ public enum DestinationConformance {
         public var name: String
         /// A destination that works (a fresh one each call; the suite calls `finish()` on it).
         public var working: @Sendable () async throws -> any Destination
-        /// The same destination pointed at an address where nothing listens.
-        public var unreachable: @Sendable () async throws -> any Destination
-        /// The same destination with its credentials refused, when the plugin has credentials to refuse.
+        /// The same destination pointed at an address where nothing listens (nil for one with no network).
+        public var unreachable: (@Sendable () async throws -> any Destination)?
+        /// The same destination with its credentials (or its configuration) refused.
         public var refused: (@Sendable () async throws -> any Destination)?
         /// Reads back what the destination holds under a remote name (nil: not there); nil when it cannot.
         public var readBack: (@Sendable (String) async throws -> Data?)?
@@ -39,7 +39,7 @@ public enum DestinationConformance {
 
         public init(
             name: String, working: @escaping @Sendable () async throws -> any Destination,
-            unreachable: @escaping @Sendable () async throws -> any Destination,
+            unreachable: (@Sendable () async throws -> any Destination)?,
             refused: (@Sendable () async throws -> any Destination)? = nil,
             readBack: (@Sendable (String) async throws -> Data?)? = nil, deletes: Bool = true, listsUploads: Bool = true,
             findsExistingCopies: Bool = false,
@@ -206,8 +206,8 @@ public enum DestinationConformance {
         }
 
         // 7. Scope: nothing listening is the destination's problem, for uploads and for the probe alike.
-        do {
-            let destination = try await harness.unreachable()
+        if let unreachable = harness.unreachable { do {
+            let destination = try await unreachable()
             let item = try makeItem(folder, "unreachable.txt", harness.content("unreachable.txt", 1), destination: destination)
             do {
                 _ = try await destination.upload(item) { _ in }
@@ -230,9 +230,9 @@ public enum DestinationConformance {
             await destination.finish()
         } catch {
             note("unreachable: \(error)")
-        }
+        } }
 
-        // 8. Scope: credentials refused block the destination.
+        // 8. Scope: credentials (or a configuration) refused block the destination.
         if let refused = harness.refused {
             do {
                 let destination = try await refused()

@@ -5,8 +5,8 @@ import SyncgateLocal
 import SyncgateTestSupport
 import Testing
 
-/// The destination conformance suite (Tests/DestinationConformance) against a folder. Nothing to refuse: a local
-/// folder has no credentials; "unreachable" is a root that cannot be made (a file where its parent should be).
+/// The destination conformance suite (Tests/DestinationConformance) against a folder. A folder has no network to be
+/// unreachable; what it can refuse is its configuration: a `path` under a file blocks it.
 @Suite("local destination conformance")
 struct LocalConformanceTests {
     @Test func conforms() async throws {
@@ -17,7 +17,8 @@ struct LocalConformanceTests {
         let harness = DestinationConformance.Harness(
             name: "local",
             working: { LocalDestination(root: root, fsync: .batch) },
-            unreachable: { LocalDestination(root: dir.file("blocker/destination").path, fsync: .batch) },
+            unreachable: nil,
+            refused: { LocalDestination(root: dir.file("blocker/destination").path, fsync: .batch) },
             readBack: { name in FileManager.default.contents(atPath: root + "/" + name) },
             findsExistingCopies: false)
         let problems = await DestinationConformance.run(harness)

@@ -41,13 +41,14 @@ struct HeadUnitAvailabilityTests {
         #expect(error.classification == Self.unavailable, "\(error)")
         #expect(destination.classify(error) == Self.unavailable)
         #expect(error.code == "connect-failed" && error.message.contains("refused"), "\(error)")
-        // Refused, not waited for (the bound is generous: other tests may keep the machine's two cores busy).
-        #expect(upload.elapsed < .seconds(15), "\(upload.elapsed)")
+        // Refused, not waited for: well under the 60 s connect timeout (the bound is generous: in the full suite other
+        // tests keep the machine's two cores and the cooperative pool busy).
+        #expect(upload.elapsed < .seconds(45), "\(upload.elapsed)")
         let listing = await HeadUnitFixtures.outcome { _ = try await destination.list() }
         #expect((listing.error as? DestinationError)?.classification == Self.unavailable)
         let probe = await HeadUnitFixtures.outcome { try await destination.probe() }
         #expect((probe.error as? DestinationError)?.code == "connect-failed")
-        #expect(probe.elapsed < .seconds(15))
+        #expect(probe.elapsed < .seconds(45))
         // prepare does not fail files for a head unit that is away: the uploads meet the error themselves.
         #expect(try await destination.prepare([item]).isEmpty)
         await destination.finish()

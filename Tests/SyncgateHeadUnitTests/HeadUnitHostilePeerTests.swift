@@ -21,7 +21,7 @@ struct HeadUnitHostilePeerTests {
         let upload = await HeadUnitFixtures.outcome { _ = try await destination.upload(item) { _ in } }
         let error = upload.error as? DestinationError
         #expect(error?.code == "no-ack" && error?.scope == .destination, "\(String(describing: upload.error))")
-        #expect(upload.elapsed < .seconds(15), "\(upload.elapsed)")
+        #expect(upload.elapsed < .seconds(45), "\(upload.elapsed)")  // bounded (a flood never ends); generous for a busy suite
         print("heartbeat flood: the peer got \(sent.value / 1_048_576) MiB of heartbeats into the gateway in \(upload.elapsed)")
         #expect(sent.value > 1 << 20, "the flood never got going: \(sent.value) bytes")
         await destination.finish()
@@ -40,7 +40,7 @@ struct HeadUnitHostilePeerTests {
             let upload = await HeadUnitFixtures.outcome { _ = try await destination.upload(item) { _ in } }
             let error = upload.error as? DestinationError
             #expect(error?.code == "protocol-error" && error?.scope == .destination, "\(String(describing: upload.error))")
-            #expect(upload.elapsed < .seconds(15), "\(upload.elapsed)")
+            #expect(upload.elapsed < .seconds(45), "\(upload.elapsed)")  // bounded (a flood never ends); generous for a busy suite
             print("\(size >> 20) MiB partial messages: refused after the peer sent \(sent.value >> 10) KiB: \(error?.message ?? "-")")
             // Refused once the open messages held 8 MiB (plus what was in flight in TCP), long before 8 x size.
             #expect(sent.value < 8 * size / 2, "\(sent.value)")
