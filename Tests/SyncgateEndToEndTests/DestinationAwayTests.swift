@@ -141,22 +141,10 @@ struct DestinationAwayTests {
         defer { proxy.stop() }
         let dir = try TemporaryDirectory("sg-away-s3")
         defer { dir.remove() }
-        try dir.write("plugins.yaml", """
-            version: 1
-            sources: [{name: outbox, path: outbox}]
-            destinations:
-              - name: bucket
-                type: s3
-                endpoint: http://127.0.0.1:\(proxy.port)
-                region: us-east-1
-                bucket: away
-                access_key_id: \(server.accessKeyID)
-                secret_access_key: ${S3_SECRET}
-                retry: { file: 3, artwork: 3, base_delay: 100ms, max_delay: 400ms }
-            """)
+        try Self.s3Config(server: server, port: proxy.port, bucket: "away", secret: server.secretAccessKey, dir: dir,
+                          retry: "{ file: 3, artwork: 3, base_delay: 100ms, max_delay: 400ms }")
         for i in 0..<200 { try dir.write("outbox/d\(i).json", "{\"i\": \(i)}") }
-        var cli = SyncgateCLI(dir: dir)
-        cli.environment = ["S3_SECRET": server.secretAccessKey]
+        let cli = SyncgateCLI(dir: dir)
         try proxy.down(runs: 2)
         for run in 1...2 {
             let result = try await cli.run(["sync", "--json"])

@@ -23,6 +23,21 @@ struct StatusAndEdgesTests {
             """)
     }
 
+    /// Starts `sync --json` with its events and its standard error in files of the test's folder.
+    func startSync() throws -> (Process, URL, URL) {
+        let out = dir.file("events.jsonl")
+        let errors = dir.file("stderr.txt")
+        for file in [out, errors] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
+        let process = Process()
+        process.executableURL = SyncgateCLI.binary
+        process.arguments = ["sync", "--json"]
+        process.currentDirectoryURL = dir.url
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        try ProcessRunner.withTerminationSignalsUnblocked { try process.run() }
+        return (process, out, errors)
+    }
+
     @Test func statusBeforeAnyRunSaysSoThenShowsChosenPathsAndStreamsEveryRow() async throws {
         defer { dir.remove() }
         try config()
@@ -103,17 +118,7 @@ struct StatusAndEdgesTests {
         defer { dir.remove() }
         try config(fsync: "file")
         for i in 0..<1500 { try dir.write(String(format: "outbox/f%04d.txt", i), String(repeating: "x", count: 100 + i % 50)) }
-        let out = dir.file("events.jsonl")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        let process = Process()
-        process.executableURL = SyncgateCLI.binary
-        process.arguments = ["sync", "--json"]
-        process.currentDirectoryURL = dir.url
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        let errors = dir.file("stderr.txt")
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
+        let (process, out, errors) = try startSync()
         let state = dir.file(".syncgate/state.sqlite").path
         let deleted = await ProcessRunner.when(process, timeout: 60, {
             ((try? String(contentsOf: out, encoding: .utf8)) ?? "").components(separatedBy: "\"event\":\"synced\"").count > 100
@@ -139,17 +144,7 @@ struct StatusAndEdgesTests {
         defer { dir.remove() }
         try config(fsync: "file")
         for i in 0..<1500 { try dir.write(String(format: "outbox/f%04d.txt", i), String(repeating: "y", count: 100 + i % 50)) }
-        let out = dir.file("events.jsonl")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        let process = Process()
-        process.executableURL = SyncgateCLI.binary
-        process.arguments = ["sync", "--json"]
-        process.currentDirectoryURL = dir.url
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        let errors = dir.file("stderr.txt")
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
+        let (process, out, errors) = try startSync()
         let state = dir.file(".syncgate/state.sqlite").path
         let other = Data("someone else's file\n".utf8)
         let replaced = await ProcessRunner.when(process, timeout: 60, {

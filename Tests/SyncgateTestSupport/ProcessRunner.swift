@@ -193,7 +193,7 @@ public enum ProcessRunner {
     /// Runs `body` (which starts a process) with SIGTERM and SIGINT unblocked on this thread, so that the child
     /// does not inherit them blocked (worker threads of the test runner block signals; a child started from one
     /// then ignores `terminate()`). The thread's mask is restored afterwards.
-    static func withTerminationSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
+    public static func withTerminationSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
         var set = sigset_t()
         sigemptyset(&set)
         sigaddset(&set, SIGTERM)
