@@ -79,4 +79,37 @@ struct StateDatabaseTests {
         let after = try await #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
         #expect((after["destinations"] as? [[String: Any]])?.first?["synced"] as? Int == 1501)
     }
+
+    @Test func aStateFileOfTheFirstSchemaIsUpgradedInPlaceAndANewerOneIsRefused() async throws {
+        let dir = try TemporaryDirectory("sg-schema")
+        defer { dir.remove() }
+        try config(dir, state: "state.sqlite")
+        try dir.write("outbox/a.txt", "a")
+        let cli = SyncgateCLI(dir: dir)
+        #expect(try await cli.run(["sync"]).status == 0)
+        let sqlite = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        let state = dir.file("state.sqlite").path
+        // As the syncgate before destination states wrote it: files only, schema 1, no record of runs.
+        let downgraded = try await ProcessRunner.run(sqlite, [state, """
+            DROP TABLE destinations; UPDATE syncgate_meta SET value = '1' WHERE key = 'schema';
+            DELETE FROM syncgate_meta WHERE key LIKE 'last_run_%';
+            """])
+        #expect(downgraded.status == 0, "\(downgraded.stderr)")
+        let status = try await cli.run(["status"])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(!status.stdout.contains("No sync has run"), "\(status.stdout)")
+        #expect(status.stdout.contains("Every routed file is synced"), "\(status.stdout)")
+        try dir.write("outbox/b.txt", "b")
+        let sync = try await cli.run(["sync", "--json"])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        #expect(sync.stdout.contains("\"uploaded\":1"), "the old rows are kept: only the new file is sent")
+        let schema = try await ProcessRunner.run(sqlite, [state, "SELECT value FROM syncgate_meta WHERE key = 'schema'; SELECT COUNT(*) FROM destinations;"])
+        #expect(schema.stdout.split(separator: "\n") == ["2", "1"], "\(schema.stdout)")
+
+        // Written by a newer syncgate: refused, untouched.
+        _ = try await ProcessRunner.run(sqlite, [state, "UPDATE syncgate_meta SET value = '3' WHERE key = 'schema';"])
+        let newer = try await cli.run(["sync"])
+        #expect(newer.status == 78, "\(newer.stderr)")
+        #expect(newer.stderr.contains("written by a newer syncgate (schema 3"), "\(newer.stderr)")
+    }
 }

@@ -159,7 +159,9 @@ public struct StatusReport: Sendable {
                 + String(d.synced).leftPad(6) + "  " + String(d.pending + d.uploading).leftPad(7) + "  "
                 + String(d.failed).leftPad(6) + "  " + when(d.lastSuccess) + "\n"
         }
-        guard let lastRun else {
+        // A ledger written before runs were recorded (schema 1) has rows but no run: it has run.
+        let anyRow = destinations.contains { $0.synced + $0.pending + $0.uploading + $0.failed > 0 }
+        if lastRun == nil && !anyRow {
             out += "\nNo sync has run on this state file yet (run syncgate sync).\n"
             return out
         }
@@ -186,7 +188,7 @@ public struct StatusReport: Sendable {
             let away = Set(destinations.filter { $0.state != .available }.map(\.name))
             let listed = files.filter { $0.status == .failed || !away.contains($0.destination) }
             if files.isEmpty {
-                out += "\nEvery routed file is synced (last run \(when(lastRun.finishedAt ?? lastRun.startedAt))).\n"
+                out += "\nEvery routed file is synced" + (lastRun.map { " (last run \(when($0.finishedAt ?? $0.startedAt)))" } ?? "") + ".\n"
             } else if !listed.isEmpty {
                 out += "\nNot synced (\(listed.count)):\n"
                 for e in listed { out += StatusReport.fileLine(e, when: when) }
