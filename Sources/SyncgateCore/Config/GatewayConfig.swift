@@ -15,6 +15,10 @@ public struct GatewayConfig: Sendable {
     public var defaults: DeliverySettings
     public var destinations: [DestinationConfig]
     public var routes: [RouteConfig]
+    /// How `syncgate run` watches its sources (`gateway:`).
+    public var gateway: GatewaySettings = .builtIn
+    /// The status page and API of `syncgate run` (`http:`; nil: off).
+    public var http: HTTPSettings?
 
     /// Keys of a destination mapping that belong to the core, not to the plugin.
     public static let coreDestinationKeys: Set<String> = DeliveryOverrides.keys.union(["name", "type"])
@@ -199,7 +203,8 @@ extension GatewayConfig {
             file: file, baseDirectory: baseDirectory,
             statePath: resolve(top.state ?? ".syncgate/state.sqlite", against: baseDirectory),
             sources: sources, artwork: top.artwork ?? (try! GlobSet(patterns: defaultArtwork)),
-            defaults: defaults, destinations: destinations, routes: routes
+            defaults: defaults, destinations: destinations, routes: routes,
+            gateway: top.gateway?.settings ?? .builtIn, http: top.http?.settings
         )
     }
 
@@ -256,8 +261,10 @@ struct RawTop: Decodable {
     var artwork: GlobSet?
     var defaults: DeliveryOverrides?
     var routes: [RawRoute]?
+    var gateway: RawGatewaySettings?
+    var http: RawHTTPSettings?
 
-    enum CodingKeys: String, CodingKey { case version, state, sources, artwork, defaults, routes, destinations }
+    enum CodingKeys: String, CodingKey { case version, state, sources, artwork, defaults, routes, destinations, gateway, http }
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -267,6 +274,8 @@ struct RawTop: Decodable {
         artwork = try c.decodeIfPresent(GlobSet.self, forKey: .artwork)
         defaults = try c.decodeIfPresent(DeliveryOverrides.self, forKey: .defaults)
         routes = try c.decodeIfPresent([RawRoute].self, forKey: .routes)
+        gateway = try c.decodeIfPresent(RawGatewaySettings.self, forKey: .gateway)
+        http = try c.decodeIfPresent(RawHTTPSettings.self, forKey: .http)
         // destinations are decoded one by one with their plugins; mark the key as known here.
         _ = c.contains(.destinations)
     }
