@@ -14,6 +14,9 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: [.short, .long], help: "Log only errors.")
     var quiet = false
 
+    @Option(name: .long, help: "Log lines as plain text (plain) or one JSON object per line for log shippers (json).")
+    var logFormat: RedactingLogHandler.Format = .plain
+
     var logLevel: Logger.Level {
         if quiet { return .error }
         if let env = ProcessInfo.processInfo.environment["SYNCGATE_LOG_LEVEL"], let level = Logger.Level(rawValue: env) { return level }
@@ -28,7 +31,7 @@ struct GlobalOptions: ParsableArguments {
     /// signal) and returns the logger.
     func makeLogger() -> Logger {
         let level = logLevel
-        ProcessSetup.once(level)
+        ProcessSetup.once(level, format: logFormat)
         return Logger(label: "syncgate")
     }
 
@@ -55,10 +58,12 @@ struct GlobalOptions: ParsableArguments {
 
 enum ProcessSetup {
     nonisolated(unsafe) private static var done = false
-    static func once(_ level: Logger.Level) {
+    static func once(_ level: Logger.Level, format: RedactingLogHandler.Format) {
         guard !done else { return }
         done = true
         signal(SIGPIPE, SIG_IGN)
-        LoggingSystem.bootstrap { label in RedactingLogHandler(label: label, level: level) }
+        LoggingSystem.bootstrap { label in RedactingLogHandler(label: label, level: level, format: format) }
     }
 }
+
+extension RedactingLogHandler.Format: ExpressibleByArgument {}

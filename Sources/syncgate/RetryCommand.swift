@@ -30,7 +30,8 @@ struct RetryCommand: AsyncParsableCommand {
                     if unblocked > 0 { note += "; trying \(unblocked) blocked destination(s) again" }
                     Console.errorRaw(note + "\n")
                 }
-            }
+            },
+            handOverToGateway: true
         )
         if summary.exitCode != 0 { throw ExitCode(summary.exitCode) }
     }

@@ -35,7 +35,9 @@ struct SyncRunner {
     let json: Bool
     let dryRun: Bool
 
-    func run(_ options: SyncOptions, before: ((Ledger) throws -> Void)? = nil) async throws -> SyncSummary {
+    /// Runs a pass. `before` changes the ledger first (`retry`); with `handOverToGateway`, a gateway holding the state
+    /// gets that change instead of a pass (it acts on it within a second) and the command ends there.
+    func run(_ options: SyncOptions, before: ((Ledger) throws -> Void)? = nil, handOverToGateway: Bool = false) async throws -> SyncSummary {
         let logger = global.makeLogger()
         let config = try global.loadConfig(logger: logger)
         for name in options.destinations where config.destination(named: name) == nil {
@@ -62,6 +64,11 @@ struct SyncRunner {
             do {
                 try lock.acquire()
             } catch let busy as StateLock.Busy {
+                if busy.isGateway, handOverToGateway, let before {
+                    try before(try global.openLedger(effective))
+                    Console.errorRaw("syncgate: the gateway (\(busy.holder.dropFirst("gateway ".count))) running on this state file takes it from here\n")
+                    return SyncSummary()
+                }
                 Console.error(busy.description)
                 throw ExitCode(ExitStatus.retryScheduled)
             } catch let error as LedgerError {

@@ -12,7 +12,7 @@ struct Syncgate: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            SyncCommand.self, StatusCommand.self, ValidateCommand.self, RetryCommand.self, ForgetCommand.self,
+            SyncCommand.self, RunCommand.self, StatusCommand.self, ValidateCommand.self, RetryCommand.self, ForgetCommand.self,
             ListCommand.self, RemoveCommand.self,
         ],
         defaultSubcommand: nil

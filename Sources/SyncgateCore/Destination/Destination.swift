@@ -63,8 +63,13 @@ public protocol Destination: Sendable {
     /// Returns the receipt when it does; the file is then recorded synced without an upload.
     func existingCopy(of item: UploadItem) async throws -> Receipt?
 
-    /// Called once after the batch, whatever happened (close connections, unregister).
+    /// Called once after the batch, whatever happened (close connections, unregister). A gateway calls it only
+    /// when it stops or reloads: its destinations serve many passes.
     func finish() async
+
+    /// Called at the start of each pass of a gateway (whose destinations stay open across passes): forget what is
+    /// only good for one pass (a cache of what the destination holds). Default: nothing.
+    func startPass() async
 
     /// `true` when ``delete(remoteNames:)`` deletes many names in few requests (S3's DeleteObjects).
     var supportsBatchDelete: Bool { get }
@@ -103,6 +108,7 @@ extension Destination {
     public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] { [:] }
     public func existingCopy(of item: UploadItem) async throws -> Receipt? { nil }
     public func finish() async {}
+    public func startPass() async {}
     public var connectionGeneration: Int { get async { 0 } }
     public var supportsBatchDelete: Bool { false }
     public func delete(remoteNames: [String]) async throws -> [String: DestinationError] {

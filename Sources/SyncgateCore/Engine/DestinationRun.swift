@@ -29,6 +29,9 @@ final class DestinationRun: @unchecked Sendable {
     private var readiness: Task<Readiness, Never>?
     /// Whether the destination answered in this run (a probe, its listing, an upload).
     private let contact = ContactFlag()
+    /// Whether the breaker was opened by the state the ledger already had (blocked with unchanged settings, or a
+    /// gateway's probe not due yet): nothing new was learnt, so the state is not written again.
+    private let awayAsRecorded = ContactFlag()
 
     /// What the run knows before it sends: the destination's listing when that is the truth (nil: trust the ledger).
     struct Readiness: Sendable {
@@ -67,9 +70,18 @@ final class DestinationRun: @unchecked Sendable {
     private func getReady() async -> Readiness {
         let plugin = destination.destination
         let name = destination.name
+        if options.isGatewayPass { await plugin.startPass() }
         if let record, record.state == .blocked, record.fingerprint == destination.fingerprint {
+            awayAsRecorded.set()
             breaker.trip(DeliveryFailure(
                 message: record.lastError ?? "blocked", failureClass: .permanent, scope: .destination, code: record.errorCode, attempts: 0))
+            return Readiness()
+        }
+        if let record, record.state != .available, options.isGatewayPass, let next = record.nextProbeAt, next > clock.now() {
+            // A gateway probes on its own schedule (2 s doubling up to probe_interval_max), not at every pass.
+            awayAsRecorded.set()
+            breaker.trip(DeliveryFailure(
+                message: record.lastError ?? "unavailable", failureClass: .retryable(), scope: .destination, code: record.errorCode, attempts: 0))
             return Readiness()
         }
         if let record, record.state != .available {
@@ -327,7 +339,7 @@ final class DestinationRun: @unchecked Sendable {
             recorder.flush()
             failure = recorder.firstError
         }
-        await destination.destination.finish()
+        if !options.isGatewayPass { await destination.destination.finish() }
         if failure == nil, !options.dryRun { try recordState() }
         if let failure { throw failure }
     }
@@ -340,9 +352,11 @@ final class DestinationRun: @unchecked Sendable {
             return
         }
         let state: DestinationState = away.failureClass.isRetryable ? .unavailable : .blocked
-        try ledger.markAway(destination.name, state: state, error: away.message, code: away.code,
-                            fingerprint: state == .blocked ? destination.fingerprint : nil, probeFailed: true,
-                            probeIntervalMax: destination.settings.probeIntervalMax, at: now)
+        if !awayAsRecorded.isSet {
+            try ledger.markAway(destination.name, state: state, error: away.message, code: away.code,
+                                fingerprint: state == .blocked ? destination.fingerprint : nil, probeFailed: true,
+                                probeIntervalMax: destination.settings.probeIntervalMax, at: now)
+        }
         let since = try ledger.destinationRecords()[destination.name]?.since ?? now
         let waiting = try ledger.counts()[destination.name].map { ($0[.pending] ?? 0) + ($0[.uploading] ?? 0) } ?? 0
         tally.update {

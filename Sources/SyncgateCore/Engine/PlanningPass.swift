@@ -30,13 +30,16 @@ final class PlanningPass: @unchecked Sendable {
     /// Sources feeding the planners planned whole, not walked to their end yet.
     private var wholeSourcesLeft: Set<String>
     private var wholeHandedOver = false
-    private var walk: ScanPipeline?
+    private var walk: (any FileWalk)?
+    /// Only these files (a gateway's pass), instead of every file of every source.
+    private let paths: [FileKey]?
     private var chunk: [ScannedFile] = []
     private var chunkIndex = 0
     private var fileCount = 0
 
     init(config: GatewayConfig, ledger: Ledger, planners: [DestinationPlanner], feed: WaveFeed, tally: SummaryTally,
-         cancellation: CancellationHandle, waveSize: Int, warn: @escaping @Sendable (ScanWarning) -> Void) {
+         cancellation: CancellationHandle, waveSize: Int, paths: [FileKey]? = nil, warn: @escaping @Sendable (ScanWarning) -> Void) {
+        self.paths = paths
         self.config = config
         self.ledger = ledger
         self.planners = planners
@@ -68,11 +71,22 @@ final class PlanningPass: @unchecked Sendable {
     private var stopping: Bool { feed.isStopped || cancellation.isCancelled }
 
     private func plan() throws {
-        let walk = ScanPipeline(sources: sources)
+        let walk: any FileWalk = paths.map { PathWalk(sources: sources, paths: $0) } ?? ScanPipeline(sources: sources)
         self.walk = walk
         defer {
             walk.stop()
             feed.finish()
+        }
+        if paths != nil {
+            // A few chosen files: each one's rows are looked up by its key, not read beside a walk.
+            while !stopping, let file = peek() {
+                try handOver(final: false)
+                chunkIndex += 1
+                try ledger.withRows(file: file.key) { rows in try consider(file, rows: rows) }
+            }
+            tally.update { $0.files = fileCount }
+            if !stopping { try handOver(final: true) }
+            return
         }
         var last: (source: String, path: String)? = nil
         while !stopping, let first = peek() {

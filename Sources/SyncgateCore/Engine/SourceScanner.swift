@@ -72,6 +72,35 @@ public struct SourceScanner: Sendable {
         return warnings
     }
 
+    /// The file at `relativePath` in `source`, as a walk would have found it: nil when it is not there, not a
+    /// regular file, not selected by the source's globs, below an excluded folder, or reached through a link while
+    /// the source does not follow links.
+    public func file(at relativePath: String, in source: SourceConfig) -> ScannedFile? {
+        let parts = relativePath.split(separator: "/", omittingEmptySubsequences: false)
+        guard !parts.isEmpty, !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else { return nil }
+        var absolute = source.path
+        var relative = ""
+        for (index, part) in parts.enumerated() {
+            absolute += "/" + part
+            relative += (relative.isEmpty ? "" : "/") + part
+            var st = stat()
+            guard lstat(absolute, &st) == 0 else { return nil }
+            if st.st_mode & S_IFMT == S_IFLNK {
+                guard source.followSymlinks, stat(absolute, &st) == 0 else { return nil }
+            }
+            let kind = st.st_mode & S_IFMT
+            if index < parts.count - 1 {
+                guard kind == S_IFDIR, source.exclude.decision(for: relative) != true else { return nil }
+            } else {
+                guard kind == S_IFREG, source.selects(relative) else { return nil }
+                let stat = FileStat(st)
+                return ScannedFile(source: source.name, root: source.path, relativePath: relative, size: stat.size,
+                                   modificationTime: stat.modificationTime)
+            }
+        }
+        return nil
+    }
+
     private func walk(
         _ source: SourceConfig, absolute: String, relative: String, visit: (ScannedFile) throws -> Void,
         warnings: inout [ScanWarning], visiting: inout Set<[UInt64]>

@@ -40,7 +40,7 @@ public final class SyncEngine: Sendable {
         let destinations = config.destinations.filter { options.destinations.isEmpty || options.destinations.contains($0.name) }
 
         let records = options.dryRun ? [:] : try ledger.destinationRecords()
-        if !options.dryRun {
+        if !options.dryRun && !options.isGatewayPass {
             try ledger.resetInterrupted(at: clock.now())
             try ledger.noteRunStarted(at: clock.now())
         }
@@ -69,7 +69,7 @@ public final class SyncEngine: Sendable {
             }
         }
         let feed = WaveFeed(destinations: planners.count)
-        let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: options.waveSize, warn: warn)
+        let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: options.waveSize, paths: options.paths, warn: warn)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await planning.run() }
             for (index, run) in runs.enumerated() {
@@ -87,7 +87,7 @@ public final class SyncEngine: Sendable {
         summary.interrupted = cancellation.isCancelled
         summary.away.sort { $0.name < $1.name }
         summary.seconds = Date().timeIntervalSince(started)
-        if !options.dryRun { try ledger.noteRunFinished(at: clock.now(), exitCode: summary.exitCode) }
+        if !options.dryRun && !options.isGatewayPass { try ledger.noteRunFinished(at: clock.now(), exitCode: summary.exitCode) }
         return summary
     }
 

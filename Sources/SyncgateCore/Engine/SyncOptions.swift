@@ -10,6 +10,14 @@ public struct SyncOptions: Sendable {
     public var interruptGrace: Duration
     /// Plans held per wave of a destination whose names cannot clash (see ``PlanningPass``); tests make it small.
     var waveSize = PlanningPass.defaultWaveSize
+    /// Plan only these files (a gateway's pass over the files its watches saw change), instead of walking every
+    /// source. A file that is gone, or not selected by its source's globs, is left alone.
+    public var paths: [FileKey]?
+    /// One pass of a long-running gateway: the destinations stay open after it (their connections, sessions and
+    /// resumable uploads serve the next pass; ``Destination/startPass()`` renews what is per pass), rows left
+    /// `uploading` are not reset (another destination's pass may be uploading them), runs are not recorded, and a
+    /// destination that is away is probed only once its next probe is due.
+    public var isGatewayPass = false
 
     public init(dryRun: Bool = false, onlyFailed: Bool = false, destinations: [String] = [], interruptGrace: Duration = .seconds(3)) {
         self.dryRun = dryRun

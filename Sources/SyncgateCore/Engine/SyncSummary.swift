@@ -35,6 +35,8 @@ public struct SyncSummary: Sendable {
         public var waiting: Int
     }
 
+    public init() {}
+
     /// 0 everything routed is synced; 1 some file failed, a source is missing or a destination is blocked; 75 only
     /// retryable failures remain, scheduled, or files wait for an unavailable destination; 130 interrupted.
     public var exitCode: Int32 {

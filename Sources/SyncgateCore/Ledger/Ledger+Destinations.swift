@@ -94,6 +94,20 @@ extension Ledger {
         }
     }
 
+    /// The earliest automatic retry of a failed file at a destination (nil: none scheduled).
+    public func nextRetryDue(destination: String) throws -> Date? {
+        try read { db in
+            try Double.fetchOne(db, sql: "SELECT MIN(next_retry_at) FROM files WHERE destination = ? AND status = 'failed' AND next_retry_at IS NOT NULL",
+                                arguments: [destination]).map { Date(timeIntervalSince1970: $0) }
+        }
+    }
+
+    /// A number that changes whenever another connection (another syncgate process: `retry`, `forget`) commits a
+    /// change to the ledger (SQLite's `data_version`): a gateway looks at it to act on such changes at once.
+    public func changeCounter() throws -> Int {
+        try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA data_version") ?? 0 }
+    }
+
     // MARK: - Runs
 
     /// When the last run started and ended, and its exit code (nil before the first run).

@@ -43,6 +43,11 @@ extension Ledger {
         try withRows(where: "WHERE source = ?" + (path == nil ? "" : " AND path > ?"), [source] + (path.map { [$0] } ?? []), body)
     }
 
+    /// One file's rows (at every destination), as a stream in the order of ``withRows(destination:_:)``.
+    public func withRows<T>(file: FileKey, _ body: (LedgerRowStream) throws -> T) throws -> T {
+        try withRows(where: "WHERE source = ? AND path = ?", [file.source, file.path], body)
+    }
+
     /// The rows `filter` selects, in primary key order, as a stream read inside one read transaction.
     private func withRows<T>(where filter: String, _ arguments: [String], _ body: (LedgerRowStream) throws -> T) throws -> T {
         try read { db in

@@ -56,9 +56,11 @@ extension Ledger {
         try createDestinationsTable(db)
     }
 
-    /// Schema 2: one row per destination that has been tried, with its state (see ``DestinationRecord``).
+    /// Schema 2: one row per destination that has been tried, with its state (see ``DestinationRecord``), and an
+    /// index on failed files' next retry time (a gateway sleeps until the earliest).
     private static func createDestinationsTable(_ db: Database) throws {
         try db.execute(sql: """
+            CREATE INDEX files_failed_by_next_retry ON files (destination, next_retry_at) WHERE status = 'failed';
             CREATE TABLE destinations (
                 name TEXT PRIMARY KEY NOT NULL,
                 state TEXT NOT NULL CHECK (state IN ('available', 'unavailable', 'blocked')),

@@ -14,14 +14,23 @@ public final class StateLock: @unchecked Sendable {
 
     public struct Busy: Error, CustomStringConvertible {
         public var path: String
+        /// What the holder wrote: `pid N`, or `gateway pid N` for `syncgate run`.
         public var holder: String
-        public var description: String { "another syncgate (\(holder)) is using \(path); try again when it has finished" }
+        /// Whether the holder is a gateway (`syncgate run`), which takes `retry` and `forget` at once.
+        public var isGateway: Bool { holder.hasPrefix("gateway ") }
+        public var description: String {
+            if isGateway {
+                let state = path.hasSuffix(".lock") ? String(path.dropLast(5)) : path
+                return "a gateway (\(holder.dropFirst("gateway ".count))) is running on \(state): it sends files as they come; use syncgate status, retry or forget alongside it"
+            }
+            return "another syncgate (\(holder)) is using \(path); try again when it has finished"
+        }
     }
 
     public init(statePath: String) { self.path = statePath + ".lock" }
 
-    /// Takes the lock or throws ``Busy`` at once.
-    public func acquire() throws {
+    /// Takes the lock or throws ``Busy`` at once. `gateway`: the holder is `syncgate run` (others are told so).
+    public func acquire(gateway: Bool = false) throws {
         try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
@@ -40,7 +49,7 @@ public final class StateLock: @unchecked Sendable {
             let holder = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "unknown pid"
             throw Busy(path: path, holder: holder)
         }
-        let text = "pid \(getpid())\n"
+        let text = (gateway ? "gateway " : "") + "pid \(getpid())\n"
         _ = ftruncate(fd, 0)
         _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
         self.fd = fd
@@ -51,6 +60,12 @@ public final class StateLock: @unchecked Sendable {
         flock(fd, LOCK_UN)
         close(fd)
         fd = -1
+    }
+
+    /// Whether a gateway (`syncgate run`) holds the lock now (what it wrote says so).
+    public static func gatewayHolds(statePath: String) -> Bool {
+        guard isHeld(statePath: statePath), let text = try? String(contentsOfFile: statePath + ".lock", encoding: .utf8) else { return false }
+        return text.hasPrefix("gateway ")
     }
 
     /// Whether some process holds the lock now (without taking it).

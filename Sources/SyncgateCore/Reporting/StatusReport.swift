@@ -37,6 +37,8 @@ public struct StatusReport: Sendable {
     public var syncRunning: Bool
     /// Whether `files` lists chosen paths (synced included) rather than what is not synced.
     public var listsPaths = false
+    /// Whether the process running is a gateway (`syncgate run`).
+    public var gatewayRunning = false
 
     /// Recent entries read at most (per list).
     static let recentLimit = 1000
@@ -81,7 +83,8 @@ public struct StatusReport: Sendable {
         }
         return StatusReport(
             generatedAt: now, lastRun: try ledger.lastRun(), destinations: lines, files: files, ongoing: ongoing,
-            recentlyCompleted: completed, recentlyFailed: failed, syncRunning: running, listsPaths: !paths.isEmpty
+            recentlyCompleted: completed, recentlyFailed: failed, syncRunning: running, listsPaths: !paths.isEmpty,
+            gatewayRunning: running && StateLock.gatewayHolds(statePath: config.statePath)
         )
     }
 
@@ -129,6 +132,7 @@ public struct StatusReport: Sendable {
         var object: [String: Any] = [
             "generated_at": JSONText.time(generatedAt),
             "sync_running": syncRunning,
+            "gateway_running": gatewayRunning,
             "last_run": lastRun.map { run -> Any in
                 ["started_at": JSONText.time(run.startedAt), "finished_at": JSONText.time(run.finishedAt),
                  "exit_code": run.exitCode.map { $0 as Any } ?? NSNull()] as [String: Any]
@@ -175,7 +179,11 @@ public struct StatusReport: Sendable {
                 out += "\n\(d.name): unavailable since \(since) (\(why)); \(files), sent when it answers.\n"
             }
         }
-        if syncRunning { out += "\nA sync is running now.\n" }
+        if gatewayRunning {
+            out += "\nA gateway (syncgate run) is running on this state file now.\n"
+        } else if syncRunning {
+            out += "\nA sync is running now.\n"
+        }
         if !ongoing.isEmpty {
             out += "\nUploading now:\n"
             for e in ongoing { out += "  \(e.destination)  \(e.file.path)  \(Int(e.progress * 100))%\n" }

@@ -1,0 +1,143 @@
+import Foundation
+import Logging
+
+/// One destination's work inside a gateway: passes of the engine for that destination alone, one at a time, as
+/// work comes: files that settled (a pass over just those files), a full pass (at start, on a rescan, when a retry
+/// falls due, when the destination's probe is due, when someone asked for a retry). A destination that is away
+/// or slow holds up only its own lane.
+final class DestinationLane: @unchecked Sendable {
+    let destination: DestinationConfig
+    let engine: SyncEngine
+    let logger: Logger
+    let observe: @Sendable (DeliveryEvent) -> Void
+    /// Whether two of its files can end up under one name (a head unit flattens folders; several sources into one
+    /// place): such a destination is always planned whole, so a pass over a few files would not see a clash.
+    let namesCanClash: Bool
+
+    private let lock = NSLock()
+    private var paths: Set<FileKey> = []
+    private var fullPassWanted = true  // the first pass sends everything pending, failed and due, or new
+    private var stopping = false
+    private var lastFullPassEnd: Date?
+    /// When the last full pass started: whatever fell due before it was that pass's to act on.
+    private var lastFullPassStart: Date?
+    private var passCount = 0
+    private let wakeup = Wakeup()
+    /// Cancels the pass in flight when the gateway stops (uploads in flight get the grace period).
+    private var passCancellation = CancellationHandle()
+
+    init(destination: DestinationConfig, engine: SyncEngine, logger: Logger, observe: @escaping @Sendable (DeliveryEvent) -> Void) {
+        self.destination = destination
+        self.engine = engine
+        self.logger = logger
+        self.observe = observe
+        let sources = engine.config.sources(routedTo: destination.name)
+        namesCanClash = !(destination.destination.remoteNamesAreDistinct && sources.count <= 1)
+    }
+
+    /// Files of this destination that settled: a pass over them comes next.
+    func add(_ files: [FileKey]) {
+        guard !files.isEmpty else { return }
+        lock.withLock {
+            if namesCanClash { fullPassWanted = true } else { paths.formUnion(files) }
+        }
+        wakeup.signal()
+    }
+
+    /// A full pass comes next (a rescan, a retry asked for, a change made by another process).
+    func wantFullPass() {
+        lock.withLock { fullPassWanted = true }
+        wakeup.signal()
+    }
+
+    /// Files seen and not planned yet.
+    var queueDepth: Int { lock.withLock { paths.count } }
+
+    /// When its last full pass ended, and how many passes it ran.
+    var progress: (lastFullPass: Date?, passes: Int) { lock.withLock { (lastFullPassEnd, passCount) } }
+
+    /// Takes no new work and cuts the pass in flight short (its uploads get the engine's grace period).
+    func stop() {
+        let handle: CancellationHandle = lock.withLock {
+            stopping = true
+            return passCancellation
+        }
+        handle.cancel()
+        wakeup.signal()
+    }
+
+    /// Runs passes until ``stop()``.
+    func run() async {
+        while true {
+            let (work, handle): (Work?, CancellationHandle) = lock.withLock {
+                if stopping { return (nil, passCancellation) }
+                passCancellation = CancellationHandle()
+                defer {
+                    paths.removeAll()
+                    fullPassWanted = false
+                }
+                if fullPassWanted { return (.full, passCancellation) }
+                if !paths.isEmpty { return (.files(Array(paths)), passCancellation) }
+                return (.idle, passCancellation)
+            }
+            guard let work else { return }
+            if case .idle = work {
+                await wakeup.wait(until: nextTimer())
+                if lock.withLock({ stopping }) { return }
+                if timerIsDue() { wantFullPassQuietly() }
+                continue
+            }
+            await pass(work, cancellation: handle)
+        }
+    }
+
+    private enum Work {
+        case idle
+        case full
+        case files([FileKey])
+    }
+
+    private func pass(_ work: Work, cancellation: CancellationHandle) async {
+        var options = SyncOptions(destinations: [destination.name])
+        options.isGatewayPass = true
+        if case .files(let files) = work { options.paths = files } else { lock.withLock { lastFullPassStart = Date() } }
+        do {
+            let summary = try await engine.run(options, cancellation: cancellation, observe: observe)
+            lock.withLock {
+                passCount += 1
+                if case .full = work, !summary.interrupted { lastFullPassEnd = Date() }
+            }
+        } catch {
+            // The ledger could not be written (disk full, the state file lost): say so and try again later; a
+            // gateway does not die of it, but it does not spin on it either.
+            logger.error("\(destination.name): pass failed: \(Redactor.shared.redact(String(describing: error)))")
+            lock.withLock { fullPassWanted = true }
+            await wakeup.wait(until: .now + .seconds(30))
+        }
+    }
+
+    /// The next time something falls due without a file event: a failed file's retry, or a probe of the
+    /// destination while it is away.
+    private func nextTimer() -> ContinuousClock.Instant? {
+        let ledger = engine.ledger
+        var due: [Date] = []
+        if let retry = try? ledger.nextRetryDue(destination: destination.name) { due.append(retry) }
+        if let record = try? ledger.destinationRecords()[destination.name], record.state == .unavailable, let probe = record.nextProbeAt {
+            due.append(probe)
+        }
+        // A time that fell due before the last full pass started was that pass's to act on (a failed file no longer
+        // in its source keeps a retry time in the past): waking for it again would spin.
+        let considered = lock.withLock { lastFullPassStart }
+        guard let earliest = due.filter({ considered == nil || $0 > considered! }).min() else { return nil }
+        return .now + .milliseconds(max(0, Int64(earliest.timeIntervalSinceNow * 1000)) + 10)
+    }
+
+    private func timerIsDue() -> Bool {
+        guard let next = nextTimer() else { return false }
+        return next <= .now + .milliseconds(20)
+    }
+
+    private func wantFullPassQuietly() {
+        lock.withLock { fullPassWanted = true }
+    }
+}

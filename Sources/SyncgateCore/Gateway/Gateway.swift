@@ -1,0 +1,131 @@
+import Foundation
+import Logging
+
+/// A long-running gateway (`syncgate run`): one ``DestinationLane`` per destination, fed by the files its
+/// watches see settle (``filesChanged(_:)``), full rescans (``rescanAll(reason:)``), failed files' retry times,
+/// probes of destinations that are away, and changes other processes make to the ledger (`syncgate retry`,
+/// `forget`). Its destinations stay open across passes. It never stops by itself: ``stop()`` drains it (no new
+/// work; uploads in flight get the grace period) and ends every destination's session.
+public final class Gateway: GatewayObservable, @unchecked Sendable {
+    public let config: GatewayConfig
+    public let ledger: Ledger
+    let engine: SyncEngine
+    let logger: Logger
+    private let lanes: [String: DestinationLane]
+    private let hub = EventHub()
+    private let lock = NSLock()
+    private var ready = false
+    private var stopped = false
+    /// Reports of settling files the watches hold (added to the queue depth).
+    private var settling: @Sendable () -> Int = { 0 }
+
+    public init(config: GatewayConfig, ledger: Ledger, logger: Logger = Logger(label: "syncgate.gateway")) {
+        self.config = config
+        self.ledger = ledger
+        self.logger = logger
+        let engine = SyncEngine(config: config, ledger: ledger, logger: logger)
+        self.engine = engine
+        let hub = self.hub
+        var lanes: [String: DestinationLane] = [:]
+        for destination in config.destinations {
+            lanes[destination.name] = DestinationLane(destination: destination, engine: engine, logger: logger) { hub.publish($0) }
+        }
+        self.lanes = lanes
+    }
+
+    // MARK: - Running
+
+    /// Runs until ``stop()``: rows a killed run left `uploading` are pending again, then every lane starts with a
+    /// full pass (everything pending, failed and due, or new since the last run), then works as work comes.
+    /// `watching` says the sources' watches are set (for ``isReady``), `settling` how many files they hold.
+    public func run(settling: @escaping @Sendable () -> Int = { 0 }) async throws {
+        try ledger.resetInterrupted(at: Date())
+        try ledger.noteRunStarted(at: Date())
+        lock.withLock { self.settling = settling }
+        await withTaskGroup(of: Void.self) { group in
+            for lane in lanes.values { group.addTask { await lane.run() } }
+            group.addTask { await self.watchLedger() }
+            await group.waitForAll()
+        }
+        for destination in config.destinations { await destination.destination.finish() }
+        try? ledger.noteRunFinished(at: Date(), exitCode: ExitStatus.success)
+        hub.close()
+    }
+
+    /// Says that the sources' watches are set: the gateway is ready (`/readyz`).
+    public func watchesAreSet() {
+        lock.withLock { ready = true }
+    }
+
+    /// Takes no new work, lets uploads in flight end (bounded by the engine's grace), and makes ``run()`` return.
+    public func stop() {
+        lock.withLock { stopped = true }
+        for lane in lanes.values { lane.stop() }
+    }
+
+    private var isStopped: Bool { lock.withLock { stopped } }
+
+    /// Files that settled in the sources: each goes to the lanes of the destinations it is routed to.
+    public func filesChanged(_ files: [FileKey]) {
+        var byDestination: [String: [FileKey]] = [:]
+        for file in files {
+            for name in config.destinations(forSource: file.source, relativePath: file.path) { byDestination[name, default: []].append(file) }
+        }
+        for (name, files) in byDestination { lanes[name]?.add(files) }
+    }
+
+    /// A full pass of every destination (the watches lost track, or the periodic safety rescan).
+    public func rescanAll(reason: String) {
+        logger.info("full pass of every destination: \(reason)")
+        for lane in lanes.values { lane.wantFullPass() }
+    }
+
+    /// Notices changes other processes commit to the ledger (`syncgate retry`, `syncgate forget`) within about a
+    /// second, and acts on them with a full pass.
+    private func watchLedger() async {
+        var seen = (try? ledger.changeCounter()) ?? 0
+        while !isStopped {
+            try? await Task.sleep(for: .seconds(1))
+            guard let now = try? ledger.changeCounter(), now != seen else { continue }
+            seen = now
+            if !isStopped { rescanAll(reason: "the ledger was changed by another syncgate (retry or forget)") }
+        }
+    }
+
+    // MARK: - GatewayObservable
+
+    public var isReady: Bool { lock.withLock { ready && !stopped } }
+
+    public func statusReport() throws -> StatusReport {
+        var report = try StatusReport.build(config: config, ledger: ledger, destination: nil, failedOnly: false)
+        report.syncRunning = true
+        report.gatewayRunning = true
+        report.ongoing = engine.operations.snapshot().ongoing.compactMap { operation in
+            try? ledger.entry(operation.file, destination: operation.destination)
+        }
+        return report
+    }
+
+    public var operations: OperationList { engine.operations }
+
+    public func events() -> AsyncStream<DeliveryEvent> { hub.subscribe() }
+
+    public func retry(destination: String?, paths: [String]) async throws -> Int {
+        let count = try ledger.requestRetry(destination: destination, paths: paths, at: Date())
+        if paths.isEmpty { try ledger.unblock(destination: destination, at: Date()) }
+        for (name, lane) in lanes where destination == nil || destination == name { lane.wantFullPass() }
+        return count
+    }
+
+    public func forget(destination: String?, paths: [String]) async throws -> Int {
+        try ledger.forgetFailed(destination: destination, paths: paths)
+    }
+
+    public var figures: GatewayFigures {
+        let progress = lanes.values.map(\.progress)
+        let complete = progress.allSatisfy { $0.lastFullPass != nil } ? progress.compactMap(\.lastFullPass).min() : nil
+        let settlingNow = lock.withLock { settling }
+        return GatewayFigures(queueDepth: lanes.values.reduce(0) { $0 + $1.queueDepth } + settlingNow(),
+                              lastCompletePass: complete, passes: progress.reduce(0) { $0 + $1.passes })
+    }
+}

@@ -1,0 +1,140 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SyncgateCore
+
+/// `syncgate run`: the gateway as a service. One process per config: it holds the state file, sends everything
+/// that waits, then each file once it settles, probes destinations that are away, retries on schedule, and can be
+/// looked at while it runs (`status`, and the HTTP page when `http:` is set).
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run as a service: watch the sources and deliver each file once it settles, until stopped.",
+        discussion: """
+            SIGTERM or SIGINT: no new work, uploads in flight finish (bounded), exit 0. SIGHUP: read the config \
+            again (a config that does not validate is logged and the old one stays). Under systemd (Type=notify) \
+            it says READY=1, STOPPING=1 and WATCHDOG=1.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let logger = global.makeLogger()
+        var config = try global.loadConfig(logger: logger)
+        let lock = StateLock(statePath: config.statePath)
+        do {
+            try lock.acquire(gateway: true)
+        } catch let busy as StateLock.Busy {
+            Console.error(busy.description)
+            throw ExitCode(ExitStatus.retryScheduled)
+        } catch let error as LedgerError {
+            Console.error(error.description)
+            throw ExitCode(ExitStatus.config)
+        }
+        defer { lock.release() }
+        let ledger = try global.openLedger(config)
+        let notifier = SystemdNotifier()
+        let control = GatewayControl()
+        let signals = ServiceSignals(onStop: { control.stop() }, onReload: { control.reload(global: global, logger: logger) })
+        let watchdog = notifier.watchdogInterval.map { interval in
+            Task {
+                while !Task.isCancelled {
+                    notifier.notify("WATCHDOG=1")
+                    try? await Task.sleep(for: interval)
+                }
+            }
+        }
+        defer { watchdog?.cancel() }
+        withExtendedLifetime(signals) {}
+
+        while true {
+            let gateway = Gateway(config: config, ledger: ledger, logger: logger)
+            control.attach(gateway, statePath: config.statePath)
+            let rescanInterval = config.gateway.rescanInterval
+            let rescans = Task {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: rescanInterval)
+                    gateway.rescanAll(reason: "the periodic safety rescan (rescan_interval)")
+                }
+            }
+            gateway.watchesAreSet()
+            notifier.notify("READY=1\nSTATUS=delivering to \(config.destinations.count) destination(s)")
+            logger.info("gateway running on \(config.statePath) with \(config.destinations.count) destination(s)")
+            do {
+                try await gateway.run()
+            } catch let error as LedgerError {
+                rescans.cancel()
+                Console.error(error.description)
+                throw ExitCode(error.stateLost ? ExitStatus.config : ExitStatus.failed)
+            }
+            rescans.cancel()
+            guard let next = control.takeReloaded() else { break }
+            notifier.notify("RELOADING=1")
+            config = next
+            logger.info("config read again from \(global.config)")
+        }
+        notifier.notify("STOPPING=1")
+        withExtendedLifetime(signals) {}
+    }
+}
+
+/// What the signals do to the running gateway: stop it, or swap its config for one that validates.
+final class GatewayControl: @unchecked Sendable {
+    private let lock = NSLock()
+    private var gateway: Gateway?
+    private var statePath = ""
+    private var reloaded: GatewayConfig?
+    private var stopping = false
+
+    func attach(_ gateway: Gateway, statePath: String) {
+        let stopNow: Bool = lock.withLock {
+            self.gateway = gateway
+            self.statePath = statePath
+            return stopping
+        }
+        if stopNow { gateway.stop() }
+    }
+
+    func stop() {
+        let current: Gateway? = lock.withLock {
+            stopping = true
+            reloaded = nil
+            return gateway
+        }
+        current?.stop()
+    }
+
+    /// Reads the config again; when it validates (and keeps the same state file), the gateway drains and starts
+    /// again with it. When it does not, the error is logged with its location and the old config stays in force.
+    func reload(global: GlobalOptions, logger: Logger) {
+        let next: GatewayConfig
+        do {
+            next = try GatewayConfig.load(path: global.config, registry: BuiltinPlugins.registry, logger: logger)
+        } catch let error as ConfigError {
+            logger.error("SIGHUP: the config does not validate, the old one stays in force: \(error.description)")
+            return
+        } catch {
+            logger.error("SIGHUP: the config cannot be read, the old one stays in force: \(error)")
+            return
+        }
+        let current: Gateway? = lock.withLock {
+            guard !stopping else { return nil }
+            guard next.statePath == statePath else {
+                logger.error("SIGHUP: the new config names another state file (\(next.statePath)); restart syncgate run to change it. The old config stays in force")
+                return nil
+            }
+            reloaded = next
+            return gateway
+        }
+        current?.stop()
+    }
+
+    /// The config to start again with, once the gateway drained for a reload (nil: it stopped for good).
+    func takeReloaded() -> GatewayConfig? {
+        lock.withLock {
+            defer { reloaded = nil }
+            return stopping ? nil : reloaded
+        }
+    }
+}
