@@ -27,7 +27,9 @@ struct DeliveryLayerTests {
                           modificationTime: stat.modificationTime, sha256: "x", isArtwork: artwork)
     }
 
-    func settings(file: Int, artwork: Int, concurrency: Int = 4, timeout: Duration = .seconds(30)) -> DeliverySettings {
+    /// The attempt timeout is a real-time safety net; these tests run on a virtual clock and must not meet it even
+    /// when the whole suite keeps the machine busy, so it is long unless a test is about it.
+    func settings(file: Int, artwork: Int, concurrency: Int = 4, timeout: Duration = .seconds(600)) -> DeliverySettings {
         DeliverySettings(
             concurrency: concurrency,
             retry: RetrySettings(file: file, artwork: artwork, baseDelay: .seconds(1), maxDelay: .seconds(8), jitter: .none,

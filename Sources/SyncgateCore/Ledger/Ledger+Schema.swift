@@ -60,8 +60,8 @@ extension Ledger {
     /// index on failed files' next retry time (a gateway sleeps until the earliest).
     private static func createDestinationsTable(_ db: Database) throws {
         try db.execute(sql: """
-            CREATE INDEX files_failed_by_next_retry ON files (destination, next_retry_at) WHERE status = 'failed';
-            CREATE TABLE destinations (
+            CREATE INDEX IF NOT EXISTS files_failed_by_next_retry ON files (destination, next_retry_at) WHERE status = 'failed';
+            CREATE TABLE IF NOT EXISTS destinations (
                 name TEXT PRIMARY KEY NOT NULL,
                 state TEXT NOT NULL CHECK (state IN ('available', 'unavailable', 'blocked')),
                 since REAL NOT NULL,
