@@ -44,8 +44,15 @@ struct GatewayTests {
         return try await condition()
     }
 
+    /// `status --json` (empty when it could not be read this time: a busy machine may make `status` wait out the
+    /// gateway's write; the callers poll).
     func statusJSON() async throws -> [String: Any] {
-        try #require(SyncgateCLI.json(try await cli.run(["status", "--json"]).stdout))
+        let result = try await cli.run(["status", "--json"])
+        guard let object = SyncgateCLI.json(result.stdout) else {
+            print("status --json gave no JSON (exit \(result.status)): \(result.stderr.prefix(500))")
+            return [:]
+        }
+        return object
     }
 
     func stop(_ process: Process) async -> Int32 {
