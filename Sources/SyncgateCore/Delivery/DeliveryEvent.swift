@@ -28,13 +28,17 @@ public struct DeliveryEvent: Sendable {
     public var size: Int64
     public var kind: Kind
     public var time: Date
+    /// The file as it was planned, on the delivery layer's events (its modification time is what a synced row
+    /// records); nil on events of files that were not sent.
+    public var item: UploadItem?
 
-    public init(file: FileKey, destination: String, size: Int64, kind: Kind, time: Date) {
+    public init(file: FileKey, destination: String, size: Int64, kind: Kind, time: Date, item: UploadItem? = nil) {
         self.file = file
         self.destination = destination
         self.size = size
         self.kind = kind
         self.time = time
+        self.item = item
     }
 
     public var name: String {

@@ -203,7 +203,7 @@ public struct DeliveryLayer: Sendable {
     }
 
     private func emit(_ item: UploadItem, _ kind: DeliveryEvent.Kind) async {
-        await onEvent(DeliveryEvent(file: item.key, destination: destinationName, size: item.size, kind: kind, time: clock.now()))
+        await onEvent(DeliveryEvent(file: item.key, destination: destinationName, size: item.size, kind: kind, time: clock.now(), item: item))
     }
 
     /// The longest a server's Retry-After is waited for within a run (`max_delay`, at least a minute); a longer one

@@ -291,7 +291,6 @@ final class DestinationRun: @unchecked Sendable {
     private func send(_ items: [UploadItem]) async throws {
         guard !items.isEmpty else { return }
         let (layer, recorder) = deliveryLayer()
-        recorder.expect(items)
         let grace = options.interruptGrace
         let cancellation = self.cancellation
         // Uploads run in a child task so that an interruption can cut them off after the grace period.

@@ -10,8 +10,6 @@ final class LedgerRecorder: @unchecked Sendable {
     let tally: SummaryTally
     let observe: @Sendable (DeliveryEvent) -> Void
     let logger: Logger
-    /// The modification time of each file expected and not settled yet (what a synced row records).
-    private var planned: [FileKey: Date] = [:]
     let metrics: DeliveryMetrics
     /// Whether each attempt's start is written (with what gathered) before its upload; see
     /// ``Destination/resendIsHarmless``.
@@ -42,20 +40,11 @@ final class LedgerRecorder: @unchecked Sendable {
 
     var firstError: (any Error)? { lock.withLock { error } }
 
-    /// The files of the next uploads (a wave). Each is forgotten once its outcome is recorded, so what is kept
-    /// here is the files in flight, not every file of the run.
-    func expect(_ items: [UploadItem]) {
-        lock.withLock {
-            for item in items { planned[item.key] = item.modificationTime }
-        }
-    }
-
-    /// Forgets a file whose outcome is recorded.
-    private func settled(_ file: FileKey) -> Date? {
+    /// Forgets the progress marks of a file whose outcome is recorded.
+    private func settled(_ file: FileKey) {
         lock.withLock {
             lastProgressWrite[file] = nil
             lastProgressEvent[file] = nil
-            return planned.removeValue(forKey: file)
         }
     }
 
@@ -82,7 +71,8 @@ final class LedgerRecorder: @unchecked Sendable {
             case .retrying(_, let failure, _):
                 try write(taking: [.retryNote(event.file, destination: destination, error: failure.message, at: event.time)], force: false)
             case .synced(let receipt, _, let uploaded):
-                let modificationTime = try settled(event.file) ?? ledger.entry(event.file, destination: destination)?.modificationTime
+                settled(event.file)
+                let modificationTime = try event.item?.modificationTime ?? ledger.entry(event.file, destination: destination)?.modificationTime
                 try write(taking: [.synced(event.file, destination: destination, receipt: receipt, size: event.size,
                                            modificationTime: modificationTime ?? event.time, sha256: receipt.sha256, at: event.time)], force: false)
                 tally.update { summary in
@@ -94,7 +84,7 @@ final class LedgerRecorder: @unchecked Sendable {
                     }
                 }
             case .failed(let failure):
-                _ = settled(event.file)
+                settled(event.file)
                 if failure.isCancellation {
                     try write(taking: [.interrupted(event.file, destination: destination, at: event.time)], force: false)
                 } else {
@@ -105,7 +95,7 @@ final class LedgerRecorder: @unchecked Sendable {
                     }
                 }
             case .waiting(_, let attemptCut):
-                _ = settled(event.file)
+                settled(event.file)
                 // A file that waited before any attempt is pending already; one whose attempt was cut short is set
                 // back to pending with that attempt not counted.
                 if attemptCut { try write(taking: [.waiting(event.file, destination: destination, uncount: true, at: event.time)], force: false) }
