@@ -13,11 +13,12 @@ import SyncgateSDL
 public final class HeadUnitDestination: Destination {
     public static let registration = PluginRegistration(
         type: "headunit", summary: "a car head unit over SmartDeviceLink (SDL Core): artwork, audio prompts, data files"
-    ) { setup in
+    , decode: { setup in
         var config = try setup.decode(HeadUnitConfig.self)
         if let icon = config.icon { config.icon = setup.resolvePath(icon) }
-        return HeadUnitDestination(config: config, logger: setup.logger)
-    }
+        let decoded = config
+        return { HeadUnitDestination(config: decoded, logger: setup.logger) }
+    })
 
     public let config: HeadUnitConfig
     let link: HeadUnitLink

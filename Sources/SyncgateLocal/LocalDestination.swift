@@ -17,10 +17,11 @@ import SyncgateCore
 public struct LocalDestination: Destination {
     public static let registration = PluginRegistration(
         type: "local", summary: "a folder on this machine (no server needed)"
-    ) { setup in
+    , decode: { setup in
         let config = try setup.decode(LocalConfig.self)
-        return LocalDestination(root: setup.resolvePath(config.path), fsync: config.fsync)
-    }
+        let root = setup.resolvePath(config.path)
+        return { LocalDestination(root: root, fsync: config.fsync) }
+    })
 
     /// Absolute path of the destination folder.
     public let root: String

@@ -9,7 +9,7 @@ import SyncgateCore
 public final class S3Destination: Destination, @unchecked Sendable {
     public static let registration = PluginRegistration(
         type: "s3", summary: "any S3-compatible object storage (AWS S3, MinIO, Ceph, moto): SigV4, streaming multipart"
-    ) { setup in
+    , decode: { setup in
         let config = try setup.decode(S3Config.self)
         if let (key, message) = config.crossCheck() { throw setup.invalid(key, message) }
         let settings: S3Settings
@@ -18,8 +18,8 @@ public final class S3Destination: Destination, @unchecked Sendable {
         } catch let error as S3Settings.MissingCredentials {
             throw setup.invalid("access_key_id", error.description)
         }
-        return S3Destination(settings: settings, logger: setup.logger)
-    }
+        return { S3Destination(settings: settings, logger: setup.logger) }
+    })
 
     public let settings: S3Settings
     let client: S3Client

@@ -13,7 +13,7 @@ import SyncgateCore
 public struct SheetsDestination: Destination {
     public static let registration = PluginRegistration(
         type: "sheets", summary: "Google Sheets rows (Sheets API v4 values.append, or an Apps Script web app)"
-    ) { setup in
+    , decode: { setup in
         var config = try setup.decode(SheetsConfig.self)
         if let file = config.credentialsFile {
             config.credentialsFile = setup.resolvePath(file)
@@ -30,8 +30,9 @@ public struct SheetsDestination: Destination {
                 }
             }
         }
-        return SheetsDestination(name: setup.name, config: config, logger: setup.logger)
-    }
+        let decoded = config
+        return { SheetsDestination(name: setup.name, config: decoded, logger: setup.logger) }
+    })
 
     public let name: String
     public let config: SheetsConfig

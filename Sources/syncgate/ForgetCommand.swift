@@ -24,7 +24,6 @@ struct ForgetCommand: AsyncParsableCommand {
         }
         let ledger = try global.openLedger(config)
         let n = try ledger.forgetFailed(destination: destination, paths: paths)
-        for d in config.destinations { await d.destination.finish() }
         Console.out("forgot \(n) failed entr\(n == 1 ? "y" : "ies")")
     }
 }

@@ -42,7 +42,6 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = global.makeLogger()
         let config = try global.loadConfig(logger: logger)
-        for d in config.destinations { await d.destination.finish() }  // status reads the ledger only
         if let destination, config.destination(named: destination) == nil {
             throw ValidationError("no destination named '\(destination)' (known: \(config.destinations.map(\.name).joined(separator: ", ")))")
         }

@@ -15,7 +15,6 @@ struct ValidateCommand: AsyncParsableCommand {
         let missing = config.sources.filter { !$0.optional }.compactMap { $0.checkFolder() }
         if !missing.isEmpty {
             for error in missing { Console.error(error.description) }
-            for d in config.destinations { await d.destination.finish() }
             throw ExitCode(ExitStatus.config)
         }
         Console.out("\(global.config): OK")
@@ -31,7 +30,6 @@ struct ValidateCommand: AsyncParsableCommand {
         for d in config.destinations {
             let r = d.settings.retry
             Console.out("  \(d.name) (\(d.type)): concurrency \(d.settings.concurrency), retries file \(r.file) / artwork \(r.artwork), backoff \(r.baseDelay.syncgateText)..\(r.maxDelay.syncgateText) jitter \(r.jitter.rawValue), attempt timeout \(d.settings.attemptTimeout.syncgateText), throttle wait \(d.settings.throttleWait.syncgateText)")
-            await d.destination.finish()
         }
         Console.out("routes:")
         for route in config.routes {

@@ -276,7 +276,7 @@ struct LongRetryAfterTests {
         let clock = VirtualClock()
         let settings = DeliverySettings(concurrency: 1, retry: RetrySettings(file: 3, artwork: 3, baseDelay: .seconds(1), maxDelay: .seconds(20),
                                                                              jitter: .none, maxRetryInterval: .seconds(3600), giveUpAfter: .seconds(86400)),
-                                        recentCompleted: .seconds(1), recentFailed: .seconds(1), attemptTimeout: .seconds(30))
+                                        recentCompleted: .seconds(1), recentFailed: .seconds(1), attemptTimeout: .seconds(600))
         let layer = DeliveryLayer(destinationName: "d", destination: destination, settings: settings, clock: clock)
         let result = await layer.deliver(item)
         guard case .failure(let failure) = result else {
@@ -319,7 +319,7 @@ struct BatchDeleteTests {
         let destination = BatchDeleting()
         let settings = DeliverySettings(concurrency: 1, retry: RetrySettings(file: 2, artwork: 2, baseDelay: .seconds(1), maxDelay: .seconds(2), jitter: .none,
                                                                              maxRetryInterval: .seconds(60), giveUpAfter: .seconds(600)),
-                                        recentCompleted: .seconds(1), recentFailed: .seconds(1), attemptTimeout: .seconds(30))
+                                        recentCompleted: .seconds(1), recentFailed: .seconds(1), attemptTimeout: .seconds(600))
         let clock = VirtualClock()
         let failures = await DeliveryLayer(destinationName: "d", destination: destination, settings: settings, clock: clock).deleteMany(["a", "busy", "denied", "b"])
         #expect(Set(failures.keys) == ["denied"])

@@ -84,8 +84,7 @@ struct S3KeyEncodingTests {
     }
 
     static let botocoreAvailable: Bool = {
-        guard let python = ProcessRunner.which("python3") else { return false }
-        return (try? ProcessRunner.runBlocking(python, ["-c", "import botocore"], timeout: 60))?.status == 0
+        ProcessRunner.pythonHas(["botocore"])
     }()
 
     static let botocoreScript = #"""

@@ -36,6 +36,10 @@ public enum ProcessRunner {
         _ executable: URL, _ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil,
         timeout: TimeInterval = 120
     ) async throws -> ProcessResult {
+        // Swift Testing starts every test at once: without a bound, a few hundred short programs would start
+        // together on two cores, and every test's time limit would measure the queue for the CPU.
+        await ProcessSlots.shared.enter()
+        defer { ProcessSlots.shared.leave() }
         let started = Date()
         let running = try Running(executable, arguments, environment: environment, currentDirectory: currentDirectory)
         let deadline = Date().addingTimeInterval(timeout)
@@ -205,6 +209,14 @@ public enum ProcessRunner {
     }
 
 
+    /// Whether python3 can import these modules, found without importing them (importing moto takes seconds on a
+    /// busy machine, and these checks run while Swift Testing decides which tests to run, holding its threads).
+    public static func pythonHas(_ modules: [String]) -> Bool {
+        guard let python = which("python3") else { return false }
+        let script = "import importlib.util, sys; sys.exit(0 if all(importlib.util.find_spec(m) for m in sys.argv[1:]) else 1)"
+        return (try? runBlocking(python, ["-c", script] + modules, timeout: 30))?.status == 0
+    }
+
     /// Finds a program on PATH.
     public static func which(_ name: String) -> URL? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
@@ -213,5 +225,45 @@ public enum ProcessRunner {
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
         }
         return nil
+    }
+}
+
+/// How many programs ``ProcessRunner/run(_:_:environment:currentDirectory:timeout:)`` runs at once across the test
+/// process: twice the cores (at least 4), or `SYNCGATE_TEST_PROCESSES`. Long-running servers started with
+/// ``ProcessRunner/start(_:_:environment:currentDirectory:logFile:)`` do not count.
+public final class ProcessSlots: @unchecked Sendable {
+    public static let shared = ProcessSlots(
+        capacity: ProcessInfo.processInfo.environment["SYNCGATE_TEST_PROCESSES"].flatMap { Int($0) }
+            ?? max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))
+
+    private let lock = NSLock()
+    private var free: Int
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(capacity: Int) { free = max(1, capacity) }
+
+    public func enter() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now: Bool = lock.withLock {
+                if free > 0 {
+                    free -= 1
+                    return true
+                }
+                waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    public func leave() {
+        let next: CheckedContinuation<Void, Never>? = lock.withLock {
+            if waiters.isEmpty {
+                free += 1
+                return nil
+            }
+            return waiters.removeFirst()
+        }
+        next?.resume()
     }
 }

@@ -19,9 +19,8 @@ public final class S3TestServer: @unchecked Sendable {
 
     /// Why moto cannot be used here, or nil when it can.
     public static let unavailableReason: String? = {
-        guard let python = ProcessRunner.which("python3") else { return "python3 is not installed (run scripts/test-deps)" }
-        let check = try? ProcessRunner.runBlocking(python, ["-c", "import moto, boto3, werkzeug, flask"], timeout: 60)
-        if check?.status != 0 {
+        guard ProcessRunner.which("python3") != nil else { return "python3 is not installed (run scripts/test-deps)" }
+        if !ProcessRunner.pythonHas(["moto", "boto3", "werkzeug", "flask"]) {
             return "moto[server] and boto3 are not installed for python3 (run scripts/test-deps)"
         }
         return nil

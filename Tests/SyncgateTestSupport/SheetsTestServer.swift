@@ -14,8 +14,8 @@ public final class SheetsTestServer: @unchecked Sendable {
 
     /// Why the server cannot run here (no python3, or no `cryptography`), or nil when it can.
     public static let unavailableReason: String? = {
-        guard let python = ProcessRunner.which("python3") else { return "python3 is not installed" }
-        guard let result = try? ProcessRunner.runBlocking(python, ["-c", "import cryptography"], timeout: 30), result.status == 0 else {
+        guard ProcessRunner.which("python3") != nil else { return "python3 is not installed" }
+        guard ProcessRunner.pythonHas(["cryptography"]) else {
             return "python3 has no `cryptography` module (run scripts/test-deps.d/sheets.sh)"
         }
         return nil

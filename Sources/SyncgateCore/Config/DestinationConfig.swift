@@ -2,21 +2,35 @@ import Crypto
 import Foundation
 import Yams
 
-/// A configured destination: its plugin instance and the delivery settings that wrap it.
+/// A configured destination: its decoded settings, the delivery settings that wrap it, and its plugin, built the
+/// first time it is used (``destination``): commands that only read the ledger build none.
 public struct DestinationConfig: Sendable {
     public var name: String
     public var type: String
     public var settings: DeliverySettings
-    public var destination: any Destination
     /// A digest of the destination's mapping as written, with the environment variables it names.
     public var configDigest: String
+    private let plugin: LazyDestination
 
-    public init(name: String, type: String, settings: DeliverySettings, destination: any Destination, configDigest: String = "") {
+    public init(name: String, type: String, settings: DeliverySettings, build: @escaping @Sendable () -> any Destination,
+                configDigest: String = "") {
         self.name = name
         self.type = type
         self.settings = settings
-        self.destination = destination
+        self.plugin = LazyDestination(build)
         self.configDigest = configDigest
+    }
+
+    public init(name: String, type: String, settings: DeliverySettings, destination: any Destination, configDigest: String = "") {
+        self.init(name: name, type: type, settings: settings, build: { destination }, configDigest: configDigest)
+    }
+
+    /// The plugin, built on first use (once; every copy of this config shares it).
+    public var destination: any Destination { plugin.instance }
+
+    /// Ends the plugin's session if it was built (a command that used it), and does nothing otherwise.
+    public func finishIfBuilt() async {
+        if let built = plugin.builtInstance { await built.finish() }
     }
 
     /// What a blocked destination's settings are compared by: its config (with the environment variables it names)
@@ -59,4 +73,24 @@ struct RawDestinationHead: Decodable {
             throw ConfigValueError("must be letters, digits, '-', '_' or '.'", key: CodingKeys.name)
         }
     }
+}
+
+/// A plugin built the first time it is asked for, from any thread.
+final class LazyDestination: @unchecked Sendable {
+    private let lock = NSLock()
+    private let build: @Sendable () -> any Destination
+    private var built: (any Destination)?
+
+    init(_ build: @escaping @Sendable () -> any Destination) { self.build = build }
+
+    var instance: any Destination {
+        lock.withLock {
+            if let built { return built }
+            let made = build()
+            built = made
+            return made
+        }
+    }
+
+    var builtInstance: (any Destination)? { lock.withLock { built } }
 }

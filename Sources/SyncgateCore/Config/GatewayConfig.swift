@@ -149,9 +149,9 @@ extension GatewayConfig {
                 name: head.name, type: head.type, baseDirectory: baseDirectory, environment: environment,
                 logger: pluginLogger, node: node, path: path, decoder: decoder, checksFiles: checkingFiles
             )
-            let destination: any Destination
+            let build: @Sendable () -> any Destination
             do {
-                destination = try registration.make(setup)
+                build = try registration.decode(setup)
             } catch {
                 // A misspelt key (`secret_acces_key`) makes the plugin miss a value and say so in its own words
                 // once its keys are read: the unknown key is the better message then.
@@ -168,7 +168,7 @@ extension GatewayConfig {
             }
             if let unknown = decoder.unknownKeys(under: path).first { throw unknown }
             destinations.append(DestinationConfig(
-                name: head.name, type: head.type, settings: head.delivery.applied(to: defaults), destination: destination,
+                name: head.name, type: head.type, settings: head.delivery.applied(to: defaults), build: build,
                 configDigest: DestinationConfig.digest(of: node, environment: environment)
             ))
         }

@@ -47,7 +47,7 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
             group.addTask { await self.watchLedger() }
             await group.waitForAll()
         }
-        for destination in config.destinations { await destination.destination.finish() }
+        for destination in config.destinations { await destination.finishIfBuilt() }
         try? ledger.noteRunFinished(at: Date(), exitCode: ExitStatus.success)
         hub.close()
     }

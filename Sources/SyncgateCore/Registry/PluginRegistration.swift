@@ -1,14 +1,25 @@
 /// How a destination plugin makes itself known: its `type` name in `plugins.yaml`, a one-line summary, and a
-/// factory that decodes the plugin's own keys (through ``DestinationSetup/decode(_:)``) and builds the
-/// destination. The factory must not do network I/O: `syncgate validate` calls it too. Connect lazily.
+/// decoder of its own keys (through ``DestinationSetup/decode(_:)``) that checks them and returns how to build
+/// the destination. The config is decoded and checked when it is loaded; the plugin itself is built only when a
+/// command uses it (a sync, `ls`, `rm`), so `validate`, `status` and `forget` build none. Neither step may do network
+/// I/O: connect lazily.
 public struct PluginRegistration: Sendable {
     public var type: String
     public var summary: String
-    public var make: @Sendable (DestinationSetup) throws -> any Destination
+    /// Decodes and checks the plugin's keys; returns what builds the destination.
+    public var decode: @Sendable (DestinationSetup) throws -> @Sendable () -> any Destination
 
-    public init(type: String, summary: String, make: @escaping @Sendable (DestinationSetup) throws -> any Destination) {
+    public init(type: String, summary: String, decode: @escaping @Sendable (DestinationSetup) throws -> @Sendable () -> any Destination) {
         self.type = type
         self.summary = summary
-        self.make = make
+        self.decode = decode
+    }
+
+    /// A plugin whose factory decodes and builds at once (the destination is then built when the config is loaded).
+    public init(type: String, summary: String, make: @escaping @Sendable (DestinationSetup) throws -> any Destination) {
+        self.init(type: type, summary: summary) { setup in
+            let destination = try make(setup)
+            return { destination }
+        }
     }
 }
