@@ -1,0 +1,152 @@
+import Foundation
+import SyncgateTestSupport
+import Testing
+
+/// The status page in a real headless chromium against a real gateway: it shows each destination and the files
+/// not synced, changes by itself when a pass delivers a file, and a click on a failed file's Retry button
+/// re-attempts it.
+@Suite("status page in a browser", .enabled(if: BrowserSession.shouldRun, "needs chromium and python3 with websocket-client (scripts/test-deps.d/http.sh)"),
+       .timeLimit(.minutes(5)))
+struct StatusPageTests {
+    /// `archive` takes every file but `report.csv` (a folder stands where it goes); `vault` is blocked (its folder
+    /// is a file).
+    static func scene() async throws -> TestGateway {
+        let gateway = try TestGateway("sg-page", destinations: [
+            "{name: archive, type: local, path: archive}", "{name: vault, type: local, path: vault-file}",
+        ])
+        try gateway.dir.write("vault-file", "a file where the vault's folder should be")
+        try gateway.dir.write("outbox/notes/2026-11-24 standup.md", "# standup\n")
+        try gateway.dir.write("outbox/photos/cover.png", String(repeating: "p", count: 40_000))
+        try gateway.dir.write("outbox/report.csv", "id,name\n1,x\n")
+        try FileManager.default.createDirectory(at: gateway.dir.file("archive/report.csv"), withIntermediateDirectories: true)
+        try await gateway.runPass()
+        return gateway
+    }
+
+    /// A JavaScript expression: the text of the count `name` on `destination`'s card.
+    static func count(_ destination: String, _ name: String) -> String {
+        #"(document.querySelector('.card[data-destination="\#(destination)"] [data-count="\#(name)"] b') || {}).textContent"#
+    }
+
+    static func row(_ destination: String, _ path: String) -> String {
+        #"li.file[data-destination="\#(destination)"][data-path="\#(path)"]"#
+    }
+
+    @Test func showsEachDestinationFollowsDeliveriesAndRetriesAFailedFile() async throws {
+        let gateway = try await StatusPageTests.scene()
+        defer { gateway.stop() }
+        let server = try await RunningServer(gateway: gateway)
+        let browser = try await BrowserSession()
+        defer { browser.close() }
+        try await browser.open(server.base + "/")
+
+        // Each destination, as the ledger has it.
+        try await browser.waitFor("document.querySelectorAll('.card').length === 2")
+        #expect(try await browser.evaluate("Array.from(document.querySelectorAll('.card h3')).map(e => e.textContent).join(',')") as? String == "archive,vault")
+        #expect(try await browser.evaluate("document.querySelector('.card[data-destination=\"archive\"] .state').textContent") as? String == "available")
+        #expect(try await browser.evaluate("document.querySelector('.card[data-destination=\"vault\"] .state').textContent") as? String == "blocked")
+        let why = try await browser.evaluate("document.querySelector('.card[data-destination=\"vault\"] .why').textContent") as? String
+        #expect(why?.contains("3 files wait for it") == true, "\(why ?? "")")
+        #expect(try await browser.evaluate(StatusPageTests.count("archive", "synced")) as? String == "2")
+        #expect(try await browser.evaluate(StatusPageTests.count("archive", "failed")) as? String == "1")
+
+        // The files not synced: the failed one red with its error and a Retry button, the waiting ones amber.
+        let failedRow = StatusPageTests.row("archive", "report.csv")
+        #expect(try await browser.evaluate("document.querySelector('\(failedRow) .mark').className") as? String == "mark red")
+        let error = try await browser.evaluate("document.querySelector('\(failedRow) .error').textContent") as? String
+        #expect(error?.isEmpty == false)
+        #expect(try await browser.evaluate("!!document.querySelector('\(failedRow) button.retry')") as? Bool == true)
+        #expect(try await browser.evaluate("document.querySelectorAll('li.file[data-destination=\"vault\"] .mark.amber').length") as? Int == 3)
+        #expect(try await browser.evaluate("document.querySelectorAll('li.file button.retry').length") as? Int == 1)
+        // The filter: failed files only.
+        try await browser.click("#status-filter button[data-status=failed]")
+        try await browser.waitFor("document.querySelectorAll('li.file').length === 1")
+        try await browser.click("#status-filter button[data-status=all]")
+        try await browser.waitFor("document.querySelectorAll('li.file').length === 4")
+
+        // A new file is delivered by a pass: the page follows without being reloaded.
+        try await browser.waitFor("document.getElementById('live').classList.contains('on')")
+        _ = try await browser.evaluate("window.stillTheSamePage = true")
+        try gateway.dir.write("outbox/c.txt", "charlie")
+        try await gateway.runPass()
+        try await browser.waitFor(StatusPageTests.count("archive", "synced") + " === '3'")
+        try await browser.waitFor("document.querySelector('.card[data-destination=\"archive\"] .recent-completed')?.textContent.includes('c.txt')")
+        #expect(try await browser.evaluate("window.stillTheSamePage === true") as? Bool == true)
+
+        let shots = try TemporaryDirectory("sg-page-shots")
+        defer { shots.remove() }
+        try await StatusPageTests.screenshots(browser, server: server, into: shots)
+
+        // The fault is gone; a click on Retry re-attempts the file, which is delivered.
+        try FileManager.default.removeItem(at: gateway.dir.file("archive/report.csv"))
+        try await browser.click(failedRow + " button.retry")
+        try await browser.waitFor("!document.querySelector('\(failedRow)')")
+        try await browser.waitFor(StatusPageTests.count("archive", "synced") + " === '4'")
+        try await gateway.settle()
+        #expect(try gateway.dir.read("archive/report.csv") == Data("id,name\n1,x\n".utf8))
+        #expect(try await browser.evaluate(StatusPageTests.count("archive", "failed")) as? String == "0")
+
+        let log = try await browser.log()
+        #expect(!log.contains { $0.hasPrefix("exception") || $0.hasPrefix("console.error") }, "\(log)")
+        try await server.stop()
+    }
+
+    /// With a token, the page asks for it once when a change needs it, keeps it in the tab's sessionStorage, and
+    /// never shows it.
+    @Test func withATokenThePageAsksForItBeforeAChange() async throws {
+        let gateway = try await StatusPageTests.scene()
+        defer { gateway.stop() }
+        let token = "page-token-\(UUID().uuidString)"
+        let server = try await RunningServer(gateway: gateway, token: token)
+        let browser = try await BrowserSession()
+        defer { browser.close() }
+        try await browser.open(server.base + "/")
+        let failedRow = StatusPageTests.row("archive", "report.csv")
+        try await browser.waitFor("!!document.querySelector('\(failedRow) button.retry')")
+        #expect(try await browser.evaluate("document.getElementById('token-form').hidden") as? Bool == true)
+
+        try FileManager.default.removeItem(at: gateway.dir.file("archive/report.csv"))
+        try await browser.click(failedRow + " button.retry")
+        try await browser.waitFor("!document.getElementById('token-form').hidden")
+        // A wrong token first: refused, asked again.
+        _ = try await browser.evaluate("document.getElementById('token-input').value = 'wrong-token-0123456789'")
+        try await browser.click("#token-form button[type=submit]")
+        try await browser.waitFor("!document.getElementById('token-form').hidden && document.querySelector('#token-form label').textContent.includes('refused')")
+        #expect(try gateway.ledger.entries().first { $0.file.path == "report.csv" }?.status == .failed)
+
+        try await browser.click(failedRow + " button.retry")
+        _ = try await browser.evaluate("document.getElementById('token-input').value = '\(token)'")
+        try await browser.click("#token-form button[type=submit]")
+        try await browser.waitFor("!document.querySelector('\(failedRow)')")
+        try await gateway.settle()
+        #expect(try gateway.dir.read("archive/report.csv") == Data("id,name\n1,x\n".utf8))
+        #expect(try await browser.evaluate("sessionStorage.getItem('syncgate-token')") as? String == token)
+        #expect(try await browser.evaluate("document.documentElement.outerHTML.includes('\(token)')") as? Bool == false)
+        try await server.stop()
+    }
+
+    /// The page as a person sees it, on a desktop and on a phone; checked to be real PNGs. With
+    /// `SYNCGATE_SCREENSHOT_DIR` set they are kept there (docs/status-page.png is the desktop one).
+    static func screenshots(_ browser: BrowserSession, server: RunningServer, into dir: TemporaryDirectory) async throws {
+        let keep = ProcessInfo.processInfo.environment["SYNCGATE_SCREENSHOT_DIR"].map { URL(fileURLWithPath: $0) }
+        let desktop = dir.file("status-page.png"), phone = dir.file("status-page-phone.png")
+        try await browser.screenshot(to: desktop)
+        try await browser.open(server.base + "/", width: 390, height: 844, mobile: true)
+        try await browser.waitFor("document.querySelectorAll('.card').length === 2 && document.getElementById('live').classList.contains('on')")
+        // Nothing wider than the phone's screen.
+        #expect(try await browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth") as? Bool == true)
+        try await browser.screenshot(to: phone)
+        try await browser.open(server.base + "/")
+        try await browser.waitFor("document.querySelectorAll('.card').length === 2 && document.getElementById('live').classList.contains('on')")
+        for file in [desktop, phone] {
+            let data = try Data(contentsOf: file)
+            #expect(data.prefix(8) == Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]), "\(file.lastPathComponent) is a PNG")
+            #expect(data.count > 10_000, "\(file.lastPathComponent) shows something")
+            if let keep {
+                try? FileManager.default.createDirectory(at: keep, withIntermediateDirectories: true)
+                try? FileManager.default.removeItem(at: keep.appendingPathComponent(file.lastPathComponent))
+                try FileManager.default.copyItem(at: file, to: keep.appendingPathComponent(file.lastPathComponent))
+            }
+        }
+    }
+}
