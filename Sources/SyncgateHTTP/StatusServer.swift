@@ -17,6 +17,8 @@ public struct StatusServer: Sendable {
     let gateway: any GatewayObservable
     let logger: Logger
     let heartbeat: Duration
+    /// Event streams open at once at most (``EventStreamSlots``).
+    var maxEventStreams = 64
 
     /// Makes the server (and bootstraps swift-metrics onto ``MetricsBootstrap/registry``, once per process, so make
     /// it before the gateway's first pass). `heartbeat`: how often `/api/events` sends a comment line when nothing
@@ -79,7 +81,7 @@ public struct StatusServer: Sendable {
             }
             return Responses.text(MetricsPage.render(report: report, figures: gateway.figures, ready: gateway.isReady), type: MetricsPage.contentType)
         }
-        APIRoutes(gateway: gateway, heartbeat: heartbeat, logger: logger).register(on: router)
+        APIRoutes(gateway: gateway, heartbeat: heartbeat, streams: EventStreamSlots(limit: maxEventStreams), logger: logger).register(on: router)
         StatusPage(tokenRequired: settings.token != nil).register(on: router)
         return router
     }

@@ -110,4 +110,32 @@ struct EventStreamTests {
         #expect(await EventStreamTests.eventually { gateway.fanOut.subscriberCount == 0 })
         #expect(!Loopback.isListening(port: server.port))
     }
+
+    @Test func openStreamsAreBoundedAndAClosedOneFreesItsPlace() async throws {
+        let gateway = try TestGateway()
+        defer { gateway.stop() }
+        let server = try await RunningServer(gateway: gateway, maxEventStreams: 2)
+        let first = LockedList<String>(), second = LockedList<String>()
+        let a = try await EventStreamTests.open(server.base + "/api/events", into: first)
+        let b = try await EventStreamTests.open(server.base + "/api/events", into: second)
+        let refused = try await HTTPCall(base: server.base).get("/api/events")
+        #expect(refused.status == 503)
+        #expect(refused.headers.first(name: "retry-after") == "10")
+        #expect(gateway.fanOut.subscriberCount == 2, "a refused stream subscribes to nothing")
+        a.cancel()
+        #expect(await EventStreamTests.eventually { gateway.fanOut.subscriberCount == 1 })
+        // Its place is free again once the server has let go of the closed stream.
+        var reopened = false
+        let deadline = Date().addingTimeInterval(60)
+        while !reopened && Date() < deadline {
+            let messages = LockedList<String>()
+            let c = try await EventStreamTests.open(server.base + "/api/events", into: messages)
+            reopened = messages.all.first?.hasPrefix("status 200") == true
+            c.cancel()
+            if !reopened { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(reopened)
+        b.cancel()
+        try await server.stop()
+    }
 }

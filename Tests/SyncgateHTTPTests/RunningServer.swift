@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import SyncgateCore
-import SyncgateHTTP
+@testable import SyncgateHTTP
 
 /// A ``StatusServer`` listening on a port the system chose, in a task of its own; ``stop()`` cancels that task
 /// and waits for `run()` to return.
@@ -13,9 +13,10 @@ final class RunningServer: Sendable {
     var base: String { "http://127.0.0.1:\(port)" }
 
     init(gateway: any GatewayObservable, host: String = "127.0.0.1", token: String? = nil, heartbeat: Duration = .seconds(15),
-         logger: Logger = Logger(label: "syncgate-http-test")) async throws {
+         maxEventStreams: Int = 64, logger: Logger = Logger(label: "syncgate-http-test")) async throws {
         settings = HTTPSettings(host: host, port: 0, token: token.map { Secret($0) })
-        let server = StatusServer(settings: settings, gateway: gateway, logger: logger, heartbeat: heartbeat)
+        var server = StatusServer(settings: settings, gateway: gateway, logger: logger, heartbeat: heartbeat)
+        server.maxEventStreams = maxEventStreams
         let (ports, listening) = AsyncStream<Int>.makeStream()
         task = Task {
             defer { listening.finish() }

@@ -1,4 +1,5 @@
 import Foundation
+import SyncgateCore
 import SyncgateTestSupport
 import Testing
 
@@ -122,6 +123,51 @@ struct StatusPageTests {
         #expect(try gateway.dir.read("archive/report.csv") == Data("id,name\n1,x\n".utf8))
         #expect(try await browser.evaluate("sessionStorage.getItem('syncgate-token')") as? String == token)
         #expect(try await browser.evaluate("document.documentElement.outerHTML.includes('\(token)')") as? Bool == false)
+        try await server.stop()
+    }
+
+    /// Listening beyond loopback (0.0.0.0, reached here through 127.0.0.1 only), even reading needs the token: the
+    /// page asks for it first, then shows everything and follows the events with it (a header `EventSource`
+    /// could not send).
+    @Test func awayFromLoopbackThePageAsksForTheTokenToReadAndFollowsEventsWithIt() async throws {
+        let gateway = try await StatusPageTests.scene()
+        defer { gateway.stop() }
+        let token = "page-token-\(UUID().uuidString)"
+        let server = try await RunningServer(gateway: gateway, host: "0.0.0.0", token: token)
+        let browser = try await BrowserSession()
+        defer { browser.close() }
+        try await browser.open(server.base + "/")
+        try await browser.waitFor("!document.getElementById('token-form').hidden")
+        #expect(try await browser.evaluate("document.querySelectorAll('.card').length") as? Int == 0, "nothing is shown before the token")
+        _ = try await browser.evaluate("document.getElementById('token-input').value = '\(token)'")
+        try await browser.click("#token-form button[type=submit]")
+        try await browser.waitFor("document.querySelectorAll('.card').length === 2")
+        try await browser.waitFor("document.getElementById('live').classList.contains('on')")
+        try gateway.dir.write("outbox/d.txt", "delta")
+        try await gateway.runPass()
+        try await browser.waitFor(StatusPageTests.count("archive", "synced") + " === '3'")
+        #expect(try await browser.evaluate("document.documentElement.outerHTML.includes('\(token)')") as? Bool == false)
+        let log = try await browser.log()
+        #expect(!log.contains { $0.hasPrefix("exception") }, "\(log)")
+        try await server.stop()
+    }
+
+    /// A secret that reaches an error text (here the test folder's name, registered as a secret, which every
+    /// error of the local destination names) is shown redacted, on a card and in the files.
+    @Test func secretsInErrorsAreShownRedacted() async throws {
+        let gateway = try await StatusPageTests.scene()
+        defer { gateway.stop() }
+        let secret = gateway.dir.url.lastPathComponent
+        _ = Secret(secret)
+        let server = try await RunningServer(gateway: gateway)
+        let browser = try await BrowserSession()
+        defer { browser.close() }
+        try await browser.open(server.base + "/")
+        try await browser.waitFor("document.querySelectorAll('li.file').length === 4")
+        let text = try #require(try await browser.evaluate("document.body.innerText") as? String)
+        #expect(!text.contains(secret))
+        #expect(text.contains("not-a-file: /tmp/<redacted>/archive/report.csv"), "\(text)")
+        #expect(text.contains("vault-file"))
         try await server.stop()
     }
 

@@ -7,10 +7,11 @@ import SyncgateCore
 struct APIRoutes: Sendable {
     let gateway: any GatewayObservable
     let heartbeat: Duration
+    let streams: EventStreamSlots
     let logger: Logger
 
     func register(on router: Router<BasicRequestContext>) {
-        let gateway = self.gateway, logger = self.logger, heartbeat = self.heartbeat
+        let gateway = self.gateway, logger = self.logger, heartbeat = self.heartbeat, streams = self.streams
         router.get("/api/status") { _, _ -> Response in
             let text = try await APIRoutes.answering("status", logger: logger) {
                 try await Blocking.run { try gateway.statusReport().json }
@@ -21,7 +22,11 @@ struct APIRoutes: Sendable {
             Responses.json(OperationsJSON.text(gateway.operations.snapshot()) + "\n")
         }
         router.get("/api/events") { request, _ -> Response in
-            EventStream(events: gateway.events(), heartbeat: heartbeat).response(for: request)
+            guard let slot = streams.take() else {
+                logger.warning("an event stream refused: \(streams.limit) are open")
+                throw HTTPError(.serviceUnavailable, headers: [.retryAfter: "10"], message: "too many event streams are open (\(streams.limit))")
+            }
+            return EventStream(events: gateway.events(), heartbeat: heartbeat, slot: slot).response(for: request)
         }
         router.post("/api/retry") { request, _ -> Response in
             let selection = try await FileSelection.read(from: request)

@@ -10,6 +10,8 @@ import SyncgateCore
 struct EventStream: Sendable {
     let events: AsyncStream<DeliveryEvent>
     let heartbeat: Duration
+    /// The stream's place among those open, held as long as its body is.
+    let slot: EventStreamSlots.Slot
 
     /// Events held for a client that reads slowly; beyond that the oldest are dropped (the page then refreshes
     /// from `/api/status` anyway).
@@ -19,8 +21,9 @@ struct EventStream: Sendable {
         let headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-store", .xAccelBuffering: "no",
         ]
-        let events = self.events, heartbeat = self.heartbeat
+        let events = self.events, heartbeat = self.heartbeat, slot = self.slot
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            defer { withExtendedLifetime(slot) {} }
             do {
                 try await request.body.consumeWithCancellationOnInboundClose { _ in
                     // The reconnection delay an EventSource uses, and a first line so that the client sees the

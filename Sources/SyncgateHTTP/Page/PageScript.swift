@@ -254,13 +254,14 @@ enum PageScript {
             head.append(el("h3", null, d.name), el("span", "type", d.type), el("span", "state " + d.state, d.state));
             node.append(head);
             if (d.state !== "available") {
-              const why = el("p", "why");
-              why.append(document.createTextNode((d.state === "blocked" ? "Blocked" : "Unavailable") + " since " + ago(d.since) + ": "));
-              why.append(el("code", null, d.last_error || "no error recorded"));
-              let tail = " · " + d.waiting + " file" + (d.waiting === 1 ? "" : "s") + " wait for it";
-              if (d.next_probe_at) tail += " · next try " + ago(d.next_probe_at);
-              if (d.state === "blocked") tail += " · fix its credentials or settings, then Retry all";
-              why.append(document.createTextNode(tail));
+              const why = el("div", "why");
+              const head = el("p", "why-head");
+              head.append(el("strong", null, (d.state === "blocked" ? "Blocked" : "Unavailable") + " since "), timeNode("strong", null, d.since));
+              why.append(head, el("code", null, d.last_error || "no error recorded"));
+              const tail = [d.waiting + " file" + (d.waiting === 1 ? "" : "s") + " wait" + (d.waiting === 1 ? "s" : "") + " for it"];
+              if (d.state === "unavailable") tail.push(d.next_probe_at ? "tried again " + ago(d.next_probe_at) : "tried again at the next pass");
+              why.append(el("p", "why-tail", tail.join(" · ")));
+              if (d.state === "blocked") why.append(el("p", "why-hint", "Fix its credentials or settings in the config, or press Retry all to try it again."));
               node.append(why);
             }
             const counts = el("div", "counts");
@@ -402,6 +403,8 @@ enum PageScript {
             if (f.last_attempt_at) details.append(timeNode("span", null, f.last_attempt_at, "last "));
             if (f.next_retry_at) details.append(timeNode("span", null, f.next_retry_at, "next try "));
             if (f.status === "uploading" && f.progress) details.append(el("span", null, Math.round(f.progress * 100) + "%"));
+            const away = state.report.destinations.find((d) => d.name === f.destination && d.state !== "available");
+            if (away && f.status !== "failed") details.append(el("span", "waits", "waits for " + away.name + " (" + away.state + ")"));
             main.append(details);
             row.append(dot, main);
             if (f.status === "failed") {

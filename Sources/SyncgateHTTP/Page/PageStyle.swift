@@ -64,9 +64,13 @@ enum PageStyle {
         .state.available { background: var(--green-bg); color: var(--green); }
         .state.unavailable { background: var(--amber-bg); color: var(--amber); }
         .state.blocked { background: var(--red-bg); color: var(--red); }
-        .why { margin: 10px 0 0; font-size: 13px; padding: 8px 10px; border-radius: 8px; background: var(--amber-bg); overflow-wrap: anywhere; }
+        .why { margin: 10px 0 0; font-size: 13px; padding: 10px 12px; border-radius: 8px; background: var(--amber-bg); overflow-wrap: anywhere; }
         .card.blocked .why { background: var(--red-bg); }
-        .why code { font-family: var(--mono); font-size: 12px; }
+        .why p { margin: 0; }
+        .why-head { color: var(--amber); }
+        .card.blocked .why-head { color: var(--red); }
+        .why code { display: block; font-family: var(--mono); font-size: 12px; margin: 4px 0; }
+        .why-hint { color: var(--muted); font-size: 12px; margin-top: 4px !important; }
         .counts { display: grid; grid-template-columns: repeat(4, 1fr); gap: 6px; margin: 14px 0 6px; }
         .counts div { text-align: center; background: var(--bg); border-radius: 8px; padding: 6px 2px; }
         .counts b { display: block; font-size: 20px; font-variant-numeric: tabular-nums; }
@@ -119,7 +123,8 @@ enum PageStyle {
         .mark.red { background: var(--red); }
         .path { font-family: var(--mono); font-size: 13.5px; overflow-wrap: anywhere; }
         .file .details { font-size: 13px; color: var(--muted); }
-        .file .details span + span::before { content: " · "; }
+        .file .details span + span::before { content: " · "; color: var(--muted); }
+        .file .details .waits { color: var(--amber); }
         .file .error { grid-column: 2 / -1; font-family: var(--mono); font-size: 12px; color: var(--red); background: var(--red-bg);
                        border-radius: 6px; padding: 6px 8px; overflow-wrap: anywhere; white-space: pre-wrap; }
         .file.amber .error { color: var(--amber); background: var(--amber-bg); }
@@ -139,7 +144,8 @@ enum PageStyle {
           .actions { width: 100%; }
           .actions button { flex: 1; }
           .file { grid-template-columns: 14px minmax(0, 1fr); }
-          .file .retry { grid-column: 2; justify-self: start; }
+          .file .error { grid-row: 2; }
+          .file .retry { grid-column: 2; grid-row: 3; justify-self: start; }
           footer { padding: 0 12px 16px; }
         }
         """#
