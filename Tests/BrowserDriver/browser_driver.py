@@ -7,6 +7,7 @@ JSON answer a line on standard output (Tests/SyncgateTestSupport/BrowserSession.
   {"cmd": "wait", "expr": JS, "timeout": S}                              -> {"value": ...} once truthy, else error
   {"cmd": "click", "selector": CSS}                                      a real mouse click at the element's centre
   {"cmd": "screenshot", "path": P, "full": true}                         a PNG of the page
+  {"cmd": "colors", "scheme": "dark"}                                    prefers-color-scheme as given ("" resets)
   {"cmd": "log"}                                                         -> {"value": [console lines, exceptions]}
   {"cmd": "quit"}
 
@@ -154,6 +155,11 @@ class Browser:
             data = self.call("Page.captureScreenshot", params)["data"]
             with open(command["path"], "wb") as f:
                 f.write(base64.b64decode(data))
+            return {}
+        if cmd == "colors":
+            scheme = command.get("scheme", "")
+            features = [{"name": "prefers-color-scheme", "value": scheme}] if scheme else []
+            self.call("Emulation.setEmulatedMedia", {"features": features})
             return {}
         if cmd == "log":
             return {"value": self.log}

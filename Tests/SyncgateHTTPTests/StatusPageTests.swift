@@ -74,10 +74,6 @@ struct StatusPageTests {
         try await browser.waitFor("document.querySelector('.card[data-destination=\"archive\"] .recent-completed')?.textContent.includes('c.txt')")
         #expect(try await browser.evaluate("window.stillTheSamePage === true") as? Bool == true)
 
-        let shots = try TemporaryDirectory("sg-page-shots")
-        defer { shots.remove() }
-        try await StatusPageTests.screenshots(browser, server: server, into: shots)
-
         // The fault is gone; a click on Retry re-attempts the file, which is delivered.
         try FileManager.default.removeItem(at: gateway.dir.file("archive/report.csv"))
         try await browser.click(failedRow + " button.retry")
@@ -89,6 +85,54 @@ struct StatusPageTests {
 
         let log = try await browser.log()
         #expect(!log.contains { $0.hasPrefix("exception") || $0.hasPrefix("console.error") }, "\(log)")
+        try await server.stop()
+    }
+
+    /// An upload in flight shows on its destination's card with its progress, and in the files as uploading
+    /// (green); when it ends, the card counts it. The screenshots are taken here: every state is on the page.
+    @Test func anUploadInFlightShowsItsProgressUntilItIsDelivered() async throws {
+        let car = PacedDestination(holdMarker: "trailer")
+        let gateway = try TestGateway("sg-page", destinations: [
+            "{name: archive, type: local, path: archive}", "{name: car, type: paced, path: car}",
+            "{name: vault, type: local, path: vault-file}",
+        ], plugins: [PacedDestination.registration(car)], routes: [
+            #"{match: ["**/*"], to: [archive, vault]}"#, #"{match: ["media/**"], to: [car]}"#,
+        ])
+        defer { gateway.stop() }
+        try gateway.dir.write("vault-file", "a file where the vault's folder should be")
+        try gateway.dir.write("outbox/notes/2026-11-24 standup.md", "# standup\n")
+        try gateway.dir.write("outbox/photos/cover.png", String(repeating: "p", count: 40_000))
+        try gateway.dir.write("outbox/report.csv", "id,name\n1,x\n")
+        try gateway.dir.write("outbox/media/trailer.mp4", Data(repeating: 7, count: 1_000_000))
+        try FileManager.default.createDirectory(at: gateway.dir.file("archive/report.csv"), withIntermediateDirectories: true)
+        let server = try await RunningServer(gateway: gateway)
+        let browser = try await BrowserSession()
+        defer { browser.close() }
+
+        let pass = Task { try await gateway.runPass() }
+        #expect(await EventStreamTests.eventually { car.held == ["media/trailer.mp4"] })
+        try await browser.open(server.base + "/")
+        let inFlight = #"document.querySelector('[data-in-flight="car"]')"#
+        try await browser.waitFor("\(inFlight)?.textContent.includes('media/trailer.mp4')")
+        // Held at half way: the bar shows it (the last step observers were told of).
+        try await browser.waitFor("\(inFlight).querySelector('.pct')?.textContent === '50%'")
+        let width = try await browser.evaluate("\(inFlight).querySelector('.bar i').style.width") as? String
+        #expect(width == "50%")
+        try await browser.waitFor(#"!!document.querySelector('li.file[data-destination="car"][data-path="media/trailer.mp4"] .mark.green')"#)
+        try await browser.waitFor("document.getElementById('live').classList.contains('on')")
+        #expect(try await browser.evaluate(#"document.querySelector('li.file[data-destination="car"] .row-pct').textContent"#) as? String == "50%")
+        #expect(try await browser.evaluate(StatusPageTests.count("car", "uploading")) as? String == "1")
+
+        let shots = try TemporaryDirectory("sg-page-shots")
+        defer { shots.remove() }
+        try await StatusPageTests.screenshots(browser, server: server, into: shots)
+
+        car.release()
+        _ = try await pass.value
+        try await browser.waitFor("!\(inFlight).textContent.includes('media/trailer.mp4')")
+        try await browser.waitFor(StatusPageTests.count("car", "synced") + " === '1'")
+        #expect(try Data(contentsOf: car.folder.appendingPathComponent("media/trailer.mp4")).count == 1_000_000)
+        try await browser.waitFor(#"!document.querySelector('li.file[data-destination="car"]')"#)
         try await server.stop()
     }
 
@@ -171,20 +215,22 @@ struct StatusPageTests {
         try await server.stop()
     }
 
-    /// The page as a person sees it, on a desktop and on a phone; checked to be real PNGs. With
+    /// The page as a person sees it, on a desktop, in dark colours and on a phone; checked to be real PNGs. With
     /// `SYNCGATE_SCREENSHOT_DIR` set they are kept there (docs/status-page.png is the desktop one).
     static func screenshots(_ browser: BrowserSession, server: RunningServer, into dir: TemporaryDirectory) async throws {
         let keep = ProcessInfo.processInfo.environment["SYNCGATE_SCREENSHOT_DIR"].map { URL(fileURLWithPath: $0) }
-        let desktop = dir.file("status-page.png"), phone = dir.file("status-page-phone.png")
+        let desktop = dir.file("status-page.png"), dark = dir.file("status-page-dark.png"), phone = dir.file("status-page-phone.png")
         try await browser.screenshot(to: desktop)
+        try await browser.colorScheme("dark")
+        #expect(try await browser.evaluate("getComputedStyle(document.body).backgroundColor") as? String == "rgb(15, 20, 27)")
+        try await browser.screenshot(to: dark)
+        try await browser.colorScheme(nil)
         try await browser.open(server.base + "/", width: 390, height: 844, mobile: true)
-        try await browser.waitFor("document.querySelectorAll('.card').length === 2 && document.getElementById('live').classList.contains('on')")
+        try await browser.waitFor("document.querySelectorAll('.card').length === 3 && document.getElementById('live').classList.contains('on')")
         // Nothing wider than the phone's screen.
         #expect(try await browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth") as? Bool == true)
         try await browser.screenshot(to: phone)
-        try await browser.open(server.base + "/")
-        try await browser.waitFor("document.querySelectorAll('.card').length === 2 && document.getElementById('live').classList.contains('on')")
-        for file in [desktop, phone] {
+        for file in [desktop, dark, phone] {
             let data = try Data(contentsOf: file)
             #expect(data.prefix(8) == Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]), "\(file.lastPathComponent) is a PNG")
             #expect(data.count > 10_000, "\(file.lastPathComponent) shows something")

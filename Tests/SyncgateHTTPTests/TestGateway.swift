@@ -22,7 +22,10 @@ final class TestGateway: GatewayObservable, @unchecked Sendable {
 
     /// `destinations`: the YAML items of `destinations:` (each a local folder under the test folder); every file of
     /// the source `outbox` goes to every one.
-    init(_ prefix: String = "sg-http", destinations: [String] = ["{name: archive, type: local, path: archive}"]) throws {
+    /// `plugins`: destination types beside `local`; `routes`: the YAML items of `routes:` (default: every file to
+    /// every destination).
+    init(_ prefix: String = "sg-http", destinations: [String] = ["{name: archive, type: local, path: archive}"],
+         plugins: [PluginRegistration] = [], routes: [String]? = nil) throws {
         dir = try TemporaryDirectory(prefix)
         try FileManager.default.createDirectory(at: dir.file("outbox"), withIntermediateDirectories: true)
         let names = try destinations.map { item -> String in
@@ -38,8 +41,8 @@ final class TestGateway: GatewayObservable, @unchecked Sendable {
               recent: { completed: 1h, failed: 1h }
             destinations:
             \(destinations.map { "  - " + $0 }.joined(separator: "\n"))
-            routes: [{match: ["**/*"], to: [\(names.joined(separator: ", "))]}]
-            """, file: "plugins.yaml", baseDirectory: dir.url, registry: PluginRegistry([LocalDestination.registration]))
+            routes: [\((routes ?? ["{match: [\"**/*\"], to: [\(names.joined(separator: ", "))]}"]).joined(separator: ", "))]
+            """, file: "plugins.yaml", baseDirectory: dir.url, registry: PluginRegistry([LocalDestination.registration] + plugins))
         ledger = try Ledger(path: config.statePath)
         engine = SyncEngine(config: config, ledger: ledger)
     }

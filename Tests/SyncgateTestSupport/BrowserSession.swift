@@ -78,6 +78,11 @@ public final class BrowserSession: @unchecked Sendable {
         _ = try await send(["cmd": "screenshot", "path": url.path, "full": fullPage])
     }
 
+    /// Makes the page see `prefers-color-scheme` as `scheme` (`dark`, `light`; nil: the browser's own).
+    public func colorScheme(_ scheme: String?) async throws {
+        _ = try await send(["cmd": "colors", "scheme": scheme ?? ""])
+    }
+
     /// What the page printed to its console, and its uncaught exceptions.
     public func log() async throws -> [String] {
         try await send(["cmd": "log"])["value"] as? [String] ?? []

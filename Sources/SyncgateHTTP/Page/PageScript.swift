@@ -13,6 +13,7 @@ enum PageScript {
             report: null,
             operations: { ongoing: [], recent: { completed: [], failed: [] } },
             live: new Map(),            // uploads in flight, from /api/operations and the events
+            settled: new Map(),         // when an upload last ended, by file (a snapshot read before that is stale)
             status: "all", destination: "", text: "",
             connected: false,
           };
@@ -88,6 +89,7 @@ enum PageScript {
           async function refresh() {
             if (refreshing) { refreshAgain = true; return; }
             refreshing = true;
+            const asked = Date.now();
             try {
               const [report, operations] = await Promise.all([
                 api("/api/status").then((r) => r.json()),
@@ -95,7 +97,8 @@ enum PageScript {
               ]);
               state.report = report;
               state.operations = operations;
-              state.live = new Map(operations.ongoing.map((op) => [key(op), op]));
+              // An upload that ended while this was read is not in flight any more, whatever the snapshot says.
+              state.live = new Map(operations.ongoing.filter((op) => !(state.settled.get(key(op)) >= asked)).map((op) => [key(op), op]));
               showError(null);
               render();
             } catch (e) {
@@ -120,6 +123,7 @@ enum PageScript {
           function onEvent(e) {
             switch (e.event) {
               case "started":
+                state.settled.delete(key(e));
                 state.live.set(key(e), { path: e.path, source: e.source, destination: e.destination, progress: 0, attempts: e.attempt, time: e.time });
                 renderInFlight(e.destination);
                 break;
@@ -135,6 +139,8 @@ enum PageScript {
               }
               case "synced": case "failed": case "waiting":
                 state.live.delete(key(e));
+                state.settled.set(key(e), Date.now());
+                if (state.settled.size > 5000) state.settled.clear();
                 renderInFlight(e.destination);
                 scheduleRefresh();
                 break;
@@ -239,6 +245,7 @@ enum PageScript {
           }
 
           function renderCards(report) {
+            bars.clear();
             const cards = $("cards");
             cards.replaceChildren(...report.destinations.map(card));
             const select = $("destination-filter");
@@ -314,7 +321,7 @@ enum PageScript {
             return box;
           }
 
-          const bars = new Map();
+          const bars = new Map(), rowProgress = new Map();
 
           function fillInFlight(box, destination) {
             box.replaceChildren();
@@ -347,6 +354,12 @@ enum PageScript {
             const bar = bars.get(key(op));
             if (bar && bar.fill.isConnected) setBar(bar.fill, bar.pct, op.progress);
             else renderInFlight(op.destination);
+            const row = rowProgress.get(key(op));
+            if (row && row.isConnected) row.textContent = percent(op.progress);
+          }
+
+          function percent(progress) {
+            return Math.round(Math.max(0, Math.min(1, progress || 0)) * 100) + "%";
           }
 
           function renderInFlight(destination) {
@@ -359,6 +372,7 @@ enum PageScript {
           }
 
           function renderFiles(report) {
+            rowProgress.clear();
             const files = report.files;
             const counts = { all: files.length, failed: 0, pending: 0, uploading: 0 };
             for (const f of files) counts[f.status] = (counts[f.status] || 0) + 1;
@@ -402,7 +416,13 @@ enum PageScript {
             if (f.attempts) details.append(el("span", null, f.attempts + " attempt" + (f.attempts === 1 ? "" : "s")));
             if (f.last_attempt_at) details.append(timeNode("span", null, f.last_attempt_at, "last "));
             if (f.next_retry_at) details.append(timeNode("span", null, f.next_retry_at, "next try "));
-            if (f.status === "uploading" && f.progress) details.append(el("span", null, Math.round(f.progress * 100) + "%"));
+            if (f.status === "uploading") {
+              // The live progress when the upload is known to be in flight, else what the ledger last recorded.
+              const op = state.live.get(key(f));
+              const pct = el("span", "row-pct", percent(op ? op.progress : f.progress));
+              rowProgress.set(key(f), pct);
+              details.append(pct);
+            }
             const away = state.report.destinations.find((d) => d.name === f.destination && d.state !== "available");
             if (away && f.status !== "failed") details.append(el("span", "waits", "waits for " + away.name + " (" + away.state + ")"));
             main.append(details);
