@@ -10,7 +10,14 @@ final class RunningServer: Sendable {
     let settings: HTTPSettings
     private let task: Task<Void, any Error>
 
-    var base: String { "http://127.0.0.1:\(port)" }
+    /// Where a client reaches it (a server on every address through 127.0.0.1).
+    var base: String {
+        switch settings.host {
+        case "0.0.0.0", "127.0.0.1": "http://127.0.0.1:\(port)"
+        case let host where host.contains(":"): "http://[\(host)]:\(port)"
+        case let host: "http://\(host):\(port)"
+        }
+    }
 
     init(gateway: any GatewayObservable, host: String = "127.0.0.1", token: String? = nil, heartbeat: Duration = .seconds(15),
          maxEventStreams: Int = 64, logger: Logger = Logger(label: "syncgate-http-test")) async throws {

@@ -160,4 +160,19 @@ struct StatusServerTests {
         await #expect(throws: (any Error).self) { try await second.run() }
         try await first.stop()
     }
+
+    /// IPv6 loopback (`listen: "[::1]:9464"`): the bracketed Host is a loopback name, so a change from the page's
+    /// own origin goes through.
+    @Test(.enabled(if: FileManager.default.contents(atPath: "/proc/net/if_inet6").map { String(decoding: $0, as: UTF8.self).contains(" lo") } ?? false,
+                   "no IPv6 loopback here"))
+    func ipv6Loopback() async throws {
+        let gateway = try await StatusServerTests.gatewayWithAFailure()
+        defer { gateway.stop() }
+        let server = try await RunningServer(gateway: gateway, host: "::1")
+        let http = HTTPCall(base: server.base)
+        #expect(try await http.get("/api/status").status == 200)
+        let answer = try await http.post("/api/forget", json: "{}", headers: [("Origin", server.base)])
+        #expect(answer.json as? [String: Int] == ["forgotten": 1])
+        try await server.stop()
+    }
 }
