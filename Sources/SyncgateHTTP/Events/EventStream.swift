@@ -33,8 +33,9 @@ struct EventStream: Sendable {
                         try await writer.write(ByteBuffer(string: chunk))
                     }
                 }
-            } catch is CancellationError {
-                // The client went, or the server stops.
+            } catch {
+                // The client went (the inbound side closed, or a write failed), or the server stops: the stream
+                // ends either way.
             }
             try? await writer.finish(nil)
         })
