@@ -25,6 +25,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // Hummingbird's header types and its service lifecycle, named directly by SyncgateHTTP.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // The core: config, routing, delivery layer, state ledger, engine, reporting.
@@ -53,6 +58,19 @@ let package = Package(
             ]
         ),
 
+        // The status page and API of `syncgate run` (Hummingbird), with /metrics from swift-prometheus.
+        .target(
+            name: "SyncgateHTTP",
+            dependencies: [
+                "SyncgateCore", logging, nioCore,
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+
         // The executables: a thin CLI, and the head-unit simulator used by tests and examples.
         .executableTarget(
             name: "syncgate",
@@ -78,6 +96,7 @@ let package = Package(
             name: "SyncgateHeadUnitTests",
             dependencies: ["SyncgateHeadUnit", "SyncgateSDL", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate", "syncgate-headunit-sim"]
         ),
+        .testTarget(name: "SyncgateHTTPTests", dependencies: ["SyncgateHTTP", "SyncgateCore", "SyncgateLocal", "SyncgateTestSupport", httpClient, nioCore, nioHTTP1, logging]),
         .testTarget(name: "SyncgateSheetsTests", dependencies: ["SyncgateSheets", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
     ]
 )

@@ -1,0 +1,74 @@
+import HTTPTypes
+import Hummingbird
+import ServiceLifecycle
+import SyncgateCore
+
+/// `GET /api/events`: every delivery event as Server-Sent Events, one `data:` line each in the `sync --json` form,
+/// and a comment line every `heartbeat` so that proxies keep the connection open. It ends when the client goes
+/// (the request's inbound side closes: the events subscription is dropped at once), when the gateway's events
+/// end, or when the server shuts down (gracefully: the response ends as usual).
+struct EventStream: Sendable {
+    let events: AsyncStream<DeliveryEvent>
+    let heartbeat: Duration
+    /// The stream's place among those open, held as long as its body is.
+    let slot: EventStreamSlots.Slot
+
+    /// Events held for a client that reads slowly; beyond that the oldest are dropped (the page then refreshes
+    /// from `/api/status` anyway).
+    static let backlog = 10_000
+
+    func response(for request: Request) -> Response {
+        let headers: HTTPFields = [
+            .contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-store", .xAccelBuffering: "no",
+        ]
+        let events = self.events, heartbeat = self.heartbeat, slot = self.slot
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            defer { withExtendedLifetime(slot) {} }
+            do {
+                try await request.body.consumeWithCancellationOnInboundClose { _ in
+                    // The reconnection delay an EventSource uses, and a first line so that the client sees the
+                    // stream open before the first event.
+                    try await writer.write(ByteBuffer(string: "retry: 3000\n: syncgate events\n\n"))
+                    try await EventStream.relay(events, heartbeat: heartbeat) { chunk in
+                        try await writer.write(ByteBuffer(string: chunk))
+                    }
+                }
+            } catch {
+                // The client went (the inbound side closed, or a write failed), or the server stops: the stream
+                // ends either way.
+            }
+            try? await writer.finish(nil)
+        })
+    }
+
+    /// Writes each event and each heartbeat, in order, until the events end or the task is cancelled.
+    static func relay(_ events: AsyncStream<DeliveryEvent>, heartbeat: Duration, write: (String) async throws -> Void) async throws {
+        let (chunks, output) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(backlog))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in events { output.yield(EventStream.chunk(event)) }
+                output.finish()
+            }
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: heartbeat)
+                    output.yield(": keep-alive\n\n")
+                }
+            }
+            try await withGracefulShutdownHandler {
+                for await chunk in chunks {
+                    try await write(chunk)
+                }
+            } onGracefulShutdown: {
+                output.finish()
+            }
+            group.cancelAll()
+            if Task.isCancelled { throw CancellationError() }
+        }
+    }
+
+    /// One event as an SSE message: its `sync --json` line (one line: JSON escapes every line break).
+    static func chunk(_ event: DeliveryEvent) -> String {
+        "data: " + EventJSON.line(event) + "\n\n"
+    }
+}

@@ -1,0 +1,93 @@
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import SyncgateCore
+
+/// The status page and API of `syncgate run` (docs/http.md): `/` (the page), `/healthz`, `/readyz`, `/metrics`,
+/// `/api/status`, `/api/operations`, `/api/events`, `POST /api/retry`, `POST /api/forget`. A Hummingbird 2
+/// application on `settings`' address, with the access rules of ``AccessPolicy``.
+///
+/// ```swift
+/// let server = StatusServer(settings: http, gateway: gateway, logger: logger)   // before the first pass
+/// group.addTask { try await server.run() }                                     // until the task is cancelled
+/// ```
+public struct StatusServer: Sendable {
+    public let settings: HTTPSettings
+    let gateway: any GatewayObservable
+    let logger: Logger
+    let heartbeat: Duration
+    /// Event streams open at once at most (``EventStreamSlots``).
+    var maxEventStreams = 64
+
+    /// Makes the server (and bootstraps swift-metrics onto ``MetricsBootstrap/registry``, once per process, so make
+    /// it before the gateway's first pass). `heartbeat`: how often `/api/events` sends a comment line when nothing
+    /// happens.
+    public init(settings: HTTPSettings, gateway: any GatewayObservable, logger: Logger, heartbeat: Duration = .seconds(15)) {
+        MetricsBootstrap.bootstrap()
+        self.settings = settings
+        self.gateway = gateway
+        self.logger = logger
+        self.heartbeat = heartbeat
+    }
+
+    /// Listens and answers until the task running it is cancelled, then shuts down gracefully: it stops
+    /// accepting, open event streams end, requests under way finish (cut after ``shutdownLimit``), and `run`
+    /// returns. Throws when the address cannot be bound. `onListening` gets the port listened on (the one chosen
+    /// by the system when `settings.port` is 0).
+    public func run(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let logger = self.logger, settings = self.settings
+        let app = Application(
+            router: makeRouter(),
+            configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: nil),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? settings.port
+                logger.info("status page and API on http://\(StatusServer.authority(host: settings.host, port: port))/")
+                await onListening(port)
+            },
+            logger: logger
+        )
+        var configuration = ServiceGroupConfiguration(services: [app], logger: logger)
+        configuration.maximumGracefulShutdownDuration = StatusServer.shutdownLimit
+        configuration.maximumCancellationDuration = StatusServer.shutdownLimit
+        let group = ServiceGroup(configuration: configuration)
+        // The group runs in a task of its own, which the caller's cancellation does not reach: it becomes a graceful
+        // shutdown instead (a cancelled server would log its accept loop's cancellation as an error).
+        let running = Task { try await group.run() }
+        try await withTaskCancellationHandler {
+            try await running.value
+        } onCancel: {
+            Task { await group.triggerGracefulShutdown() }
+        }
+    }
+
+    /// How long a graceful shutdown may take before what is left is cancelled.
+    public static let shutdownLimit: Duration = .seconds(3)
+
+    /// The routes, behind the access rules.
+    func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: AccessMiddleware(policy: AccessPolicy(settings: settings), logger: logger))
+        let gateway = self.gateway, logger = self.logger
+        router.get("/healthz") { _, _ -> Response in
+            Responses.text("ok\n")
+        }
+        router.get("/readyz") { _, _ -> Response in
+            gateway.isReady ? Responses.text("ready\n") : Responses.text("not ready\n", status: .serviceUnavailable)
+        }
+        router.get("/metrics") { _, _ -> Response in
+            let report = try await APIRoutes.answering("metrics", logger: logger) {
+                try await Blocking.run { try gateway.statusReport() }
+            }
+            return Responses.text(MetricsPage.render(report: report, figures: gateway.figures, ready: gateway.isReady), type: MetricsPage.contentType)
+        }
+        APIRoutes(gateway: gateway, heartbeat: heartbeat, streams: EventStreamSlots(limit: maxEventStreams), logger: logger).register(on: router)
+        StatusPage(tokenRequired: settings.token != nil).register(on: router)
+        return router
+    }
+
+    /// `host:port`, an IPv6 host in brackets.
+    static func authority(host: String, port: Int) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+}
