@@ -75,7 +75,7 @@ let package = Package(
         .executableTarget(
             name: "syncgate",
             dependencies: [
-                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets",
+                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets", "SyncgateHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 logging,
             ]

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import SyncgateCore
+import SyncgateHTTP
 
 /// `syncgate run`: the gateway as a service. One process per config: it holds the state file, sends everything
 /// that waits, then each file once it settles, probes destinations that are away, retries on schedule, and can be
@@ -48,9 +49,27 @@ struct RunCommand: AsyncParsableCommand {
         defer { watchdog?.cancel() }
         withExtendedLifetime(signals) {}
 
+        // The status page (when `http:` is set) serves every gateway of this process, across reloads; it is made
+        // before the first pass so that the delivery counters reach its /metrics.
+        let observed = CurrentGateway()
+        var server: Task<Void, any Error>? = nil
+        if let http = config.http {
+            let statusServer = StatusServer(settings: http, gateway: observed, logger: logger)
+            server = Task {
+                do {
+                    try await statusServer.run()
+                } catch is CancellationError {
+                } catch {
+                    logger.error("the status page cannot listen on \(http.host):\(http.port): \(error); the gateway goes on without it")
+                }
+            }
+        }
+        defer { server?.cancel() }
+
         while true {
             let gateway = Gateway(config: config, ledger: ledger, logger: logger)
             control.attach(gateway, statePath: config.statePath)
+            observed.set(gateway)
             let rescanInterval = config.gateway.rescanInterval
             let rescans = Task {
                 while !Task.isCancelled {
@@ -69,8 +88,12 @@ struct RunCommand: AsyncParsableCommand {
                 throw ExitCode(error.stateLost ? ExitStatus.config : ExitStatus.failed)
             }
             rescans.cancel()
+            observed.set(nil)
             guard let next = control.takeReloaded() else { break }
             notifier.notify("RELOADING=1")
+            if next.http != config.http {
+                logger.warning("SIGHUP: http: changes take effect when syncgate run starts again")
+            }
             config = next
             logger.info("config read again from \(global.config)")
         }

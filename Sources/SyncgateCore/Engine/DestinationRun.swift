@@ -25,6 +25,8 @@ final class DestinationRun: @unchecked Sendable {
     /// Open once the destination is found away; shared with the delivery layer.
     let breaker = CircuitBreaker()
     private var delivery: (layer: DeliveryLayer, recorder: LedgerRecorder)?
+    /// The delivery counters of waits decided before any upload (the recorder counts the others).
+    private lazy var metrics = DeliveryMetrics(destination: destination.name)
     /// Probe and listing, started with the run, awaited before the first wave is staged.
     private var readiness: Task<Readiness, Never>?
     /// Whether the destination answered in this run (a probe, its listing, an upload).
@@ -239,7 +241,9 @@ final class DestinationRun: @unchecked Sendable {
                     DeliveryFailure(message: Redactor.shared.redact($0.description), failureClass: $0.failureClass, scope: .destination, code: $0.code, attempts: 0)
                 }
                 if let waitFor {
-                    observe(event(plan, .waiting(waitFor, attemptCut: false)))
+                    let waiting = event(plan, .waiting(waitFor, attemptCut: false))
+                    metrics.record(waiting)
+                    observe(waiting)
                     tally.update { $0.waiting += 1 }
                 }
             case .skip:

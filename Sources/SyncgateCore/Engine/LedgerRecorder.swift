@@ -58,6 +58,8 @@ final class LedgerRecorder: @unchecked Sendable {
     private var lastFlush = Date()
     /// Whether a write is queued on `writer` and has not started taking the batch yet.
     private var writerScheduled = false
+    /// Whether a write is scheduled for when the batch falls due by time alone.
+    private var laterScheduled = false
     /// Writes due batches, one at a time, off the cooperative thread pool.
     private let writer = DispatchQueue(label: "syncgate.ledger-recorder")
 
@@ -111,11 +113,30 @@ final class LedgerRecorder: @unchecked Sendable {
     }
 
     private func write(taking updates: [Ledger.Update], force: Bool) throws {
-        let due: Bool = lock.withLock {
+        let (due, later): (Bool, Bool) = lock.withLock {
             batch += updates
-            guard !force, !writerScheduled, batch.count >= LedgerRecorder.batchSize || Date().timeIntervalSince(lastFlush) >= LedgerRecorder.batchInterval else { return false }
-            writerScheduled = true
-            return true
+            guard !force, !writerScheduled else { return (false, false) }
+            if batch.count >= LedgerRecorder.batchSize || Date().timeIntervalSince(lastFlush) >= LedgerRecorder.batchInterval {
+                writerScheduled = true
+                return (true, false)
+            }
+            // Not due yet: make sure it is written within the interval even if nothing else happens (one long
+            // upload), so that `status` does not show finished files as still uploading.
+            if !batch.isEmpty && !laterScheduled {
+                laterScheduled = true
+                return (false, true)
+            }
+            return (false, false)
+        }
+        if later {
+            writer.asyncAfter(deadline: .now() + LedgerRecorder.batchInterval) { [self] in
+                lock.withLock { laterScheduled = false }
+                do {
+                    try writeLock.withLock { try takeAndWrite() }
+                } catch {
+                    fail(error)
+                }
+            }
         }
         if force {
             try writeLock.withLock { try takeAndWrite() }

@@ -1,0 +1,37 @@
+import Foundation
+import SyncgateCore
+
+/// The gateway the status page looks at, across reloads: SIGHUP replaces the gateway, not the page's server. Until
+/// the first gateway starts (and between two), the page says it is not ready.
+final class CurrentGateway: GatewayObservable, @unchecked Sendable {
+    private let lock = NSLock()
+    private var gateway: Gateway?
+    private let idle = OperationList()
+
+    func set(_ gateway: Gateway?) { lock.withLock { self.gateway = gateway } }
+    private var current: Gateway? { lock.withLock { gateway } }
+
+    struct NotRunning: Error, CustomStringConvertible {
+        var description: String { "the gateway is starting or reading its config again" }
+    }
+
+    var isReady: Bool { current?.isReady ?? false }
+    func statusReport() throws -> StatusReport {
+        guard let current else { throw NotRunning() }
+        return try current.statusReport()
+    }
+    var operations: OperationList { current?.operations ?? idle }
+    func events() -> AsyncStream<DeliveryEvent> {
+        guard let current else { return AsyncStream { $0.finish() } }
+        return current.events()
+    }
+    func retry(destination: String?, paths: [String]) async throws -> Int {
+        guard let current else { throw NotRunning() }
+        return try await current.retry(destination: destination, paths: paths)
+    }
+    func forget(destination: String?, paths: [String]) async throws -> Int {
+        guard let current else { throw NotRunning() }
+        return try await current.forget(destination: destination, paths: paths)
+    }
+    var figures: GatewayFigures { current?.figures ?? GatewayFigures() }
+}
