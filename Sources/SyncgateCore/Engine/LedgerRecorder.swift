@@ -129,7 +129,9 @@ final class LedgerRecorder: @unchecked Sendable {
             return (false, false)
         }
         if later {
-            writer.asyncAfter(deadline: .now() + LedgerRecorder.batchInterval) { [self] in
+            // Weak: a recorder whose run has ended (and flushed) must not be kept alive, with its ledger, by a timer.
+            writer.asyncAfter(deadline: .now() + LedgerRecorder.batchInterval) { [weak self] in
+                guard let self else { return }
                 lock.withLock { laterScheduled = false }
                 do {
                     try writeLock.withLock { try takeAndWrite() }
