@@ -15,8 +15,8 @@ struct WatchSettleTests {
         defer { recorder.stop() }
         await recorder.waitUntilWatching()
 
+        let written = ContinuousClock.now  // before the write: the watcher may read its event before the test goes on
         try dir.write("song.mp3", "la la la")
-        let written = ContinuousClock.now
         #expect(await recorder.wait { recorder.count("song.mp3") > 0 }, "never reported")
         let reported = try #require(recorder.firstReport(of: "song.mp3"))
         #expect(reported - written >= settle, "reported \(reported - written) after the write, before it settled")
@@ -99,8 +99,8 @@ struct WatchSettleTests {
             try await Task.sleep(for: .milliseconds(200))
             #expect(recorder.count("video.mp4") == 0, "reported while still being written")
         }
-        try handle.write(contentsOf: Data(repeating: 9, count: 64 << 10))
         let lastWrite = ContinuousClock.now
+        try handle.write(contentsOf: Data(repeating: 9, count: 64 << 10))
         try handle.close()
 
         #expect(await recorder.wait { recorder.count("video.mp4") > 0 })
