@@ -11,9 +11,8 @@ struct WatchBurstTests {
         let dir = try TemporaryDirectory("sg-watch")
         defer { dir.remove() }
         for folder in 0..<10 { try FileManager.default.createDirectory(at: dir.file("d\(folder)"), withIntermediateDirectories: true) }
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(dir.path)], settle: .milliseconds(500))
+        let recorder = try await WatchRecorder.watching(dir.path, settle: .milliseconds(500))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         let names = (0..<10_000).map { "d\($0 % 10)/file\($0).bin" }
         for name in names { try dir.write(name, Data(name.utf8)) }
@@ -37,9 +36,8 @@ struct WatchBurstTests {
     func anOverflowedQueueBringsARescanAndTheWatchesAreSetAnew() async throws {
         let dir = try TemporaryDirectory("sg-watch")
         defer { dir.remove() }
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(dir.path)], settle: .milliseconds(300))
+        let recorder = try await WatchRecorder.watching(dir.path, settle: .milliseconds(300))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         recorder.watcher.pauseReading(true)
         // Three events a file (created, modified, closed): comfortably past the limit.
@@ -61,9 +59,8 @@ struct WatchBurstTests {
     @Test func moreFilesSettlingThanTheLimitCollapseIntoOneRescan() async throws {
         let dir = try TemporaryDirectory("sg-watch")
         defer { dir.remove() }
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(dir.path)], settle: .seconds(2), pendingLimit: 100)
+        let recorder = try await WatchRecorder.watching(sources: [WatchRecorder.source(dir.path)], settle: .seconds(2), pendingLimit: 100)
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         for index in 0..<300 { try dir.write("f\(index)", "x") }
         #expect(await recorder.wait { recorder.rescans.contains { $0.contains("more than 100 files changed at once") } }, "\(recorder.rescans)")

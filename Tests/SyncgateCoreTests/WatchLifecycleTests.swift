@@ -14,9 +14,8 @@ struct WatchLifecycleTests {
         try dir.write("other/keep.txt", "k")
         let sources = [try WatchRecorder.source(dir.file("music").path, name: "music"),
                        try WatchRecorder.source(dir.file("other").path, name: "other")]
-        let recorder = try WatchRecorder(sources: sources, settle: .milliseconds(300))
+        let recorder = try await WatchRecorder.watching(sources: sources, settle: .milliseconds(300))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         try FileManager.default.removeItem(at: dir.file("music"))
         #expect(await recorder.wait { recorder.rescans.contains { $0.contains("source music") } }, "\(recorder.rescans)")
@@ -39,9 +38,8 @@ struct WatchLifecycleTests {
         // The source is a link switched from one folder to another (a deployment's "current"): no event says so.
         let link = dir.file("current").path
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: dir.file("v1").path)
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(link)], settle: .milliseconds(300))
+        let recorder = try await WatchRecorder.watching(sources: [WatchRecorder.source(link)], settle: .milliseconds(300))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         try FileManager.default.createSymbolicLink(atPath: dir.file("next").path, withDestinationPath: dir.file("v2").path)
         #expect(rename(dir.file("next").path, link) == 0)
@@ -59,9 +57,8 @@ struct WatchLifecycleTests {
         try FileManager.default.createDirectory(at: dir.file("here"), withIntermediateDirectories: true)
         let sources = [try WatchRecorder.source(dir.file("here").path, name: "here"),
                        try WatchRecorder.source(dir.file("card").path, name: "card", optional: true)]
-        let recorder = try WatchRecorder(sources: sources, settle: .milliseconds(300))
+        let recorder = try await WatchRecorder.watching(sources: sources, settle: .milliseconds(300))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
         #expect(!recorder.logged.contains { $0.contains("card") }, "an optional source's absence is not a warning")
 
         let outside = try TemporaryDirectory("sg-watch-outside")
@@ -79,10 +76,9 @@ struct WatchLifecycleTests {
         defer { dir.remove() }
         for name in ["a", "b", "c", "d", "e"] { try FileManager.default.createDirectory(at: dir.file(name), withIntermediateDirectories: true) }
         // Three watches at most: the source's folder and two of its five folders.
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(dir.path)], settle: .milliseconds(200),
-                                         watchLimit: 3, limitRetry: .seconds(1))
+        let recorder = try await WatchRecorder.watching(sources: [WatchRecorder.source(dir.path)], settle: .milliseconds(200),
+                                                         watchLimit: 3, limitRetry: .seconds(1))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         #expect(await recorder.wait { recorder.rescans.contains { $0.contains("watch limit") } }, "\(recorder.rescans)")
         let logged = recorder.logged.joined(separator: "\n")

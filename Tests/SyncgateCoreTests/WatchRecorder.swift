@@ -28,6 +28,20 @@ final class WatchRecorder: @unchecked Sendable {
 
     deinit { watcher.stop() }
 
+    /// A recorder whose watches are set (an issue is recorded if they are not within 20 s).
+    static func watching(sources: [SourceConfig], settle: Duration, pendingLimit: Int = 100_000, watchLimit: Int? = nil,
+                         limitRetry: Duration = .seconds(60)) async throws -> WatchRecorder {
+        let recorder = try WatchRecorder(sources: sources, settle: settle, pendingLimit: pendingLimit, watchLimit: watchLimit,
+                                         limitRetry: limitRetry)
+        await recorder.waitUntilWatching()
+        return recorder
+    }
+
+    /// A recorder over one source, `src`: every file of a folder.
+    static func watching(_ path: String, settle: Duration) async throws -> WatchRecorder {
+        try await watching(sources: [source(path)], settle: settle)
+    }
+
     /// A source over a folder: every file unless told otherwise.
     static func source(_ path: String, name: String = "src", include: [String] = ["**/*"], exclude: [String] = [],
                        followSymlinks: Bool = false, optional: Bool = false) throws -> SourceConfig {

@@ -11,9 +11,8 @@ struct WatchSettleTests {
         let dir = try TemporaryDirectory("sg-watch")
         defer { dir.remove() }
         let settle = Duration.milliseconds(800)
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(dir.path)], settle: settle)
+        let recorder = try await WatchRecorder.watching(dir.path, settle: settle)
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         let written = ContinuousClock.now  // before the write: the watcher may read its event before the test goes on
         try dir.write("song.mp3", "la la la")
@@ -37,9 +36,8 @@ struct WatchSettleTests {
         defer { outside.remove() }
         let settle = Duration.milliseconds(600)
         let source = try WatchRecorder.source(dir.path, exclude: ["*.part"])
-        let recorder = try WatchRecorder(sources: [source], settle: settle)
+        let recorder = try await WatchRecorder.watching(sources: [source], settle: settle)
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         // Written slowly under an excluded temporary name (for longer than the settle time), then renamed.
         let part = dir.file("album/track.flac.part")
@@ -68,9 +66,8 @@ struct WatchSettleTests {
         let dir = try TemporaryDirectory("sg-watch")
         defer { dir.remove() }
         let settle = Duration.milliseconds(1500)
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(dir.path)], settle: settle)
+        let recorder = try await WatchRecorder.watching(dir.path, settle: settle)
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         try dir.write("report.tmp", "draft")
         try await Task.sleep(for: .milliseconds(100))
@@ -86,9 +83,8 @@ struct WatchSettleTests {
         let dir = try TemporaryDirectory("sg-watch")
         defer { dir.remove() }
         let settle = Duration.milliseconds(1500)
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(dir.path)], settle: settle)
+        let recorder = try await WatchRecorder.watching(dir.path, settle: settle)
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         // Held open, written in pauses well under the settle time, for longer than it.
         let url = dir.file("video.mp4")
@@ -116,9 +112,8 @@ struct WatchSettleTests {
         defer { dir.remove() }
         try dir.write("cache/old.mp3", "existing")  // an excluded folder there from the start
         let source = try WatchRecorder.source(dir.path, include: ["**/*.mp3", "**/*.jpg"], exclude: ["cache/", "**/.*", "drafts"])
-        let recorder = try WatchRecorder(sources: [source], settle: .milliseconds(300))
+        let recorder = try await WatchRecorder.watching(sources: [source], settle: .milliseconds(300))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         try dir.write("a.mp3", "a")
         try dir.write("notes.txt", "not included")
@@ -137,9 +132,8 @@ struct WatchSettleTests {
     @Test func whatAWalkSkipsIsSkippedWithAWarning() async throws {
         let dir = try TemporaryDirectory("sg-watch")
         defer { dir.remove() }
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(dir.path)], settle: .milliseconds(200))
+        let recorder = try await WatchRecorder.watching(dir.path, settle: .milliseconds(200))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         #expect(mkfifo(dir.file("pipe").path, 0o644) == 0)
         try dir.write("target.txt", "t")

@@ -10,9 +10,8 @@ struct WatchTreeTests {
     @Test func aFolderCreatedWithFilesInsideIsWatchedAndItsFilesReported() async throws {
         let dir = try TemporaryDirectory("sg-watch")
         defer { dir.remove() }
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(dir.path)], settle: .milliseconds(300))
+        let recorder = try await WatchRecorder.watching(dir.path, settle: .milliseconds(300))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         // Written at once after the mkdir: some land before the new folder's watch is set.
         let names = (0..<50).map { String(format: "new/f%02d.txt", $0) }
@@ -30,9 +29,8 @@ struct WatchTreeTests {
         defer { dir.remove() }
         let outside = try TemporaryDirectory("sg-watch-outside")
         defer { outside.remove() }
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(dir.path)], settle: .milliseconds(300))
+        let recorder = try await WatchRecorder.watching(dir.path, settle: .milliseconds(300))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         let names = ["a.mp3", "disc1/b.mp3", "disc1/c.mp3", "disc2/art/d.jpg", "disc2/e.mp3"]
         for name in names { try outside.write("album/" + name, name) }
@@ -50,9 +48,8 @@ struct WatchTreeTests {
     @Test func aNestedTreeMadeAtOnceThenFilledIsReported() async throws {
         let dir = try TemporaryDirectory("sg-watch")
         defer { dir.remove() }
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(dir.path)], settle: .milliseconds(300))
+        let recorder = try await WatchRecorder.watching(dir.path, settle: .milliseconds(300))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         // `mkdir -p`: the levels below the first exist before their parent's watch is set.
         try FileManager.default.createDirectory(at: dir.file("l1/l2/l3/l4/l5"), withIntermediateDirectories: true)
@@ -70,9 +67,8 @@ struct WatchTreeTests {
         defer { dir.remove() }
         try dir.write("old/x.txt", "x")
         try dir.write("old/sub/y.txt", "y")
-        let recorder = try WatchRecorder(sources: [WatchRecorder.source(dir.path)], settle: .milliseconds(300))
+        let recorder = try await WatchRecorder.watching(dir.path, settle: .milliseconds(300))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         try FileManager.default.moveItem(at: dir.file("old"), to: dir.file("new"))
         #expect(await recorder.wait { Set(recorder.paths) == ["new/x.txt", "new/sub/y.txt"] }, "\(recorder.paths)")
@@ -102,9 +98,8 @@ struct WatchTreeTests {
         try FileManager.default.createDirectory(at: dir.file("follow"), withIntermediateDirectories: true)
         let plain = try WatchRecorder.source(dir.file("plain").path, name: "plain")
         let follow = try WatchRecorder.source(dir.file("follow").path, name: "follow", followSymlinks: true)
-        let recorder = try WatchRecorder(sources: [plain, follow], settle: .milliseconds(300))
+        let recorder = try await WatchRecorder.watching(sources: [plain, follow], settle: .milliseconds(300))
         defer { recorder.stop() }
-        await recorder.waitUntilWatching()
 
         for name in ["plain", "follow"] {
             try FileManager.default.createSymbolicLink(atPath: dir.file("\(name)/shared").path, withDestinationPath: outside.file("shared").path)

@@ -11,11 +11,7 @@
 /// was re-armed meanwhile is pushed again when it surfaces), rebuilt when records of removed files pile up, so
 /// memory follows the files waiting, not the events.
 struct SettleQueue {
-    /// A file: its source's index and its path in the source, compared byte for byte.
-    struct Key: Hashable {
-        var source: Int
-        var path: ExactString
-    }
+    typealias Key = SourcePath
 
     /// What a file looked like: size and modification time (to the nanosecond).
     struct Stamp: Hashable {

@@ -188,7 +188,7 @@ final class WatchLoop: @unchecked Sendable {
         if mask & InotifyWatch.deleteSelf != 0 {
             // A folder deleted holds nothing to send; its own folder gone, a source is lost.
             _ = folders.forget(wd)
-            let roots = places.filter { $0.path.value.isEmpty }
+            let roots = places.filter { $0.isRoot }
             if !roots.isEmpty { lose(roots, why: "was deleted") }
             return
         }
@@ -225,7 +225,7 @@ final class WatchLoop: @unchecked Sendable {
             }
             return
         }
-        let key = SettleQueue.Key(source: place.source, path: ExactString(relative))
+        let key = SettleQueue.Key(source: place.source, path: relative)
         if mask & InotifyWatch.movedFrom != 0 {
             pending.remove(key)  // renamed away: its new name (if in a source) has an event of its own
             return
@@ -395,12 +395,12 @@ final class WatchLoop: @unchecked Sendable {
                 case Int32(DT_DIR):
                     if config.exclude.decision(for: child) != true { stack.append(child) }
                 case Int32(DT_REG):
-                    if report && config.selects(child) { arm(SettleQueue.Key(source: source, path: ExactString(child))) }
+                    if report && config.selects(child) { arm(SettleQueue.Key(source: source, path: child)) }
                 case Int32(DT_LNK):
                     if report { warn(config, child, "skipped: symbolic link (set follow_symlinks: true to follow links)") }
                 default:
                     // FIFOs, sockets, devices: the stamp warns about what they are, as a walk does.
-                    if report && config.selects(child) { arm(SettleQueue.Key(source: source, path: ExactString(child))) }
+                    if report && config.selects(child) { arm(SettleQueue.Key(source: source, path: child)) }
                 }
             }
         }
@@ -410,7 +410,7 @@ final class WatchLoop: @unchecked Sendable {
     /// for the watch limit is still listed (true), its changes found by the rescans that limit brings.
     private func watchFolder(_ source: Int, _ relative: String, _ absolute: String) -> Bool {
         let config = sources[source]
-        let place = WatchedFolders.Place(source: source, path: ExactString(relative))
+        let place = WatchedFolders.Place(source: source, path: relative)
         var st = stat()
         guard stat(absolute, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { return false }
         let device = UInt64(st.st_dev), inode = UInt64(st.st_ino)
@@ -455,7 +455,7 @@ final class WatchLoop: @unchecked Sendable {
     private func lose(_ places: [WatchedFolders.Place], why: String) {
         for index in Set(places.map(\.source)).sorted() {
             let source = sources[index]
-            let isRoot = places.contains { $0.source == index && $0.path.value.isEmpty }
+            let isRoot = places.contains { $0.source == index && $0.isRoot }
             let what = isRoot ? "its folder \(source.path)" : "the folder \(places.first { $0.source == index }!.path.value)"
             logger.warning("source \(source.name): \(what) \(why); asking for a rescan")
             askRescan("source \(source.name): \(what) \(why)")

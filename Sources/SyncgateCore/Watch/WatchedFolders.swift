@@ -3,10 +3,7 @@
 /// sources overlap or a followed link leads to a folder watched elsewhere: the kernel gives one watch per folder,
 /// so its events are reported under each place.
 struct WatchedFolders {
-    struct Place: Hashable {
-        var source: Int
-        var path: ExactString
-    }
+    typealias Place = SourcePath
 
     /// A watched folder: its descriptor and identity (device, inode), the latter to notice link loops and a source
     /// folder replaced.
@@ -88,8 +85,7 @@ struct WatchedFolders {
         var bytes = Array(path.utf8)
         while !bytes.isEmpty {
             bytes.removeLast(bytes.count - (bytes.lastIndex(of: UInt8(ascii: "/")) ?? 0))
-            let parent = ExactString(String(decoding: bytes, as: UTF8.self))
-            if let folder = byPlace[Place(source: source, path: parent)], folder.device == device && folder.inode == inode {
+            if let folder = byPlace[Place(source: source, path: String(decoding: bytes, as: UTF8.self))], folder.device == device && folder.inode == inode {
                 return true
             }
         }
