@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import Synchronization
 @testable import SyncgateCore
 import SyncgateTestSupport
 import Testing
@@ -97,6 +99,43 @@ struct WatchLifecycleTests {
         try dir.write("a/x.txt", "x")
         try dir.write("b/y.txt", "y")
         #expect(await recorder.wait { recorder.count("a/x.txt") == 1 && recorder.count("b/y.txt") == 1 })
+    }
+
+    @Test func aSourceFolderRenamedAwayBringsARescanAndIsReportedWhenRenamedBack() async throws {
+        let dir = try TemporaryDirectory("sg-watch")
+        defer { dir.remove() }
+        try dir.write("inbox/a.txt", "a")
+        let recorder = try await WatchRecorder.watching(dir.file("inbox").path, settle: .milliseconds(300))
+        defer { recorder.stop() }
+
+        try FileManager.default.moveItem(at: dir.file("inbox"), to: dir.file("inbox.old"))
+        #expect(await recorder.wait { recorder.rescans.contains { $0.contains("was moved or renamed") } }, "\(recorder.rescans)")
+        try dir.write("inbox.old/b.txt", "not in the source any more")
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(recorder.paths.isEmpty, "\(recorder.paths)")
+        // Back under its name: what it holds is reported (the gateway cannot know what changed meanwhile).
+        try FileManager.default.moveItem(at: dir.file("inbox.old"), to: dir.file("inbox"))
+        #expect(await recorder.wait { Set(recorder.paths) == ["a.txt", "b.txt"] }, "\(recorder.paths)")
+    }
+
+    @Test func theConsumerGivingUpStopsTheWatcher() async throws {
+        let dir = try TemporaryDirectory("sg-watch")
+        defer { dir.remove() }
+        let watcher = try SourceWatcher(sources: [WatchRecorder.source(dir.path)], settle: .zero,
+                                        logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        defer { watcher.stop() }
+        let received = Mutex<[WatchEvent]>([])
+        let consumer = Task {
+            for await event in watcher.events { received.withLock { $0.append(event) } }
+        }
+        #expect(await WatchRecorder.wait { watcher.isWatching })
+        try dir.write("one.txt", "1")
+        // (At settle 0 it may come twice: once written, once closed.)
+        #expect(await WatchRecorder.wait { received.withLock { $0 }.contains(.files([FileKey(source: "src", path: "one.txt")])) },
+                "\(received.withLock { $0 })")
+        consumer.cancel()
+        await consumer.value
+        #expect(await WatchRecorder.wait(within: .seconds(10)) { !watcher.isWatching }, "still watching after its consumer left")
     }
 
     @Test func stopEndsTheWatcherPromptlyWithFilesStillSettling() async throws {

@@ -100,6 +100,11 @@ final class WatchRecorder: @unchecked Sendable {
     /// Waits until `condition` holds, polling; false if it still does not after `limit` (a liveness bound only).
     @discardableResult
     func wait(within limit: Duration = .seconds(20), until condition: () -> Bool) async -> Bool {
+        await WatchRecorder.wait(within: limit, until: condition)
+    }
+
+    @discardableResult
+    static func wait(within limit: Duration = .seconds(20), until condition: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
             if condition() { return true }

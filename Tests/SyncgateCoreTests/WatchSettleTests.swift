@@ -107,6 +107,52 @@ struct WatchSettleTests {
         #expect(try dir.read("video.mp4").count == 13 * (64 << 10))
     }
 
+    /// A file opened (created empty) long before its first byte, as a download waiting for the network: not
+    /// reported empty; reported once written and closed. A hard link and a file linked in whole (`O_TMPFILE`, then
+    /// `linkat`), which get no event but their creation, are reported.
+    @Test func aFileCreatedEmptyWaitsForItsWritesWhileLinksAreReportedOnCreation() async throws {
+        let dir = try TemporaryDirectory("sg-watch")
+        defer { dir.remove() }
+        let settle = Duration.milliseconds(500)
+        let recorder = try await WatchRecorder.watching(dir.path, settle: settle)
+        defer { recorder.stop() }
+
+        let fd = open(dir.file("download.iso").path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644)
+        #expect(fd >= 0)
+        try await Task.sleep(for: settle * 3)
+        #expect(recorder.count("download.iso") == 0, "reported while empty and still open")
+        let bytes = [UInt8](repeating: 1, count: 10_000)
+        #expect(bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count)
+        close(fd)
+
+        try dir.write("original.txt", "o")
+        #expect(link(dir.file("original.txt").path, dir.file("hard.txt").path) == 0)
+
+        // O_TMPFILE (020200000 on Linux: __O_TMPFILE | O_DIRECTORY): written unnamed, then given its name.
+        let unnamed = open(dir.path, 0o20200000 | O_WRONLY, 0o644)
+        try #require(unnamed >= 0, "O_TMPFILE is not supported here: \(String(cString: strerror(errno)))")
+        #expect(bytes.withUnsafeBytes { write(unnamed, $0.baseAddress, $0.count) } == bytes.count)
+        #expect(linkat(AT_FDCWD, "/proc/self/fd/\(unnamed)", AT_FDCWD, dir.file("whole.bin").path, AT_SYMLINK_FOLLOW) == 0)
+
+        // Still open, so its creation alone told (its close comes after).
+        #expect(await recorder.wait { Set(recorder.paths) == ["download.iso", "original.txt", "hard.txt", "whole.bin"] }, "\(recorder.paths)")
+        close(unnamed)
+        try await Task.sleep(for: settle * 2)
+        #expect(recorder.count("download.iso") == 1 && recorder.count("whole.bin") == 1, "\(recorder.paths)")
+    }
+
+    /// The planner compares modification times: one set after the write (`touch -d`, `cp -p`) is a change.
+    @Test func aModificationTimeSetAloneIsReported() async throws {
+        let dir = try TemporaryDirectory("sg-watch")
+        defer { dir.remove() }
+        try dir.write("old.txt", "o")
+        let recorder = try await WatchRecorder.watching(dir.path, settle: .milliseconds(300))
+        defer { recorder.stop() }
+
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_000_000_000)], ofItemAtPath: dir.file("old.txt").path)
+        #expect(await recorder.wait { recorder.count("old.txt") == 1 })
+    }
+
     @Test func excludedFilesAndFoldersAreNeverReported() async throws {
         let dir = try TemporaryDirectory("sg-watch")
         defer { dir.remove() }

@@ -88,6 +88,26 @@ struct WatchTreeTests {
         #expect(recorder.rescans.isEmpty)
     }
 
+    /// Two sources over the same folders (one inside the other): one watch a folder, its files reported under
+    /// both.
+    @Test func overlappingSourcesReportAFileUnderEach() async throws {
+        let dir = try TemporaryDirectory("sg-watch")
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(at: dir.file("all/photos"), withIntermediateDirectories: true)
+        let sources = [try WatchRecorder.source(dir.file("all").path, name: "all"),
+                       try WatchRecorder.source(dir.file("all/photos").path, name: "photos")]
+        let recorder = try await WatchRecorder.watching(sources: sources, settle: .milliseconds(300))
+        defer { recorder.stop() }
+
+        try dir.write("all/photos/2024/p.jpg", "p")
+        try dir.write("all/top.txt", "t")
+        let expected = [FileKey(source: "all", path: "photos/2024/p.jpg"), FileKey(source: "all", path: "top.txt"),
+                        FileKey(source: "photos", path: "2024/p.jpg")]
+        #expect(await recorder.wait { recorder.reported.count >= 3 })
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(recorder.reported.sorted() == expected, "\(recorder.reported)")
+    }
+
     @Test func linksAreFollowedOnlyWhenAskedAndNeverInALoop() async throws {
         let dir = try TemporaryDirectory("sg-watch")
         defer { dir.remove() }

@@ -24,9 +24,10 @@ final class InotifyWatch: @unchecked Sendable {
     static let isDirectory = UInt32(IN_ISDIR)
 
     /// What every folder is watched for. `IN_CLOSE_WRITE` (a file written and closed) and `IN_MOVED_TO` (renamed
-    /// in) are the two ways a file is finished; `IN_CREATE` and `IN_MODIFY` arm (and re-arm) settling while a file
-    /// is still being written, so a file held open by a writer that never closes it is still reported once quiet,
-    /// and a hard or symbolic link (which gets only `IN_CREATE`) is seen; `IN_ATTRIB` catches a modification time
+    /// in) are the two ways a file is finished; `IN_MODIFY` arms (and re-arms) settling while a file is still being
+    /// written, so a file held open by a writer that never closes it is still reported once quiet; `IN_CREATE`
+    /// makes a folder watched, and a hard or symbolic link (which gets no other event) seen (a new empty file waits
+    /// for its writes, see ``WatchLoop``); `IN_ATTRIB` catches a modification time
     /// set after the write (`touch`, `cp -p`, `rsync -t`), which the planner compares; `IN_MOVED_FROM` drops a file
     /// renamed away and unwatches a folder renamed away; the `_SELF` events say a watched folder itself went.
     /// `IN_DELETE` is not asked for: deletions are not sent anywhere. `IN_EXCL_UNLINK`: no events for files

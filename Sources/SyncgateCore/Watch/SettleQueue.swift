@@ -68,6 +68,8 @@ struct SettleQueue {
         return true
     }
 
+    func contains(_ key: Key) -> Bool { entries[key] != nil }
+
     /// Whether a file waits without a stamp (taken since its latest event).
     func needsStamp(_ key: Key) -> Bool {
         guard let entry = entries[key] else { return false }

@@ -61,6 +61,8 @@ final class WatchLoop: @unchecked Sendable {
     private var removedByUs: Set<Int32> = []
     /// Files armed since their stamp was last taken (stamped once the events read together are handled).
     private var toStamp: [SettleQueue.Key] = []
+    /// Files created since the last stamps, not armed yet: see ``armCreated()``.
+    private var created: [SettleQueue.Key] = []
     /// Rescans to ask for once this round's watches are set (so the walk that answers sees what they miss).
     private var rescanReasons: [String] = []
     private var overflowed = false
@@ -231,7 +233,11 @@ final class WatchLoop: @unchecked Sendable {
             return
         }
         if source.selects(relative) {
-            arm(key)
+            if mask & InotifyWatch.create != 0 && !pending.contains(key) {
+                created.append(key)  // looked at with the stamps: a file just opened to be written waits for its writes
+            } else {
+                arm(key)
+            }
         } else if source.followSymlinks, mask & (InotifyWatch.create | InotifyWatch.movedTo) != 0,
                   source.exclude.decision(for: relative) != true {
             // Maybe a link to a folder (the excludes judge it as a folder, as a walk does).
@@ -250,12 +256,30 @@ final class WatchLoop: @unchecked Sendable {
         let limit = pending.limit
         pending.removeAll()
         toStamp = []
+        created = []
         logger.warning("more than \(limit) files changed at once; asking for a rescan instead of settling each")
         askRescan("more than \(limit) files changed at once")
     }
 
+    /// Files created (`IN_CREATE`) this round. An empty file with one link was just opened to be written: it is
+    /// armed by its writes and its close (`IN_MODIFY`, `IN_CLOSE_WRITE`), not now, so a file created long before
+    /// its first byte (a download waiting for the network) is not reported empty. Anything else is armed: a hard
+    /// link, a symbolic link, a file linked in whole (`O_TMPFILE` and `linkat`), which get no other event, and a
+    /// FIFO, socket or device, to be passed over with its warning.
+    private func armCreated() {
+        guard !created.isEmpty else { return }
+        for key in created where !pending.contains(key) {
+            var st = stat()
+            guard lstat(path(key.source, key.path.value), &st) == 0 else { continue }
+            if st.st_mode & S_IFMT == S_IFREG && st.st_nlink == 1 && st.st_size == 0 { continue }
+            arm(key)
+        }
+        if created.count > 65_536 { created = [] } else { created.removeAll(keepingCapacity: true) }
+    }
+
     /// Stamps the files armed this round (once each, however many events they had).
     private func stampArmed() {
+        armCreated()
         guard !toStamp.isEmpty else { return }
         for key in toStamp where pending.needsStamp(key) {
             switch kind(of: key, warn: true) {
