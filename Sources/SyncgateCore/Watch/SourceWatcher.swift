@@ -7,9 +7,12 @@ import Logging
 /// watched), from a thread of its own. A file is reported in ``events`` once it has not changed for `settle`: each
 /// event about it (written, closed, renamed in, linked, its modification time set) starts the wait again, and when
 /// it falls due its size and modification time are taken once more and compared, so half-written files are not
-/// sent. A folder created or moved in is watched and its files (perhaps written before its watch was set) are
-/// reported the same way. A file renamed away before it settles is forgotten: a temporary name is never reported
-/// while it is written, whether or not the excludes name it, unless it stays unchanged for `settle`.
+/// sent (a file just created empty waits for its first write, however long). The wait ends on a grid of a tenth of
+/// `settle` (at most 250 ms), so a file is reported between `settle` and `settle` plus that step after its last
+/// change, and files changed together come in one batch. A folder created or moved in is watched and its files
+/// (perhaps written before its watch was set) are reported the same way. A file renamed away before it settles is
+/// forgotten: a temporary name is never reported while it is written, whether or not the excludes name it, unless
+/// it stays unchanged for `settle`.
 ///
 /// When the watches cannot say exactly what changed, a ``WatchEvent/rescan(reason:)`` asks for a walk of every
 /// source instead: the kernel's event queue overflowed, a source's folder was removed, moved or replaced (a
@@ -25,8 +28,9 @@ import Logging
 ///
 /// Linux only (inotify); elsewhere ``init(sources:settle:pendingLimit:logger:)`` throws.
 public final class SourceWatcher: Sendable {
-    /// What was found: batches of settled files and rescans, for one consumer. Ends after ``stop()``; the consumer
-    /// cancelling its iteration stops the watcher too.
+    /// What was found: batches of settled files and rescans, for one consumer. What the consumer has not taken yet
+    /// is merged (files as a set, rescans into one, which also stands for the files). Ends after ``stop()``; the
+    /// consumer's task cancelled while it waits for the next event stops the watcher too (within a second).
     public let events: AsyncStream<WatchEvent>
     private let outbox: WatchOutbox
     #if os(Linux)
