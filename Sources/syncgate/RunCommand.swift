@@ -70,6 +70,28 @@ struct RunCommand: AsyncParsableCommand {
             let gateway = Gateway(config: config, ledger: ledger, logger: logger)
             control.attach(gateway, statePath: config.statePath)
             observed.set(gateway)
+            // The first pass starts at once, beside the watches being set; once they are, one more pass finds what
+            // was written in between (after that, the watches report every change).
+            let watcher: SourceWatcher?
+            do {
+                watcher = try SourceWatcher(sources: config.sources, settle: config.gateway.settle, logger: logger)
+            } catch {
+                logger.error("cannot watch the sources (\(error)); files are found by the rescan every \(config.gateway.rescanInterval.syncgateText)")
+                watcher = nil
+            }
+            let watching = Task {
+                guard let watcher else { return }
+                while !watcher.isWatching && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(20)) }
+                gateway.watchesAreSet()
+                gateway.rescanAll(reason: "the watches are set")
+                for await event in watcher.events {
+                    switch event {
+                    case .files(let files): gateway.filesChanged(files)
+                    case .rescan(let reason): gateway.rescanAll(reason: reason)
+                    }
+                }
+            }
+            if watcher == nil { gateway.watchesAreSet() }
             let rescanInterval = config.gateway.rescanInterval
             let rescans = Task {
                 while !Task.isCancelled {
@@ -77,17 +99,20 @@ struct RunCommand: AsyncParsableCommand {
                     gateway.rescanAll(reason: "the periodic safety rescan (rescan_interval)")
                 }
             }
-            gateway.watchesAreSet()
             notifier.notify("READY=1\nSTATUS=delivering to \(config.destinations.count) destination(s)")
             logger.info("gateway running on \(config.statePath) with \(config.destinations.count) destination(s)")
             do {
-                try await gateway.run()
+                try await gateway.run(settling: { watcher?.queueDepth ?? 0 })
             } catch let error as LedgerError {
                 rescans.cancel()
+                watcher?.stop()
+                watching.cancel()
                 Console.error(error.description)
                 throw ExitCode(error.stateLost ? ExitStatus.config : ExitStatus.failed)
             }
             rescans.cancel()
+            watcher?.stop()
+            watching.cancel()
             observed.set(nil)
             guard let next = control.takeReloaded() else { break }
             notifier.notify("RELOADING=1")
