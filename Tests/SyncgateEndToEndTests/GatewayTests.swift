@@ -201,4 +201,57 @@ struct GatewayTests {
         #expect(try await eventually(15) { (try? dir.read("synced/blocked.txt")) == Data("blocked".utf8) }, "\(log)")
         #expect(await stop(gateway) == 0)
     }
+
+    /// Files the watches see (the periodic rescan is 10 minutes away here, so only they can send them): dropped,
+    /// renamed into place from an excluded temporary name, written slowly, a folder made with files inside, and a
+    /// burst of 10,000.
+    @Test func watchedFilesGoOutOnceTheySettle() async throws {
+        defer { dir.remove() }
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [{name: outbox, path: outbox, exclude: ["**/*.part"]}]
+            gateway: { settle: 300ms, rescan_interval: 10m }
+            destinations:
+              - {name: archive, type: local, path: synced, fsync: false}
+            """)
+        try FileManager.default.createDirectory(at: dir.file("outbox"), withIntermediateDirectories: true)
+        let gateway = try startGateway()
+        #expect(try await eventually { log.contains("the watches are set") }, "\(log)")
+
+        // Dropped.
+        try dir.write("outbox/dropped.txt", "dropped")
+        #expect(try await eventually(15) { (try? dir.read("synced/dropped.txt")) == Data("dropped".utf8) }, "\(log)")
+
+        // Written under an excluded temporary name, then renamed into place: only the final name, complete.
+        let big = Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try dir.write("outbox/big.bin.part", big)
+        #expect(rename(dir.file("outbox/big.bin.part").path, dir.file("outbox/big.bin").path) == 0)
+        #expect(try await eventually(15) { (try? dir.read("synced/big.bin")) == big }, "\(log)")
+
+        // Written slowly, with pauses shorter than settle: sent once it is quiet, complete.
+        _ = FileManager.default.createFile(atPath: dir.file("outbox/slow.log").path, contents: nil)
+        let handle = try FileHandle(forWritingTo: dir.file("outbox/slow.log"))
+        for i in 0..<8 {
+            try handle.write(contentsOf: Data("line \(i)\n".utf8))
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try handle.close()
+        let slow = (0..<8).map { "line \($0)\n" }.joined()
+        #expect(try await eventually(15) { (try? dir.read("synced/slow.log")) == Data(slow.utf8) }, "\(log)")
+        let slowRow = try await cli.run(["status", "--json", "slow.log"]).stdout
+        #expect(slowRow.contains("\"attempts\" : 1"), "sent once, when it was complete: \(slowRow)")
+
+        // A folder made with files inside.
+        try FileManager.default.createDirectory(at: dir.file("outbox/made/deeper"), withIntermediateDirectories: true)
+        for i in 0..<20 { try dir.write("outbox/made/deeper/f\(i).txt", "\(i)") }
+        #expect(try await eventually(15) { (0..<20).allSatisfy { dir.exists("synced/made/deeper/f\($0).txt") } }, "\(log)")
+
+        // A burst of 10,000 files.
+        for i in 0..<10_000 { try dir.write(String(format: "outbox/burst/%02d/b%05d.txt", i % 50, i), "burst \(i)") }
+        #expect(try await eventually(180) {
+            ((try await statusJSON()["destinations"] as? [[String: Any]])?.first?["synced"] as? Int ?? 0) == 10_000 + 23
+        }, "\(log.suffix(2000))")
+        #expect(!dir.exists("synced/big.bin.part"))
+        #expect(await stop(gateway) == 0)
+    }
 }
