@@ -155,4 +155,17 @@ struct WatchLifecycleTests {
         #expect(recorder.paths.isEmpty)
         recorder.stop()  // again: nothing happens
     }
+
+    #if os(Linux)
+    /// A stop after the watcher's thread has closed its inotify instance (a second stop, a stop racing the end of
+    /// the events) must not write to the wake pipe's descriptor: its number may by then belong to another file or
+    /// socket (a CI run saw `\u{01}GET` arrive at an HTTP server that way).
+    @Test func wakingAClosedInstanceWritesNothing() throws {
+        let watch = try InotifyWatch()
+        #expect(watch.wake())
+        watch.close()
+        #expect(!watch.wake())
+        watch.close()  // again: nothing happens
+    }
+    #endif
 }

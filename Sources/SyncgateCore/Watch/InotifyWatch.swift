@@ -43,6 +43,9 @@ final class InotifyWatch: @unchecked Sendable {
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let buffer: UnsafeMutableRawPointer
+    /// Guards `closed` against ``wake()`` from another thread: a write to the pipe's descriptor after it was
+    /// closed would land in whatever the number was given to next (a socket of an HTTP client, say).
+    private let lock = NSLock()
     private var closed = false
 
     /// Opens the instance; throws a ``WatchError`` saying which limit to raise when the kernel refuses.
@@ -80,6 +83,8 @@ final class InotifyWatch: @unchecked Sendable {
 
     /// Closes the instance (every watch goes with it) and the wake pipe.
     func close() {
+        lock.lock()
+        defer { lock.unlock() }
         guard !closed else { return }
         closed = true
         _ = Glibc.close(descriptor)
@@ -109,9 +114,14 @@ final class InotifyWatch: @unchecked Sendable {
     }
 
     /// Wakes the thread in ``wait(milliseconds:events:)`` (callable from any thread).
-    func wake() {
+    /// Returns whether a byte was written (never once closed).
+    @discardableResult
+    func wake() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !closed else { return false }
         var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        return write(wakeWrite, &byte, 1) == 1
     }
 
     /// Waits until events can be read (when `events`), ``wake()`` is called, or the time runs out (-1: no limit).
