@@ -364,8 +364,9 @@ struct HeadUnitDestinationTests {
             #expect(try sim.control("delay 20000") == "ok")
             let started = ContinuousClock.now
             await destination.finish()
-            // UnregisterAppInterface and EndService share a budget of 1 s; the margin is for a loaded machine.
-            #expect(ContinuousClock.now - started < .seconds(3))
+            // UnregisterAppInterface and EndService share a budget of 1 s, against the 20 s the head unit would
+            // take; the margin is for a machine busy with other tests.
+            #expect(ContinuousClock.now - started < .seconds(10))
             #expect(sim.rpcLines("UnregisterAppInterface").count == 1)
         }
     }
@@ -384,12 +385,13 @@ struct HeadUnitDestinationTests {
             let destination = HeadUnitDestination(
                 config: HeadUnitConfig(
                     port: peer.port, app: .init(name: "Build Tracker", id: "1"),
-                    connectTimeout: ConfigDuration(.seconds(2)), responseTimeout: ConfigDuration(.seconds(3))))
+                    connectTimeout: ConfigDuration(.seconds(30)), responseTimeout: ConfigDuration(.seconds(30))))
             let item = try files.item("x.png", HeadUnitFixtures.bytes(10, seed: 1))
             let started = ContinuousClock.now
             _ = await expectFailure(
                 { _ = try await destination.upload(item) { _ in } }, code: "protocol-error", "retryable", scope: .destination)
-            #expect(ContinuousClock.now - started < .seconds(2))
+            // At once on the bad frame, not at a timeout (30 s); the margin is for a machine busy with other tests.
+            #expect(ContinuousClock.now - started < .seconds(15))
             await destination.finish()
         }
     }

@@ -136,8 +136,7 @@ final class DestinationRun: @unchecked Sendable {
         defer { feed.leave(index) }
         var sending: Task<Void, any Error>? = nil
         do {
-            for await wave in feed.waves[index] {
-                feed.took(index)
+            while let wave = await feed.nextWave(index) {
                 if cancellation.isCancelled { break }
                 let items = try await stage(wave)
                 try await sending?.value

@@ -14,22 +14,14 @@ final class ScanPipeline: @unchecked Sendable {
         case finished(source: String, warnings: [ScanWarning])
     }
 
-    private let condition = NSCondition()
-    private var waiting: [Item] = []
-    private var finished = false
-    private var stopped = false
-    private let capacity: Int
+    private let queue: BoundedQueue<Item>
 
     /// Starts walking `sources`, in the order given.
     init(sources: [SourceConfig], chunkSize: Int = 512, capacity: Int = 8) {
-        self.capacity = capacity
-        let thread = Thread { [self] in
-            defer {
-                condition.withLock {
-                    finished = true
-                    condition.broadcast()
-                }
-            }
+        let queue = BoundedQueue<Item>(capacity: capacity)
+        self.queue = queue
+        let thread = Thread {
+            defer { queue.finish() }
             do {
                 for source in sources {
                     var chunk: [ScannedFile] = []
@@ -37,12 +29,12 @@ final class ScanPipeline: @unchecked Sendable {
                     let warnings = try SourceScanner().scan(source) { file in
                         chunk.append(file)
                         if chunk.count >= chunkSize {
-                            try put(.files(chunk))
+                            try ScanPipeline.put(queue, .files(chunk))
                             chunk.removeAll(keepingCapacity: true)
                         }
                     }
-                    if !chunk.isEmpty { try put(.files(chunk)) }
-                    try put(.finished(source: source.name, warnings: warnings))
+                    if !chunk.isEmpty { try ScanPipeline.put(queue, .files(chunk)) }
+                    try ScanPipeline.put(queue, .finished(source: source.name, warnings: warnings))
                 }
             } catch {
                 // Only `Stopped` is thrown here: the consumer no longer wants the rest.
@@ -55,33 +47,17 @@ final class ScanPipeline: @unchecked Sendable {
 
     private struct Stopped: Error {}
 
-    private func put(_ item: Item) throws {
-        try condition.withLock {
-            while waiting.count >= capacity && !stopped { condition.wait() }
-            if stopped { throw Stopped() }
-            waiting.append(item)
-            condition.broadcast()
-        }
+    private static func put(_ queue: BoundedQueue<Item>, _ item: Item) throws {
+        guard queue.put(item) else { throw Stopped() }
     }
 
     /// The next item, waiting for the walk if need be; nil once every source was walked.
-    func next() -> Item? {
-        condition.withLock {
-            while waiting.isEmpty && !finished { condition.wait() }
-            guard !waiting.isEmpty else { return nil }
-            let item = waiting.removeFirst()
-            condition.broadcast()
-            return item
-        }
-    }
+    func next() -> Item? { queue.take() }
 
     /// Ends the walk early (or confirms it ended) and waits for its thread to let go of the sources.
     func stop() {
-        condition.withLock {
-            stopped = true
-            waiting.removeAll()
-            condition.broadcast()
-            while !finished { condition.wait() }
-        }
+        queue.stop()
+        queue.leave()
+        queue.waitUntilFinished()
     }
 }
