@@ -58,6 +58,9 @@ let package = Package(
             ]
         ),
 
+        // External destination plugins: any program speaking the JSON-lines protocol of docs/plugins.md.
+        .target(name: "SyncgateExec", dependencies: ["SyncgateCore", logging]),
+
         // The status page and API of `syncgate run` (Hummingbird), with /metrics from swift-prometheus.
         .target(
             name: "SyncgateHTTP",
@@ -75,7 +78,7 @@ let package = Package(
         .executableTarget(
             name: "syncgate",
             dependencies: [
-                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets", "SyncgateHTTP",
+                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets", "SyncgateHTTP", "SyncgateExec",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 logging,
             ]

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""A syncgate destination plugin for the tests and the benchmark: copies each file into settings.path (through a
+temporary name and a rename), answering requests in order. `--misbehave MODE` makes it break in one way:
+
+  crash-put     exits (status 3) on the Nth put (settings.every, default 1), in the middle of it
+  hang-put      never answers the Nth put, nor its cancel (reads on, answers the rest)
+  freeze        stops reading and answering at the Nth put
+  garbage       answers the Nth put with a line that is not JSON
+  long-line     answers the Nth put with a 2 MiB line
+  flood-log     writes 50,000 lines to stderr at the Nth put, then answers it
+  flood-out     answers the Nth put with 200,000 progress lines first
+  wrong-id      answers the Nth put under another id
+  slow-start    waits settings.delay seconds (default 3) before its hello
+  crash-start   exits at once without a word
+  old-protocol  answers hello with protocol 99
+
+A state file (settings.state, optional) counts puts across restarts, so `every` counts over the whole test.
+"""
+import json, os, sys, time
+
+mode = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--misbehave" else ""
+out = sys.stdout
+root = None
+every = 1
+state = None
+
+
+def send(obj):
+    out.write(json.dumps(obj) + "\n")
+    out.flush()
+
+
+def count_put():
+    """The number of this put over the whole test (kept in the state file when there is one)."""
+    global puts
+    if state is None:
+        puts += 1
+        return puts
+    try:
+        with open(state) as f:
+            n = int(f.read() or "0")
+    except FileNotFoundError:
+        n = 0
+    n += 1
+    with open(state, "w") as f:
+        f.write(str(n))
+    return n
+
+
+puts = 0
+if mode == "crash-start":
+    sys.exit(2)
+if mode == "slow-start":
+    pass  # waits at hello, once settings are known... hello comes first: wait here
+for line in sys.stdin:
+    req = json.loads(line)
+    op, rid = req.get("op"), req.get("id")
+    if op == "hello":
+        if mode == "slow-start":
+            time.sleep(float(os.environ.get("PLUGIN_DELAY", "3")))
+        send({"id": rid, "ok": {"protocol": 99 if mode == "old-protocol" else 1, "name": "test",
+                                "capabilities": {"names_distinct": True, "resend_harmless": True, "list": True,
+                                                 "delete": True, "probe": True, "faults": True}}})
+    elif op == "configure":
+        s = req.get("settings", {})
+        if "path" not in s:
+            send({"id": rid, "error": {"class": "permanent", "scope": "destination", "code": "settings",
+                                       "message": "no path", "settings": [{"key": "path", "message": "missing: where to copy"}]}})
+            continue
+        root = s["path"]
+        # Temporary copies a killed plugin left behind (their process is gone) are removed.
+        for folder, _, names in os.walk(root):
+            for f in names:
+                if f.startswith(".tmp-"):
+                    try:
+                        os.kill(int(f.split("-")[1]), 0)
+                    except (ProcessLookupError, ValueError):
+                        os.remove(os.path.join(folder, f))
+                    except PermissionError:
+                        pass
+        every = int(s.get("every", "1"))
+        state = s.get("state")
+        print("INFO configured for " + root + " token=" + s.get("token", ""), file=sys.stderr, flush=True)
+        send({"id": rid, "ok": {}})
+    elif op == "put":
+        if "fault" in req:
+            send({"id": rid, "error": dict(req["fault"], code="fault", message="asked for")})
+            continue
+        n = count_put() if mode else 0
+        hit = mode and n % every == 0
+        if hit and mode == "crash-put":
+            print("ERROR crashing on purpose at put %d" % n, file=sys.stderr, flush=True)
+            os._exit(3)
+        if hit and mode == "hang-put":
+            continue
+        if hit and mode == "freeze":
+            time.sleep(60)
+            sys.exit(0)
+        if hit and mode == "garbage":
+            out.write("this is not json\n"); out.flush(); continue
+        if hit and mode == "long-line":
+            out.write('{"id": %d, "progress": 1, "pad": "%s"}\n' % (rid, "x" * (2 << 20))); out.flush(); continue
+        if hit and mode == "flood-log":
+            for i in range(50000):
+                sys.stderr.write("flood line %d\n" % i)
+            sys.stderr.flush()
+        if hit and mode == "flood-out":
+            for i in range(200000):
+                out.write('{"id":%d,"progress":0}\n' % rid)
+        if hit and mode == "wrong-id":
+            rid = rid + 1000
+        name = req["remote_name"]
+        target = os.path.join(root, name)
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            tmp = os.path.join(os.path.dirname(target), ".tmp-%d-%d" % (os.getpid(), rid))
+            with open(req["path"], "rb") as src, open(tmp, "wb") as dst:
+                data = src.read()
+                dst.write(data)
+            os.replace(tmp, target)
+            send({"id": rid, "progress": len(data)})
+            send({"id": rid, "ok": {"detail": "%d bytes" % len(data)}})
+        except FileNotFoundError as e:
+            send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "ENOENT", "message": str(e)}})
+        except OSError as e:
+            send({"id": rid, "error": {"class": "retryable", "scope": "file", "code": "os", "message": str(e)}})
+    elif op == "delete":
+        try:
+            os.remove(os.path.join(root, req["remote_name"]))
+            send({"id": rid, "ok": {}})
+        except OSError as e:
+            send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "not-found", "message": str(e)}})
+    elif op == "list":
+        for folder, _, files in os.walk(root):
+            for f in files:
+                if not f.startswith(".tmp-"):
+                    p = os.path.join(folder, f)
+                    send({"id": rid, "entry": {"name": os.path.relpath(p, root), "size": os.path.getsize(p)}})
+        send({"id": rid, "ok": {"complete": True}})
+    elif op == "probe":
+        send({"id": rid, "ok": {}})
+    elif op == "cancel":
+        pass
+    else:
+        send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "unknown-op", "message": "unknown op"}})
