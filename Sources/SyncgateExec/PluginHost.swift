@@ -30,9 +30,12 @@ final class PluginHost: @unchecked Sendable {
     /// How many times the plugin was started (a new process: a new "connection").
     var generation: Int { condition.withLock { generationCount } }
 
-    /// What the plugin said it can do, starting it if it never ran; nil when it cannot be started.
+    /// What the plugin said it can do, starting it if it never ran; nil when it cannot be started (a start that
+    /// failed is not tried again here: the next upload or probe does, after the backoff, and says why).
     var capabilities: PluginCapabilities? {
-        if let known = condition.withLock({ firstCapabilities }) { return known }
+        let (known, tried) = condition.withLock { (firstCapabilities, failures > 0) }
+        if let known { return known }
+        if tried { return nil }
         _ = try? sessionBlocking()
         return condition.withLock { firstCapabilities }
     }

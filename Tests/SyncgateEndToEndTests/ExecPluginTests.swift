@@ -24,7 +24,7 @@ struct ExecPluginTests {
     }
 
     /// A config whose one destination runs the test plugin with `mode` (nil: behaving).
-    func writeConfig(mode: String?, settings: String = "", extra: String = "", retries: Int = 0) throws {
+    func writeConfig(mode: String?, settings: String = "", keys: String = "", extra: String = "", retries: Int = 0) throws {
         let command = [Self.testPlugin] + (mode.map { ["--misbehave", $0] } ?? [])
         let list = command.map { "\"\($0)\"" }.joined(separator: ", ")
         try dir.write("plugins.yaml", """
@@ -36,7 +36,7 @@ struct ExecPluginTests {
                 command: [\(list)]
                 concurrency: 2
                 retry: {file: \(retries), base_delay: 10ms, max_delay: 10ms}
-                settings: {path: out\(settings)}
+                settings: {path: out\(settings)}\(keys.isEmpty ? "" : "\n    " + keys)
             \(extra)
             """)
     }
@@ -91,7 +91,7 @@ struct ExecPluginTests {
         let first = try await cli.run(["sync", "--json"])
         #expect(first.status == 0, "\(first.stderr)")
         try expectDelivered()
-        #expect(SyncgateCLI.events(first.stdout).filter { $0["event"] as? String == "completed" }.count == Self.files.count)
+        #expect(SyncgateCLI.events(first.stdout).filter { $0["event"] as? String == "synced" }.count == Self.files.count)
         let second = try await cli.run(["sync", "--json"])
         #expect(second.status == 0)
         #expect(SyncgateCLI.events(second.stdout).filter { $0["event"] as? String == "started" }.isEmpty, "an unchanged file is not sent again")
@@ -155,7 +155,7 @@ struct ExecPluginTests {
             """)
         let validate = try await cli.run(["validate"])
         #expect(validate.status == 78, "\(validate.stdout)\(validate.stderr)")
-        #expect(validate.stderr.contains("plugins.yaml:8:9: destinations[0].settings.path: missing: where to copy"), "\(validate.stderr)")
+        #expect(validate.stderr.contains("plugins.yaml:8:7: destinations[0].settings.path: missing: where to copy"), "\(validate.stderr)")
         let sync = try await cli.run(["sync"])
         #expect(sync.status == 1, "blocked: \(sync.stderr)")
         let line = try await destination()
@@ -167,7 +167,6 @@ struct ExecPluginTests {
     @Test func secretsReachThePluginThroughSettingsAndNeverShow() async throws {
         defer { dir.remove() }
         let secret = "tok-\(UUID().uuidString)"
-        cli.environment["PLUGIN_TOKEN"] = secret
         try writeConfig(mode: nil, settings: ", token: \"${PLUGIN_TOKEN}\"")
         var env = cli
         env.environment["PLUGIN_TOKEN"] = secret
@@ -208,9 +207,9 @@ struct ExecPluginTests {
 
     /// Runs a sync with the plugin misbehaving (`mode`, on every `every`-th put); checks its error names the plugin
     /// and says `expected`, that nothing is lost, and that a behaving plugin then delivers everything.
-    func misbehaving(_ mode: String, every: Int = 2, expected: String, extra: String = "") async throws {
+    func misbehaving(_ mode: String, every: Int = 2, expected: String, keys: String = "") async throws {
         defer { dir.remove() }
-        try writeConfig(mode: mode, settings: ", every: \"\(every)\", state: \"\(dir.file("puts").path)\"", extra: extra)
+        try writeConfig(mode: mode, settings: ", every: \"\(every)\", state: \"\(dir.file("puts").path)\"", keys: keys)
         let result = try await cli.run(["sync", "--json"], timeout: 90)
         #expect(result.status == 1 || result.status == 75, "\(mode): exit \(result.status): \(result.stderr.suffix(2000))")
         #expect(result.output.contains("plugin 'test_plugin.py'"), "\(mode): the error names the plugin: \(result.output.suffix(2000))")
@@ -220,12 +219,16 @@ struct ExecPluginTests {
     }
 
     @Test func aPluginThatCrashesMidUpload() async throws {
-        try await misbehaving("crash-put", expected: "exited (status 3); its last log line: crashing on purpose")
+        try await misbehaving("crash-put", expected: "exited (status 3); its last log line: ERROR crashing on purpose")
     }
 
     @Test func aPluginThatHangsOnAPut() async throws {
-        let text = "did not end the cancelled put"
-        try await misbehaving("hang-put", expected: text, extra: "")
+        // The put's attempt_timeout cancels it; the plugin ignores the cancel, so after the grace it is killed as hung.
+        try await misbehaving("hang-put", expected: "did not end the cancelled put", keys: "attempt_timeout: 2s\n    cancel_grace: 500ms")
+    }
+
+    @Test func aPluginThatStopsReadingItsInput() async throws {
+        try await misbehaving("freeze", expected: "did not end the cancelled put", keys: "attempt_timeout: 2s\n    cancel_grace: 500ms")
     }
 
     @Test func aPluginThatWritesGarbage() async throws {
