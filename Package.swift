@@ -93,7 +93,7 @@ let package = Package(
         // The conformance suite every destination plugin runs (Tests/DestinationConformance).
         .target(name: "DestinationConformance", dependencies: ["SyncgateCore", "SyncgateTestSupport"], path: "Tests/DestinationConformance"),
         .testTarget(name: "SyncgateCoreTests", dependencies: ["SyncgateCore", "SyncgateLocal", "SyncgateTestSupport", "DestinationConformance"]),
-        .testTarget(name: "SyncgateEndToEndTests", dependencies: ["SyncgateCore", "SyncgateTestSupport", "syncgate", "syncgate-headunit-sim"]),
+        .testTarget(name: "SyncgateEndToEndTests", dependencies: ["SyncgateCore", "SyncgateExec", "SyncgateTestSupport", "DestinationConformance", "syncgate", "syncgate-headunit-sim"]),
         .testTarget(name: "SyncgateS3Tests", dependencies: ["SyncgateS3", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
         .testTarget(
             name: "SyncgateHeadUnitTests",
