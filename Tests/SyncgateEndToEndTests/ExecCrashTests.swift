@@ -8,7 +8,7 @@ import Testing
 @Suite("external plugins: kill -9 at random moments", .serialized)
 struct ExecCrashTests {
     static var kills: Int { Int(ProcessInfo.processInfo.environment["SYNCGATE_CRASH_KILLS"] ?? "") ?? 8 }
-    static let count = 300
+    static let count = 1000
 
     /// The pids of `parent`'s children (from /proc).
     static func children(of parent: Int32) -> [Int32] {
@@ -42,7 +42,7 @@ struct ExecCrashTests {
         var cutShort = 0
         for round in 0..<Self.kills {
             let process = try cli.start(["sync"])
-            let delay = 50 + Int(generator.next() % 900)
+            let delay = 50 + Int(generator.next() % 1200)
             try await Task.sleep(for: .milliseconds(delay))
             if round % 2 == 1, let plugin = Self.children(of: process.processIdentifier).first {
                 // The plugin dies mid-run: syncgate goes on (the files it held fail retryably or wait) and ends.
