@@ -124,7 +124,9 @@ final class PluginSession: @unchecked Sendable {
             lock.unlock()
         }
         if box.register(id) {
-            cancel(id)
+            // Cancelled before it was sent: it never reaches the plugin.
+            let waiter = lock.withLock { inFlight.removeValue(forKey: id) }
+            waiter?.complete(.failure(CancellationError()))
             return
         }
         var message = fields
