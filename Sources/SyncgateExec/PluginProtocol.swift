@@ -79,7 +79,7 @@ enum PluginAnswer {
     static func parse(_ line: ArraySlice<UInt8>) throws(PluginViolation) -> PluginAnswer {
         let value: JSONValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: Data(line))
+            value = try JSONLineParser.parse(line)
         } catch {
             throw .notJSON(Self.excerpt(line))
         }

@@ -26,8 +26,7 @@ state = None
 
 
 def send(obj):
-    out.write(json.dumps(obj) + "\n")
-    out.flush()
+    os.write(1, (json.dumps(obj) + "\n").encode())
 
 
 def count_put():
@@ -48,6 +47,8 @@ def count_put():
 
 
 puts = 0
+pid = os.getpid()
+made = set()
 if mode == "crash-start":
     sys.exit(2)
 if mode == "slow-start":
@@ -97,29 +98,50 @@ for line in sys.stdin:
             time.sleep(60)
             sys.exit(0)
         if hit and mode == "garbage":
-            out.write("this is not json\n"); out.flush(); continue
+            os.write(1, b"this is not json\n"); continue
         if hit and mode == "long-line":
-            out.write('{"id": %d, "progress": 1, "pad": "%s"}\n' % (rid, "x" * (2 << 20))); out.flush(); continue
+            os.write(1, ('{"id": %d, "progress": 1, "pad": "%s"}\n' % (rid, "x" * (2 << 20))).encode()); continue
         if hit and mode == "flood-log":
             for i in range(50000):
                 sys.stderr.write("flood line %d\n" % i)
             sys.stderr.flush()
         if hit and mode == "flood-out":
-            for i in range(200000):
-                out.write('{"id":%d,"progress":0}\n' % rid)
+            line = ('{"id":%d,"progress":0}\n' % rid).encode()
+            for i in range(200):
+                os.write(1, line * 1000)
         if hit and mode == "wrong-id":
             rid = rid + 1000
         name = req["remote_name"]
         target = os.path.join(root, name)
         try:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            tmp = os.path.join(os.path.dirname(target), ".tmp-%d-%d" % (os.getpid(), rid))
-            with open(req["path"], "rb") as src, open(tmp, "wb") as dst:
-                data = src.read()
-                dst.write(data)
+            folder = os.path.dirname(target)
+            if folder not in made:
+                os.makedirs(folder, exist_ok=True)
+                made.add(folder)
+            tmp = os.path.join(folder, ".tmp-%d-%d" % (pid, rid))
+            src = os.open(req["path"], os.O_RDONLY)
+            try:
+                try:
+                    dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                except FileNotFoundError:  # its folder was removed since it was made
+                    os.makedirs(folder, exist_ok=True)
+                    dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    copied = 0
+                    while True:
+                        block = os.read(src, 1 << 20)
+                        if not block:
+                            break
+                        os.write(dst, block)
+                        copied += len(block)
+                        if copied >= 1 << 20:
+                            send({"id": rid, "progress": copied})
+                finally:
+                    os.close(dst)
+            finally:
+                os.close(src)
             os.replace(tmp, target)
-            send({"id": rid, "progress": len(data)})
-            send({"id": rid, "ok": {"detail": "%d bytes" % len(data)}})
+            send({"id": rid, "ok": {"detail": "%d bytes" % copied}})
         except FileNotFoundError as e:
             send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "ENOENT", "message": str(e)}})
         except OSError as e:

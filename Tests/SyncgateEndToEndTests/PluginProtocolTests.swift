@@ -76,3 +76,43 @@ struct PluginProtocolTests {
         #expect(back?["id"]?.int64 == 3)
     }
 }
+
+/// The answer parser against Foundation's on valid and invalid JSON texts.
+@Suite("plugin protocol: the JSON line parser")
+struct JSONLineParserTests {
+    func parse(_ text: String) -> JSONValue? { try? JSONLineParser.parse(ArraySlice(Array(text.utf8))) }
+
+    @Test func readsWhatFoundationReads() throws {
+        let texts = [
+            #"{"a":1,"b":[true,false,null],"c":{"d":"e"},"f":-1.5e3,"g":0,"h":"\u00e9\ud83d\ude00\n\t\"\\\/"}"#,
+            #"  [ 1 , 2.25 , "x" , { } , [ ] ]  "#, #""plain""#, "12345678901", "-0.0", #"{"id":3,"progress":4096}"#,
+            #"{"name":"日本語/😀.dat"}"#,
+        ]
+        for text in texts {
+            let ours = try #require(parse(text), "\(text)")
+            let theirs = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+            #expect(ours == theirs, "\(text)")
+        }
+    }
+
+    @Test func refusesWhatIsNotJSON() {
+        let texts = [
+            "", "{", "}", #"{"a"}"#, #"{"a":}"#, #"{"a":1,}"#, "[1,]", "01", "1.", ".5", "1e", "+1", "tru", "nul", "True",
+            #""unterminated"#, #""bad \x escape""#, #""lone \ud800 surrogate""#, #""\udc00""#, "\"tab\there\"", "[1] 2",
+            "{\"a\":1}}", String(repeating: "[", count: 100) + String(repeating: "]", count: 100), "NaN", "Infinity",
+        ]
+        for text in texts { #expect(parse(text) == nil, "\(text)") }
+        #expect((try? JSONLineParser.parse(ArraySlice([0x22, 0xFF, 0x22]))) == nil, "invalid UTF-8")
+    }
+
+    @Test func whatTheHostWritesReadsBack() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [Character] = ["a", "\"", "\\", "\n", "\u{1}", "é", "😀", "/", " ", "\u{2028}", "\u{7F}"]
+        for _ in 0..<500 {
+            let text = String((0..<Int.random(in: 0..<20, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            let value: JSONValue = ["s": .string(text), "n": .number(Double(Int.random(in: -1_000_000...1_000_000, using: &generator))),
+                                    "a": [.bool(true), .null, .string(text)]]
+            #expect(parse(value.text) == value, "\(value.text)")
+        }
+    }
+}
