@@ -285,6 +285,34 @@ struct ExecPluginTests {
         #expect((line["last_error"] as? String)?.contains("speaks protocol 99; this syncgate speaks 1") == true, "\(line)")
     }
 
+    /// `syncgate run`: one plugin process serves the gateway's passes; killed, it is started again for the next file,
+    /// and SIGTERM ends it with the gateway.
+    @Test func theGatewayKeepsItsPluginAndStartsItAgainAfterItDies() async throws {
+        defer { dir.remove() }
+        try writeConfig(mode: nil, extra: "gateway: {settle: 200ms, rescan_interval: 1s}")
+        let gateway = try ProcessRunner.start(SyncgateCLI.binary, ["run", "-v"], currentDirectory: dir.url, logFile: dir.file("gateway.log"))
+        func eventually(_ condition: () -> Bool) async -> Bool {
+            for _ in 0..<300 where !condition() { try? await Task.sleep(for: .milliseconds(100)) }
+            return condition()
+        }
+        #expect(await eventually { Self.files.allSatisfy { dir.exists("out/" + $0) } }, "the files waiting at start were not sent")
+        let plugins = ExecCrashTests.children(of: gateway.processIdentifier)
+        #expect(plugins.count == 1, "one plugin process: \(plugins)")
+        try dir.write("outbox/later.txt", "later")
+        #expect(await eventually { dir.exists("out/later.txt") }, "a file dropped later was not sent")
+        #expect(ExecCrashTests.children(of: gateway.processIdentifier) == plugins, "the same plugin served both passes")
+        for pid in plugins { kill(pid, SIGKILL) }
+        try await Task.sleep(for: .milliseconds(300))
+        try dir.write("outbox/after-crash.txt", "after")
+        #expect(await eventually { dir.exists("out/after-crash.txt") }, "no plugin was started again: \((try? String(contentsOf: dir.file("gateway.log"), encoding: .utf8)) ?? "")")
+        let restarted = ExecCrashTests.children(of: gateway.processIdentifier)
+        #expect(restarted.count == 1 && restarted != plugins, "\(restarted)")
+        kill(gateway.processIdentifier, SIGTERM)
+        #expect(await ProcessRunner.waitForExit(gateway, timeout: 20))
+        #expect(gateway.terminationStatus == 0)
+        #expect(restarted.allSatisfy { kill($0, 0) != 0 }, "the plugin ended with the gateway")
+    }
+
     // MARK: plugin check
 
     @Test(.enabled(if: ExecPluginTests.hasJQ, "needs jq"))
@@ -324,6 +352,18 @@ struct ExecPluginTests {
                     settings: {url: "http://127.0.0.1:\(sink.port)/in", token: "\(token)"}
                 """)
         }
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [{name: outbox, path: outbox}]
+            destinations:
+              - name: hook
+                type: exec
+                command: ["\(Self.webhookPlugin)"]
+                settings: {url: "ftp://127.0.0.1/in"}
+            """)
+        let invalid = try await cli.run(["validate"])
+        #expect(invalid.status == 78)
+        #expect(invalid.stderr.contains("plugins.yaml:7:21: destinations[0].settings.url: must be an http:// or https:// URL"), "\(invalid.stderr)")
         try config("wrong-token-456")
         let refused = try await cli.run(["sync"])
         #expect(refused.status == 1, "\(refused.stderr)")
