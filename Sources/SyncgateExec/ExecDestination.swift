@@ -43,12 +43,14 @@ public final class ExecDestination: Destination, @unchecked Sendable {
         for (name, value) in config.env { environment[name] = value }
         environment["SYNCGATE_DESTINATION"] = setup.name
         environment["SYNCGATE_PLUGIN_PROTOCOL"] = PluginProtocol.versions.map(String.init).joined(separator: ",")
-        let spec = PluginSpec(
+        var spec = PluginSpec(
             executable: program, arguments: arguments, environment: environment, directory: setup.baseDirectory.standardizedFileURL.path,
             destination: setup.name, settings: config.settings, startTimeout: config.startTimeout, answerTimeout: config.answerTimeout,
             cancelGrace: config.cancelGrace,
             locate: { key, message in setup.invalid("settings." + key, message).description }
         )
+        spec.concurrency = setup.delivery.concurrency
+        spec.attemptTimeout = setup.delivery.attemptTimeout
         if setup.checksFiles {
             // `syncgate validate`: start the plugin and have it check its settings now, so that what it refuses is a
             // located config error (exit 78) rather than a blocked destination at the next sync.
@@ -62,7 +64,8 @@ public final class ExecDestination: Destination, @unchecked Sendable {
             }
         }
         let logger = setup.logger
-        return { ExecDestination(spec: spec, logger: logger) }
+        let finished = spec
+        return { ExecDestination(spec: finished, logger: logger) }
     }
 
     /// Variables of syncgate's environment a plugin gets (besides `LC_*`); the rest (credentials of other

@@ -148,6 +148,8 @@ final class PluginHost: @unchecked Sendable {
                 "protocol": .array(PluginProtocol.versions.map { .number(Double($0)) }),
                 "destination": .string(spec.destination),
                 "syncgate": "0.1.0",
+                "concurrency": .number(Double(spec.concurrency)),
+                "attempt_timeout": .number(spec.attemptTimeout.seconds),
             ], what: "hello", timeout: spec.startTimeout)
             guard let version = hello["protocol"]?.int64 else {
                 session.end(PluginGone(message: "\(spec.label) broke the protocol: its hello names no \"protocol\""), kill: true)

@@ -22,6 +22,7 @@ final class PluginProcess: @unchecked Sendable {
     /// Starts `executable` (an absolute path) with `arguments` (after `argv[0]`), `environment` and working folder
     /// `directory`. Throws a `POSIXError` when it cannot be started.
     init(executable: String, arguments: [String], environment: [String: String], directory: String?) throws {
+        _ = PluginProcess.ignoreBrokenPipes
         var inPipe: [Int32] = [0, 0], outPipe: [Int32] = [0, 0], errPipe: [Int32] = [0, 0]
         guard PluginProcess.makePipe(&inPipe) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         guard PluginProcess.makePipe(&outPipe) == 0 else {
@@ -77,6 +78,11 @@ final class PluginProcess: @unchecked Sendable {
         stderr = errPipe[0]
         _ = fcntl(stdin, F_SETFL, fcntl(stdin, F_GETFL) | O_NONBLOCK)
     }
+
+    /// A write to a plugin that has exited must fail with EPIPE, not kill syncgate (or a test runner) with SIGPIPE:
+    /// the signal is ignored process-wide once the first plugin starts (the CLI ignores it anyway). Plugins get it
+    /// back at its default (see the spawn attributes).
+    static let ignoreBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     /// A pipe whose ends close on exec, made so atomically where `pipe2` exists (another program started at the same
     /// moment must not inherit them: the plugin would then not see its stdin close).

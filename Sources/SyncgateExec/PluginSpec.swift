@@ -22,6 +22,9 @@ public struct PluginSpec: Sendable {
     public var answerTimeout: Duration
     /// How soon a cancelled request must end before the plugin is taken for hung.
     public var cancelGrace: Duration
+    /// The destination's `concurrency` (requests in flight at most) and `attempt_timeout`, told in `hello`.
+    public var concurrency: Int = 4
+    public var attemptTimeout: Duration = .seconds(600)
     /// Turns a key under `settings` that `configure` refused, and what it said, into a located config error text
     /// (`plugins.yaml:9:7: destinations[0].settings.url: ...`).
     public var locate: @Sendable (_ key: String, _ message: String) -> String

@@ -29,9 +29,14 @@ public struct DestinationSetup: @unchecked Sendable {
     /// problem shows when the destination is used (it is then blocked) and the other destinations go on.
     public let checksFiles: Bool
 
+    /// The delivery settings that will wrap the destination (its `concurrency`, `attempt_timeout`, ...), for a
+    /// plugin that sizes itself by them (an external plugin is told them in its `hello`).
+    public let delivery: DeliverySettings
+
     init(name: String, type: String, baseDirectory: URL, environment: [String: String], logger: Logger, node: Node, path: [ConfigKey],
-         decoder: ConfigDecoder, checksFiles: Bool = false) {
+         decoder: ConfigDecoder, checksFiles: Bool = false, delivery: DeliverySettings = .builtIn) {
         self.checksFiles = checksFiles
+        self.delivery = delivery
         self.name = name
         self.type = type
         self.baseDirectory = baseDirectory
