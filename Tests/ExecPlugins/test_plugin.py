@@ -15,6 +15,7 @@ temporary name and a rename), answering requests in order. `--misbehave MODE` ma
   old-protocol  answers hello with protocol 99
 
 A state file (settings.state, optional) counts puts across restarts, so `every` counts over the whole test.
+Behaving, it copies on as many threads as syncgate has requests in flight (`concurrency` in its hello).
 """
 import json, os, sys, time
 
@@ -46,8 +47,49 @@ def count_put():
     return n
 
 
+def copy(req, rid):
+    """Copies one file into the folder (through a temporary name and a rename); answers with one write, which is
+    atomic on a pipe for a line this short, so that worker threads never interleave their answers."""
+    name = req["remote_name"]
+    target = os.path.join(root, name)
+    try:
+        folder = os.path.dirname(target)
+        if folder not in made:
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
+        tmp = os.path.join(folder, ".tmp-%d-%d" % (pid, rid))
+        src = os.open(req["path"], os.O_RDONLY)
+        try:
+            try:
+                dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            except FileNotFoundError:  # its folder was removed since it was made
+                os.makedirs(folder, exist_ok=True)
+                dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                copied = 0
+                while True:
+                    block = os.read(src, 1 << 20)
+                    if not block:
+                        break
+                    os.write(dst, block)
+                    copied += len(block)
+                    if copied >= 1 << 20:
+                        send({"id": rid, "progress": copied})
+            finally:
+                os.close(dst)
+        finally:
+            os.close(src)
+        os.replace(tmp, target)
+        send({"id": rid, "ok": {"detail": "%d bytes" % copied}})
+    except FileNotFoundError as e:
+        send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "ENOENT", "message": str(e)}})
+    except OSError as e:
+        send({"id": rid, "error": {"class": "retryable", "scope": "file", "code": "os", "message": str(e)}})
+
+
 puts = 0
 pid = os.getpid()
+pool = None
 made = set()
 if mode == "crash-start":
     sys.exit(2)
@@ -57,6 +99,11 @@ for line in sys.stdin:
     req = json.loads(line)
     op, rid = req.get("op"), req.get("id")
     if op == "hello":
+        if not mode:
+            # Behaving, it copies as many files at once as syncgate sends (file creation waits on the disk, and
+            # threads overlap it); misbehaving, it answers in order so that its faults land where the tests expect.
+            import concurrent.futures
+            pool = concurrent.futures.ThreadPoolExecutor(max_workers=int(req.get("concurrency", 4)))
         if mode == "slow-start":
             time.sleep(float(os.environ.get("PLUGIN_DELAY", "3")))
         send({"id": rid, "ok": {"protocol": 99 if mode == "old-protocol" else 1, "name": "test",
@@ -111,41 +158,10 @@ for line in sys.stdin:
                 os.write(1, line * 1000)
         if hit and mode == "wrong-id":
             rid = rid + 1000
-        name = req["remote_name"]
-        target = os.path.join(root, name)
-        try:
-            folder = os.path.dirname(target)
-            if folder not in made:
-                os.makedirs(folder, exist_ok=True)
-                made.add(folder)
-            tmp = os.path.join(folder, ".tmp-%d-%d" % (pid, rid))
-            src = os.open(req["path"], os.O_RDONLY)
-            try:
-                try:
-                    dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                except FileNotFoundError:  # its folder was removed since it was made
-                    os.makedirs(folder, exist_ok=True)
-                    dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                try:
-                    copied = 0
-                    while True:
-                        block = os.read(src, 1 << 20)
-                        if not block:
-                            break
-                        os.write(dst, block)
-                        copied += len(block)
-                        if copied >= 1 << 20:
-                            send({"id": rid, "progress": copied})
-                finally:
-                    os.close(dst)
-            finally:
-                os.close(src)
-            os.replace(tmp, target)
-            send({"id": rid, "ok": {"detail": "%d bytes" % copied}})
-        except FileNotFoundError as e:
-            send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "ENOENT", "message": str(e)}})
-        except OSError as e:
-            send({"id": rid, "error": {"class": "retryable", "scope": "file", "code": "os", "message": str(e)}})
+        if pool is not None:
+            pool.submit(copy, req, rid)
+        else:
+            copy(req, rid)
     elif op == "delete":
         try:
             os.remove(os.path.join(root, req["remote_name"]))
@@ -165,3 +181,5 @@ for line in sys.stdin:
         pass
     else:
         send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "unknown-op", "message": "unknown op"}})
+if pool is not None:
+    pool.shutdown(wait=True)
