@@ -98,6 +98,13 @@ public final class ExecDestination: Destination, @unchecked Sendable {
         return "\(spec.executable)\u{0}\(size)\u{0}\(time)"
     }
 
+    /// A put's own deadline: a little before the delivery layer's `attempt_timeout` (which would end it anyway, with
+    /// an error that does not name the plugin).
+    var putDeadline: Duration {
+        let margin = min(Duration.milliseconds(250), spec.attemptTimeout / 10)
+        return spec.attemptTimeout - margin
+    }
+
     public func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
         let attempt = attempts.next(item.remoteName)
         let size = item.size
@@ -107,7 +114,7 @@ public final class ExecDestination: Destination, @unchecked Sendable {
             "remote_name": .string(item.remoteName), "size": .number(Double(item.size)), "sha256": .string(item.sha256),
             "mtime": .number(item.modificationTime.timeIntervalSince1970), "attempt": .number(Double(attempt)),
             "outcome_unknown": .bool(item.outcomeUnknown),
-        ], what: "put '\(item.remoteName)'", idle: false, progress: { bytes in
+        ], what: "put '\(item.remoteName)'", idle: false, deadline: putDeadline, progress: { bytes in
             if let value = reported.advance(to: min(bytes, size)) { progress(value) }
         })
         attempts.clear(item.remoteName)
@@ -197,13 +204,14 @@ public final class ExecDestination: Destination, @unchecked Sendable {
     /// ``DestinationError``: the plugin's own error as it classified it; a plugin that exited, hung or broke the
     /// protocol while the request was in flight, the request's retryable failure.
     private func call(
-        _ op: String, _ fields: [String: JSONValue], what: String, idle: Bool, session given: PluginSession? = nil,
+        _ op: String, _ fields: [String: JSONValue], what: String, idle: Bool, deadline: Duration? = nil, session given: PluginSession? = nil,
         progress: (@Sendable (Int64) -> Void)? = nil, entry: (@Sendable (RemoteListing.Entry) -> Void)? = nil
     ) async throws -> JSONValue {
         let session: PluginSession
         if let given { session = given } else { session = try await startedSession() }
         do {
-            let answer = try await session.request(op, fields, what: what, idleLimit: idle ? spec.answerTimeout : nil, progress: progress, entry: entry)
+            let answer = try await session.request(
+                op, fields, what: what, idleLimit: idle ? spec.answerTimeout : nil, deadline: deadline, progress: progress, entry: entry)
             host.markHealthy()
             return answer
         } catch let body as PluginErrorBody {
@@ -211,6 +219,8 @@ public final class ExecDestination: Destination, @unchecked Sendable {
             throw body.destinationError
         } catch let gone as PluginGone {
             throw DestinationError.retryable("\(gone.message) (during \(what))", code: "plugin-gone")
+        } catch let timeout as PluginTimeout {
+            throw DestinationError.retryable(timeout.message, code: "plugin-timeout")
         }
     }
 }

@@ -38,6 +38,9 @@ final class PluginSession: @unchecked Sendable {
         /// When the plugin last said something about the request (nil: no answer timeout applies).
         var lastHeard: ContinuousClock.Instant?
         let idleLimit: Duration?
+        /// When the request fails with ``PluginTimeout`` if still unanswered (nil: never), and that limit.
+        var deadline: ContinuousClock.Instant?
+        var deadlineLimit: Duration?
 
         init(what: String, idleLimit: Duration?, progress: (@Sendable (Int64) -> Void)?, entry: (@Sendable (RemoteListing.Entry) -> Void)?,
              complete: @escaping @Sendable (Result<JSONValue, any Error>) -> Void) {
@@ -63,7 +66,12 @@ final class PluginSession: @unchecked Sendable {
         let err = Thread { [self] in forwardLog() }
         err.name = "syncgate-plugin-log"
         err.start()
+        timer.setEventHandler { [weak self] in self?.sweep() }
+        timer.schedule(deadline: .now() + .milliseconds(50), repeating: .milliseconds(50), leeway: .milliseconds(20))
+        timer.resume()
     }
+
+    private let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
 
     var isEnded: Bool { lock.withLock { ended != nil } }
 
@@ -77,7 +85,7 @@ final class PluginSession: @unchecked Sendable {
     /// request within the cancel grace or it is taken for hung and killed. `idleLimit`: the most the plugin may stay
     /// silent about the request.
     func request(
-        _ op: String, _ fields: [String: JSONValue], what: String, idleLimit: Duration? = nil,
+        _ op: String, _ fields: [String: JSONValue], what: String, idleLimit: Duration? = nil, deadline: Duration? = nil,
         progress: (@Sendable (Int64) -> Void)? = nil, entry: (@Sendable (RemoteListing.Entry) -> Void)? = nil
     ) async throws -> JSONValue {
         let box = CancelBox()
@@ -85,6 +93,10 @@ final class PluginSession: @unchecked Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
                 let once = Once(continuation)
                 let waiter = Waiter(what: what, idleLimit: idleLimit, progress: progress, entry: entry) { once.resume($0) }
+                if let deadline {
+                    waiter.deadline = .now + deadline
+                    waiter.deadlineLimit = deadline
+                }
                 send(op, fields, waiter: waiter, box: box)
             }
         } onCancel: {
@@ -146,18 +158,17 @@ final class PluginSession: @unchecked Sendable {
                 return
             }
         }
-        if let limit = waiter.idleLimit { watchIdle(id, limit: limit) }
     }
 
-    /// Sends `cancel` for a request in flight and fails it at once with `CancellationError`.
-    private func cancel(_ id: Int) {
+    /// Sends `cancel` for a request in flight and fails it at once with `error` (`CancellationError`).
+    private func cancel(_ id: Int, with error: any Error = CancellationError()) {
         let waiter: Waiter? = lock.withLock {
             guard let waiter = inFlight.removeValue(forKey: id) else { return nil }
             if ended == nil { cancelled.insert(id) }
             return waiter
         }
         guard let waiter else { return }
-        waiter.complete(.failure(CancellationError()))
+        waiter.complete(.failure(error))
         let line = JSONValue.object(["op": "cancel", "id": .number(Double(id))]).text + "\n"
         try? process.write(Array(line.utf8), patience: .seconds(1))
         let grace = cancelGrace
@@ -169,19 +180,28 @@ final class PluginSession: @unchecked Sendable {
         }
     }
 
-    private func watchIdle(_ id: Int, limit: Duration, after delay: Duration? = nil) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + (delay ?? limit).seconds) { [self] in
-            let state: (Waiter, ContinuousClock.Instant)? = lock.withLock {
-                guard let waiter = inFlight[id], let heard = waiter.lastHeard else { return nil }
-                return (waiter, heard)
+    /// Ends requests past their deadline (cancelled, failing with ``PluginTimeout``) and takes the plugin for hung
+    /// when it left a request without a word for its idle limit. One timer per plugin, every 50 ms: requests in
+    /// flight are few (the destination's concurrency), and a timer per request would pile up at thousands of files a
+    /// second.
+    private func sweep() {
+        let now = ContinuousClock.now
+        var expired: [(Int, Waiter)] = []
+        var silent: Waiter?
+        lock.withLock {
+            for (id, waiter) in inFlight {
+                if let deadline = waiter.deadline, deadline <= now {
+                    expired.append((id, waiter))
+                } else if let heard = waiter.lastHeard, let limit = waiter.idleLimit, now - heard >= limit {
+                    silent = waiter
+                }
             }
-            guard let (waiter, heard) = state else { return }
-            let silent = ContinuousClock.now - heard
-            if silent >= limit {
-                end(PluginGone(message: "\(label) did not answer \(waiter.what) within \(limit.syncgateText) (hung?); killed it"), kill: true)
-            } else {
-                watchIdle(id, limit: limit, after: limit - silent)
-            }
+        }
+        for (id, waiter) in expired {
+            cancel(id, with: PluginTimeout(message: "\(label) did not answer \(waiter.what) within \((waiter.deadlineLimit ?? .zero).syncgateText)"))
+        }
+        if let silent, let limit = silent.idleLimit {
+            end(PluginGone(message: "\(label) did not answer \(silent.what) within \(limit.syncgateText) (hung?); killed it"), kill: true)
         }
     }
 
@@ -198,6 +218,7 @@ final class PluginSession: @unchecked Sendable {
             return (waiters, closing)
         }
         guard let taken else { return }
+        timer.cancel()
         if kill { process.kill() }
         if !taken.expected { logger.error("\(reason.message)") }
         for waiter in taken.waiters { waiter.complete(.failure(reason)) }
@@ -348,6 +369,12 @@ enum LineReaderLoose {
         }
         if !buffer.isEmpty { line(buffer[...]) }
     }
+}
+
+/// A request the plugin did not answer within its deadline (it was cancelled).
+struct PluginTimeout: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
 }
 
 /// Lets a request's cancellation handler learn its id, whichever of the two comes first.

@@ -227,6 +227,10 @@ struct ExecPluginTests {
         try await misbehaving("hang-put", expected: "did not end the cancelled put", keys: "attempt_timeout: 2s\n    cancel_grace: 500ms")
     }
 
+    @Test func aPutWithoutAnAnswerFailsNamingThePlugin() async throws {
+        try await misbehaving("hang-put", expected: "plugin-timeout: plugin 'test_plugin.py' did not answer put", keys: "attempt_timeout: 2s")
+    }
+
     @Test func aPluginThatStopsReadingItsInput() async throws {
         try await misbehaving("freeze", expected: "did not end the cancelled put", keys: "attempt_timeout: 2s\n    cancel_grace: 500ms")
     }
