@@ -101,6 +101,12 @@ public enum JSONValue: Sendable, Hashable, Codable {
     /// A JSON string literal: `"`, `\` and control characters escaped; everything else as UTF-8.
     static func quote(_ text: String, into out: inout String) {
         out += "\""
+        // Most names need no escape: one pass over the bytes tells (0xE2 starts U+2028 and U+2029, among others).
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xE2 }) {
+            out += text
+            out += "\""
+            return
+        }
         var plainStart = text.unicodeScalars.startIndex
         let scalars = text.unicodeScalars
         var index = scalars.startIndex

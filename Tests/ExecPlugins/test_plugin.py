@@ -15,7 +15,8 @@ temporary name and a rename), answering requests in order. `--misbehave MODE` ma
   old-protocol  answers hello with protocol 99
 
 A state file (settings.state, optional) counts puts across restarts, so `every` counts over the whole test.
-Behaving, it copies on as many threads as syncgate has requests in flight (`concurrency` in its hello).
+It answers the requests of each chunk it reads from stdin with one write (as many as syncgate had sent), so
+that a busy plugin costs one wake-up per batch, not per file, on both sides.
 """
 import json, os, sys, time
 
@@ -26,8 +27,35 @@ every = 1
 state = None
 
 
+pending = []
+
+
 def send(obj):
-    os.write(1, (json.dumps(obj) + "\n").encode())
+    """Queues an answer; `flush` writes the queue once the requests read so far are handled."""
+    pending.append(json.dumps(obj) + "\n")
+
+
+def flush():
+    if pending:
+        data = "".join(pending).encode()
+        pending.clear()
+        while data:
+            data = data[os.write(1, data):]
+
+
+def requests():
+    """The request lines, a chunk of stdin at a time; answers are flushed before waiting for more."""
+    rest = b""
+    while True:
+        flush()
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            return
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            if line.strip():
+                yield line
 
 
 def count_put():
@@ -48,8 +76,7 @@ def count_put():
 
 
 def copy(req, rid):
-    """Copies one file into the folder (through a temporary name and a rename); answers with one write, which is
-    atomic on a pipe for a line this short, so that worker threads never interleave their answers."""
+    """Copies one file into the folder (through a temporary name and a rename)."""
     name = req["remote_name"]
     target = os.path.join(root, name)
     try:
@@ -89,21 +116,15 @@ def copy(req, rid):
 
 puts = 0
 pid = os.getpid()
-pool = None
 made = set()
 if mode == "crash-start":
     sys.exit(2)
 if mode == "slow-start":
     pass  # waits at hello, once settings are known... hello comes first: wait here
-for line in sys.stdin:
+for line in requests():
     req = json.loads(line)
     op, rid = req.get("op"), req.get("id")
     if op == "hello":
-        if not mode:
-            # Behaving, it copies as many files at once as syncgate sends (file creation waits on the disk, and
-            # threads overlap it); misbehaving, it answers in order so that its faults land where the tests expect.
-            import concurrent.futures
-            pool = concurrent.futures.ThreadPoolExecutor(max_workers=int(req.get("concurrency", 4)))
         if mode == "slow-start":
             time.sleep(float(os.environ.get("PLUGIN_DELAY", "3")))
         send({"id": rid, "ok": {"protocol": 99 if mode == "old-protocol" else 1, "name": "test",
@@ -158,10 +179,7 @@ for line in sys.stdin:
                 os.write(1, line * 1000)
         if hit and mode == "wrong-id":
             rid = rid + 1000
-        if pool is not None:
-            pool.submit(copy, req, rid)
-        else:
-            copy(req, rid)
+        copy(req, rid)
     elif op == "delete":
         try:
             os.remove(os.path.join(root, req["remote_name"]))
@@ -181,5 +199,4 @@ for line in sys.stdin:
         pass
     else:
         send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "unknown-op", "message": "unknown op"}})
-if pool is not None:
-    pool.shutdown(wait=True)
+flush()

@@ -2,8 +2,8 @@ import Foundation
 import SyncgateTestSupport
 import Testing
 
-/// `kill -9` of syncgate, and of its plugin, at random moments of syncs through an external plugin; then syncs until
-/// done and checks that every file is delivered with its content, that the ledger agrees (all synced, nothing
+/// `kill -9` of syncgate, and of its plugin, at random moments of syncs through an external plugin (a first sync of
+/// 1,000 files, then runs each with a tenth of them changed); then syncs until done and checks that every file is delivered with its content, that the ledger agrees (all synced, nothing
 /// pending or failed), that nothing else was left in the destination, and that one more sync sends nothing.
 @Suite("external plugins: kill -9 at random moments", .serialized)
 struct ExecCrashTests {
@@ -25,7 +25,14 @@ struct ExecCrashTests {
         let dir = try TemporaryDirectory("sg-exec-crash")
         defer { dir.remove() }
         let cli = SyncgateCLI(dir: dir)
-        for i in 0..<Self.count { try dir.write("outbox/f\(i % 10)/file \(i).bin", Data(repeating: UInt8(i % 251), count: 2_000 + i * 37)) }
+        var expected: [String: Data] = [:]
+        func write(_ i: Int, version: Int) throws {
+            let name = "f\(i % 10)/file \(i).bin"
+            let data = Data(repeating: UInt8((i + version * 7) % 251), count: 2_000 + i * 37 + version)
+            try dir.write("outbox/" + name, data)
+            expected[name] = data
+        }
+        for i in 0..<Self.count { try write(i, version: 0) }
         try dir.write("plugins.yaml", """
             version: 1
             sources: [{name: outbox, path: outbox}]
@@ -41,8 +48,10 @@ struct ExecCrashTests {
         var moments: [String] = []
         var cutShort = 0
         for round in 0..<Self.kills {
+            // Every run has work: after the first, a tenth of the files change before it.
+            if round > 0 { for _ in 0..<(Self.count / 10) { try write(Int(generator.next() % UInt64(Self.count)), version: round) } }
             let process = try cli.start(["sync"])
-            let delay = 50 + Int(generator.next() % 1200)
+            let delay = 20 + Int(generator.next() % (round == 0 ? 1000 : 250))
             try await Task.sleep(for: .milliseconds(delay))
             if round % 2 == 1, let plugin = Self.children(of: process.processIdentifier).first {
                 // The plugin dies mid-run: syncgate goes on (the files it held fail retryably or wait) and ends.
@@ -64,10 +73,7 @@ struct ExecCrashTests {
         for _ in 0..<3 where final.status != 0 { final = try await cli.run(["retry"]) }
         #expect(final.status == 0, "after \(moments): \(final.stderr.suffix(2000))")
         var problems: [String] = []
-        for i in 0..<Self.count {
-            let name = "f\(i % 10)/file \(i).bin"
-            if (try? dir.read("out/" + name)) != Data(repeating: UInt8(i % 251), count: 2_000 + i * 37) { problems.append(name) }
-        }
+        for (name, data) in expected where (try? dir.read("out/" + name)) != data { problems.append(name) }
         #expect(problems.isEmpty, "after \(moments): \(problems.prefix(10))")
         let held = FileManager.default.enumerator(atPath: dir.file("out").path)?.compactMap { $0 as? String }
             .filter { $0.hasSuffix(".bin") || $0.contains(".tmp-") } ?? []
