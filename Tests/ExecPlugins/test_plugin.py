@@ -10,7 +10,7 @@ temporary name and a rename), answering requests in order. `--misbehave MODE` ma
   flood-log     writes 50,000 lines to stderr at the Nth put, then answers it
   flood-out     answers the Nth put with 200,000 progress lines first
   wrong-id      answers the Nth put under another id
-  slow-start    waits settings.delay seconds (default 3) before its hello
+  slow-start    waits PLUGIN_DELAY seconds (its environment; default 3) before answering its hello
   crash-start   exits at once without a word
   old-protocol  answers hello with protocol 99
 
@@ -119,8 +119,6 @@ pid = os.getpid()
 made = set()
 if mode == "crash-start":
     sys.exit(2)
-if mode == "slow-start":
-    pass  # waits at hello, once settings are known... hello comes first: wait here
 for line in requests():
     req = json.loads(line)
     op, rid = req.get("op"), req.get("id")
