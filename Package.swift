@@ -58,6 +58,9 @@ let package = Package(
             ]
         ),
 
+        // External destination plugins: any program speaking the JSON-lines protocol of docs/plugins.md.
+        .target(name: "SyncgateExec", dependencies: ["SyncgateCore", logging]),
+
         // The status page and API of `syncgate run` (Hummingbird), with /metrics from swift-prometheus.
         .target(
             name: "SyncgateHTTP",
@@ -75,7 +78,7 @@ let package = Package(
         .executableTarget(
             name: "syncgate",
             dependencies: [
-                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets", "SyncgateHTTP",
+                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets", "SyncgateHTTP", "SyncgateExec",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 logging,
             ]
@@ -90,7 +93,7 @@ let package = Package(
         // The conformance suite every destination plugin runs (Tests/DestinationConformance).
         .target(name: "DestinationConformance", dependencies: ["SyncgateCore", "SyncgateTestSupport"], path: "Tests/DestinationConformance"),
         .testTarget(name: "SyncgateCoreTests", dependencies: ["SyncgateCore", "SyncgateLocal", "SyncgateTestSupport", "DestinationConformance"]),
-        .testTarget(name: "SyncgateEndToEndTests", dependencies: ["SyncgateCore", "SyncgateTestSupport", "syncgate", "syncgate-headunit-sim"]),
+        .testTarget(name: "SyncgateEndToEndTests", dependencies: ["SyncgateCore", "SyncgateExec", "SyncgateTestSupport", "DestinationConformance", "syncgate", "syncgate-headunit-sim"]),
         .testTarget(name: "SyncgateS3Tests", dependencies: ["SyncgateS3", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
         .testTarget(
             name: "SyncgateHeadUnitTests",

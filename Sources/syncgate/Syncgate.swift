@@ -13,7 +13,7 @@ struct Syncgate: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             SyncCommand.self, RunCommand.self, StatusCommand.self, ValidateCommand.self, RetryCommand.self, ForgetCommand.self,
-            ListCommand.self, RemoveCommand.self,
+            ListCommand.self, RemoveCommand.self, PluginCommand.self,
         ],
         defaultSubcommand: nil
     )

@@ -147,7 +147,8 @@ extension GatewayConfig {
             pluginLogger[metadataKey: "destination"] = "\(head.name)"
             let setup = DestinationSetup(
                 name: head.name, type: head.type, baseDirectory: baseDirectory, environment: environment,
-                logger: pluginLogger, node: node, path: path, decoder: decoder, checksFiles: checkingFiles
+                logger: pluginLogger, node: node, path: path, decoder: decoder, checksFiles: checkingFiles,
+                delivery: head.delivery.applied(to: defaults)
             )
             let build: @Sendable () -> any Destination
             do {

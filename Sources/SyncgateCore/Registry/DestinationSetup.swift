@@ -29,9 +29,14 @@ public struct DestinationSetup: @unchecked Sendable {
     /// problem shows when the destination is used (it is then blocked) and the other destinations go on.
     public let checksFiles: Bool
 
+    /// The delivery settings that will wrap the destination (its `concurrency`, `attempt_timeout`, ...), for a
+    /// plugin that sizes itself by them (an external plugin is told them in its `hello`).
+    public let delivery: DeliverySettings
+
     init(name: String, type: String, baseDirectory: URL, environment: [String: String], logger: Logger, node: Node, path: [ConfigKey],
-         decoder: ConfigDecoder, checksFiles: Bool = false) {
+         decoder: ConfigDecoder, checksFiles: Bool = false, delivery: DeliverySettings = .builtIn) {
         self.checksFiles = checksFiles
+        self.delivery = delivery
         self.name = name
         self.type = type
         self.baseDirectory = baseDirectory
@@ -50,10 +55,13 @@ public struct DestinationSetup: @unchecked Sendable {
         return value
     }
 
-    /// A located config error about one of the plugin's keys (`key` may be dotted: `multipart.part_size`).
+    /// A located config error about one of the plugin's keys (`key` may be dotted: `multipart.part_size`). A key
+    /// that is not there (a missing setting) is located at the nearest mapping that is.
     public func invalid(_ key: String, _ message: String) -> ConfigError {
         let steps = key.split(separator: ".").map { ConfigKey.key(String($0)) }
-        return decoder.error(at: node.descend(steps) ?? node, keyPath: ConfigKey.text(path + steps), message)
+        var at: Node? = nil
+        for length in stride(from: steps.count, through: 0, by: -1) where at == nil { at = node.descend(Array(steps.prefix(length))) }
+        return decoder.error(at: at ?? node, keyPath: ConfigKey.text(path + steps), message)
     }
 
     /// Warns (once, at load) when a file holding secrets can be read by other users of this machine.

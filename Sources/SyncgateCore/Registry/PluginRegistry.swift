@@ -2,14 +2,17 @@
 /// plugin; the core knows nothing of any particular plugin.
 public struct PluginRegistry: Sendable {
     private var registrations: [String: PluginRegistration] = [:]
+    private var fallback: (@Sendable (String) -> PluginRegistration?)?
 
-    public init(_ registrations: [PluginRegistration]) {
+    /// `fallback` is asked for a type no registration names (the CLI's: a plugin program found by that name).
+    public init(_ registrations: [PluginRegistration], fallback: (@Sendable (String) -> PluginRegistration?)? = nil) {
         for registration in registrations { self.registrations[registration.type] = registration }
+        self.fallback = fallback
     }
 
-    public func registration(for type: String) -> PluginRegistration? { registrations[type] }
+    public func registration(for type: String) -> PluginRegistration? { registrations[type] ?? fallback?(type) }
 
-    /// All type names, sorted.
+    /// All registered type names, sorted.
     public var types: [String] { registrations.keys.sorted() }
 
 }

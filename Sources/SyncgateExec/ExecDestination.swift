@@ -1,0 +1,273 @@
+import Foundation
+import Logging
+import SyncgateCore
+
+/// `type: exec` (and `type: NAME` for a program `syncgate-destination-NAME`): a destination that is any program
+/// speaking the plugin protocol of docs/plugins.md on its stdin and stdout. The program reads each file itself
+/// from the path it is given; syncgate never holds a file's bytes. Everything else (retries, the ledger, status,
+/// destination states) is the core's, as for a built-in destination.
+public final class ExecDestination: Destination, @unchecked Sendable {
+    /// `type: exec`, with `command: [program, args...]`.
+    public static let registration = PluginRegistration(type: "exec", summary: "any program speaking the plugin protocol (docs/plugins.md)") { setup in
+        let config = try setup.decode(ExecConfig.self)
+        guard let command = config.command else { throw setup.invalid("command", "missing required key 'command' (the program and its arguments)") }
+        guard let first = command.first, !first.isEmpty else { throw setup.invalid("command", "must name a program") }
+        guard let program = PluginResolver.program(forCommand: first, configDirectory: setup.baseDirectory, environment: setup.environment) else {
+            throw setup.invalid("command", "no program '\(first)' (\(first.contains("/") ? "relative to the config's folder" : "on PATH")), or it cannot be run")
+        }
+        return try make(setup, config: config, program: program, arguments: Array(command.dropFirst()))
+    }
+
+    /// `type: NAME` for a NAME that is not built in: the program `syncgate-destination-NAME` in `plugins/` beside the
+    /// config or on `PATH`. `known`: the built-in types, for the error when there is no such program.
+    public static func registration(forType type: String, known: [String]) -> PluginRegistration {
+        PluginRegistration(type: type, summary: "the plugin program \(PluginProtocol.programPrefix)\(type)") { setup in
+            guard let program = PluginResolver.program(forType: type, configDirectory: setup.baseDirectory, environment: setup.environment) else {
+                let folder = setup.baseDirectory.appendingPathComponent("plugins").standardizedFileURL.path
+                throw setup.invalid("type", "unknown destination type '\(type)' (known: \(known.joined(separator: ", ")); no program \(PluginProtocol.programPrefix)\(type) in \(folder) or on PATH)")
+            }
+            let config = try setup.decode(ExecConfig.self)
+            if config.command != nil { throw setup.invalid("command", "only for type: exec (type: \(type) runs \(program))") }
+            return try make(setup, config: config, program: program, arguments: [])
+        }
+    }
+
+    static func make(_ setup: DestinationSetup, config: ExecConfig, program: String, arguments: [String]) throws -> @Sendable () -> any Destination {
+        for (index, argument) in arguments.enumerated() where Redactor.shared.redact(argument) != argument {
+            throw setup.invalid("command", "argument \(index + 1) holds a secret: pass secrets through env: or settings: (other users can read a program's arguments)")
+        }
+        var environment: [String: String] = [:]
+        for (name, value) in setup.environment where ExecDestination.inherited.contains(name) || name.hasPrefix("LC_") {
+            environment[name] = value
+        }
+        for (name, value) in config.env { environment[name] = value }
+        environment["SYNCGATE_DESTINATION"] = setup.name
+        environment["SYNCGATE_PLUGIN_PROTOCOL"] = PluginProtocol.versions.map(String.init).joined(separator: ",")
+        var spec = PluginSpec(
+            executable: program, arguments: arguments, environment: environment, directory: setup.baseDirectory.standardizedFileURL.path,
+            destination: setup.name, settings: config.settings, startTimeout: config.startTimeout, answerTimeout: config.answerTimeout,
+            cancelGrace: config.cancelGrace,
+            locate: { key, message in setup.invalid("settings." + key, message).description }
+        )
+        spec.concurrency = setup.delivery.concurrency
+        spec.attemptTimeout = setup.delivery.attemptTimeout
+        if setup.checksFiles {
+            // `syncgate validate`: start the plugin and have it check its settings now, so that what it refuses is a
+            // located config error (exit 78) rather than a blocked destination at the next sync.
+            let host = PluginHost(spec: spec, logger: setup.logger)
+            defer { host.stop() }
+            do {
+                _ = try host.sessionBlocking()
+            } catch let error as DestinationError {
+                if let refused = host.refusedSettings.first { throw setup.invalid("settings." + refused.key, refused.message) }
+                throw setup.invalid(setup.type == "exec" ? "command" : "type", error.message)
+            }
+        }
+        let logger = setup.logger
+        let finished = spec
+        return { ExecDestination(spec: finished, logger: logger) }
+    }
+
+    /// Variables of syncgate's environment a plugin gets (besides `LC_*`); the rest (credentials of other
+    /// destinations among them) it does not.
+    static let inherited: Set<String> = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SHELL", "PYTHONPATH"]
+
+    public let spec: PluginSpec
+    let host: PluginHost
+    private let attempts = AttemptCounter()
+
+    public init(spec: PluginSpec, logger: Logger) {
+        self.spec = spec
+        host = PluginHost(spec: spec, logger: logger)
+    }
+
+    /// What the plugin can do (it is started to ask, the first time); none when it cannot start.
+    public var capabilities: PluginCapabilities { host.capabilities ?? PluginCapabilities() }
+
+    public var remoteNamesAreDistinct: Bool { capabilities.namesDistinct }
+    public var listingIsAuthoritative: Bool { capabilities.listingAuthoritative }
+    public var resendIsHarmless: Bool { capabilities.resendHarmless }
+    public var supportsBatchDelete: Bool { capabilities.batchDelete }
+    public var connectionGeneration: Int { get async { host.generation } }
+
+    /// The program's size and modification time: a new version of a plugin unblocks its destination.
+    public var settingsFingerprint: String {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: spec.executable) else { return "" }
+        let size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        let time = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+        return "\(spec.executable)\u{0}\(size)\u{0}\(time)"
+    }
+
+    /// A put's own deadline: a little before the delivery layer's `attempt_timeout` (which would end it anyway, with
+    /// an error that does not name the plugin).
+    var putDeadline: Duration {
+        let margin = min(Duration.milliseconds(250), spec.attemptTimeout / 10)
+        return spec.attemptTimeout - margin
+    }
+
+    public func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
+        let attempt = attempts.next(item.remoteName)
+        let size = item.size
+        let reported = ProgressClamp()
+        let answer = try await call("put", [
+            "path": .string(item.absolutePath), "relative_path": .string(item.relativePath), "source": .string(item.source),
+            "remote_name": .string(item.remoteName), "size": .number(Double(item.size)), "sha256": .string(item.sha256),
+            "mtime": .number(item.modificationTime.timeIntervalSince1970), "attempt": .number(Double(attempt)),
+            "outcome_unknown": .bool(item.outcomeUnknown),
+        ], what: "put '\(item.remoteName)'", idle: false, deadline: putDeadline, progress: { bytes in
+            if let value = reported.advance(to: min(bytes, size)) { progress(value) }
+        })
+        attempts.clear(item.remoteName)
+        return ExecDestination.receipt(answer, remoteName: item.remoteName)
+    }
+
+    static func receipt(_ answer: JSONValue, remoteName: String) -> Receipt {
+        Receipt(
+            remoteName: answer["remote_name"]?.string ?? remoteName, etag: answer["etag"]?.string,
+            detail: answer["detail"]?.string.map { Redactor.shared.snippet($0, limit: 500) }
+        )
+    }
+
+    public func delete(remoteName: String) async throws {
+        guard capabilities.delete else { throw DestinationError.permanent("\(spec.label) does not delete", code: "unsupported") }
+        _ = try await call("delete", ["remote_name": .string(remoteName)], what: "delete '\(remoteName)'", idle: true)
+    }
+
+    public func delete(remoteNames: [String]) async throws -> [String: DestinationError] {
+        let answer = try await call("delete", ["remote_names": .array(remoteNames.map { .string($0) })], what: "delete of \(remoteNames.count) names", idle: true)
+        var failures: [String: DestinationError] = [:]
+        if case .object(let failed)? = answer["failed"] {
+            for (name, value) in failed {
+                if let body = try? PluginErrorBody(value, line: ArraySlice(Array(value.text.utf8))) {
+                    failures[name] = body.destinationError
+                } else {
+                    failures[name] = .permanent("\(spec.label) gave no reason", code: "plugin")
+                }
+            }
+        }
+        return failures
+    }
+
+    /// The longest listing taken in (a plugin streaming more is refused, so that a runaway plugin cannot fill memory).
+    static let maxListing = 2_000_000
+
+    public func list() async throws -> RemoteListing {
+        guard capabilities.list else { throw DestinationError.permanent("\(spec.label) does not list", code: "unsupported") }
+        let collected = ListingCollector(limit: ExecDestination.maxListing)
+        let answer = try await call("list", [:], what: "list", idle: true, entry: { collected.add($0) })
+        guard let entries = collected.entries else {
+            throw DestinationError.permanent("\(spec.label) listed more than \(ExecDestination.maxListing) names", code: "listing-too-long")
+        }
+        return RemoteListing(entries: entries, spaceAvailable: answer["space_available"]?.int64, isComplete: answer["complete"]?.bool ?? true)
+    }
+
+    public func existingCopy(of item: UploadItem) async throws -> Receipt? {
+        guard capabilities.existingCopy else { return nil }
+        let answer = try await call("exists", [
+            "path": .string(item.absolutePath), "remote_name": .string(item.remoteName), "size": .number(Double(item.size)),
+            "sha256": .string(item.sha256),
+        ], what: "exists '\(item.remoteName)'", idle: true)
+        guard let receipt = answer["receipt"], case .object = receipt else { return nil }
+        return ExecDestination.receipt(receipt, remoteName: item.remoteName)
+    }
+
+    /// Starts the plugin when it is not running (that alone is the probe of a plugin without `probe`), then asks it.
+    public func probe() async throws {
+        let session = try await startedSession()
+        guard capabilities.probe else { return }
+        _ = try await call("probe", [:], what: "probe", idle: true, session: session)
+    }
+
+    public func finish() async {
+        let host = self.host
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                host.stop()
+                continuation.resume()
+            }
+        }
+    }
+
+    private func startedSession() async throws -> PluginSession {
+        do {
+            return try await host.session()
+        } catch let error as DestinationError {
+            throw error
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw DestinationError.unavailable("\(spec.label): \(error)", code: "plugin-start")
+        }
+    }
+
+    /// Sends one request to the running plugin (started when needed) and turns what goes wrong into a
+    /// ``DestinationError``: the plugin's own error as it classified it; a plugin that exited, hung or broke the
+    /// protocol while the request was in flight, the request's retryable failure.
+    private func call(
+        _ op: String, _ fields: [String: JSONValue], what: String, idle: Bool, deadline: Duration? = nil, session given: PluginSession? = nil,
+        progress: (@Sendable (Int64) -> Void)? = nil, entry: (@Sendable (RemoteListing.Entry) -> Void)? = nil
+    ) async throws -> JSONValue {
+        let session: PluginSession
+        if let given { session = given } else { session = try await startedSession() }
+        do {
+            let answer = try await session.request(
+                op, fields, what: what, idleLimit: idle ? spec.answerTimeout : nil, deadline: deadline, progress: progress, entry: entry)
+            host.markHealthy()
+            return answer
+        } catch let body as PluginErrorBody {
+            host.markHealthy()
+            throw body.destinationError
+        } catch let gone as PluginGone {
+            throw DestinationError.retryable("\(gone.message) (during \(what))", code: "plugin-gone")
+        } catch let timeout as PluginTimeout {
+            throw DestinationError.retryable(timeout.message, code: "plugin-timeout")
+        }
+    }
+}
+
+/// Counts each remote name's attempts while it is not delivered (the `attempt` of a put).
+final class AttemptCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counts: [String: Int] = [:]
+    func next(_ name: String) -> Int {
+        lock.withLock {
+            let value = (counts[name] ?? 0) + 1
+            counts[name] = value
+            return value
+        }
+    }
+    func clear(_ name: String) { lock.withLock { _ = counts.removeValue(forKey: name) } }
+}
+
+/// Keeps byte progress going forward only.
+final class ProgressClamp: @unchecked Sendable {
+    private let lock = NSLock()
+    private var last: Int64 = -1
+    func advance(to value: Int64) -> Int64? {
+        lock.withLock {
+            guard value > last else { return nil }
+            last = value
+            return value
+        }
+    }
+}
+
+/// The entries of a streamed listing, up to a limit.
+final class ListingCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var collected: [RemoteListing.Entry] = []
+    private var overflow = false
+    let limit: Int
+    init(limit: Int) { self.limit = limit }
+    func add(_ entry: RemoteListing.Entry) {
+        lock.withLock {
+            if collected.count >= limit {
+                overflow = true
+                collected.removeAll()
+            } else if !overflow {
+                collected.append(entry)
+            }
+        }
+    }
+    var entries: [RemoteListing.Entry]? { lock.withLock { overflow ? nil : collected } }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import SyncgateCore
+
+/// The external plugin protocol (docs/plugins.md): versions, limits, and how its messages read.
+public enum PluginProtocol {
+    /// The protocol versions this syncgate speaks.
+    public static let versions = [1]
+    /// The longest line either side may write, newline excluded.
+    public static let maxLineBytes = 1 << 20
+    /// The prefix of a plugin program found by a destination's `type` (`syncgate-destination-NAME`).
+    public static let programPrefix = "syncgate-destination-"
+}
+
+/// What a plugin says it can do in its `hello` (the abilities of a ``Destination``).
+public struct PluginCapabilities: Sendable, Hashable {
+    public var namesDistinct = false
+    public var listingAuthoritative = false
+    public var resendHarmless = false
+    public var batchDelete = false
+    public var existingCopy = false
+    public var probe = false
+    public var list = false
+    public var delete = false
+    /// The plugin answers a `put` carrying `fault` with an error of that class and scope (for `plugin check`).
+    public var faults = false
+
+    public init() {}
+
+    init(_ value: JSONValue?) {
+        func flag(_ key: String) -> Bool { value?[key]?.bool ?? false }
+        namesDistinct = flag("names_distinct")
+        listingAuthoritative = flag("listing_authoritative")
+        resendHarmless = flag("resend_harmless")
+        batchDelete = flag("batch_delete")
+        existingCopy = flag("existing_copy")
+        probe = flag("probe")
+        list = flag("list")
+        delete = flag("delete")
+        faults = flag("faults")
+    }
+
+    /// The names as the protocol spells them, for reports.
+    public var names: [String] {
+        var names: [String] = []
+        if namesDistinct { names.append("names_distinct") }
+        if listingAuthoritative { names.append("listing_authoritative") }
+        if resendHarmless { names.append("resend_harmless") }
+        if batchDelete { names.append("batch_delete") }
+        if existingCopy { names.append("existing_copy") }
+        if probe { names.append("probe") }
+        if list { names.append("list") }
+        if delete { names.append("delete") }
+        if faults { names.append("faults") }
+        return names
+    }
+}
+
+/// One line a plugin wrote on its stdout, read.
+enum PluginAnswer {
+    case progress(id: Int, bytes: Int64)
+    case entry(id: Int, RemoteListing.Entry)
+    case ok(id: Int, JSONValue)
+    case error(id: Int, PluginErrorBody)
+
+    var id: Int {
+        switch self {
+        case .progress(let id, _), .entry(let id, _), .ok(let id, _), .error(let id, _): id
+        }
+    }
+
+    var isFinal: Bool {
+        switch self {
+        case .ok, .error: true
+        case .progress, .entry: false
+        }
+    }
+
+    /// Reads one line; throws a description of what is wrong with it.
+    static func parse(_ line: ArraySlice<UInt8>) throws(PluginViolation) -> PluginAnswer {
+        let value: JSONValue
+        do {
+            value = try JSONLineParser.parse(line)
+        } catch {
+            throw .notJSON(Self.excerpt(line))
+        }
+        guard case .object(let object) = value else { throw .malformed("an answer must be a JSON object: \(Self.excerpt(line))") }
+        guard let id = object["id"]?.int64, id > 0, id <= Int64(Int32.max) else {
+            throw .malformed("an answer without a positive whole \"id\": \(Self.excerpt(line))")
+        }
+        if let ok = object["ok"] { return .ok(id: Int(id), ok) }
+        if let error = object["error"] { return .error(id: Int(id), try PluginErrorBody(error, line: line)) }
+        if let progress = object["progress"] {
+            guard let bytes = progress.int64, bytes >= 0 else { throw .malformed("\"progress\" must be a whole number of bytes >= 0: \(Self.excerpt(line))") }
+            return .progress(id: Int(id), bytes: bytes)
+        }
+        if let entry = object["entry"] {
+            guard let name = entry["name"]?.string, !name.isEmpty else { throw .malformed("an \"entry\" needs a \"name\": \(Self.excerpt(line))") }
+            let size = entry["size"]?.int64
+            return .entry(id: Int(id), RemoteListing.Entry(name: name, size: size))
+        }
+        throw .malformed("an answer needs one of \"ok\", \"error\", \"progress\", \"entry\": \(Self.excerpt(line))")
+    }
+
+    /// The start of a line, printable, for an error message.
+    static func excerpt(_ line: ArraySlice<UInt8>, limit: Int = 120) -> String {
+        let text = String(decoding: line.prefix(limit), as: UTF8.self)
+        let printable = String(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) })
+        return "'" + Redactor.shared.redact(printable) + (line.count > limit ? "...'" : "'")
+    }
+}
+
+/// An `error` answer: class, scope, code, message, Retry-After, and for `configure` the settings at fault.
+struct PluginErrorBody: Error, Sendable {
+    var failureClass: FailureClass
+    var scope: FailureScope
+    var code: String?
+    var message: String
+    /// `configure`'s complaints about its settings: a dotted key under `settings` and what is wrong with it.
+    var settings: [(key: String, message: String)] = []
+
+    init(_ value: JSONValue, line: ArraySlice<UInt8>) throws(PluginViolation) {
+        guard case .object = value else { throw .malformed("\"error\" must be an object: \(PluginAnswer.excerpt(line))") }
+        let after: Duration?
+        if let seconds = value["retry_after"]?.number {
+            guard seconds >= 0, seconds <= 86_400 * 7 else { throw .malformed("\"retry_after\" must be seconds, 0 to 604800: \(PluginAnswer.excerpt(line))") }
+            after = .milliseconds(Int64(seconds * 1000))
+        } else {
+            after = nil
+        }
+        switch value["class"]?.string {
+        case "retryable": failureClass = .retryable(after: after)
+        case "permanent": failureClass = .permanent
+        case "deferred": failureClass = .deferred(after: after)
+        default: throw .malformed("an error's \"class\" must be retryable, permanent or deferred: \(PluginAnswer.excerpt(line))")
+        }
+        switch value["scope"]?.string {
+        case nil, "file": scope = .file
+        case "destination": scope = .destination
+        default: throw .malformed("an error's \"scope\" must be file or destination: \(PluginAnswer.excerpt(line))")
+        }
+        code = value["code"]?.string
+        message = value["message"]?.string ?? "(no message)"
+        if case .array(let items)? = value["settings"] {
+            for item in items {
+                if let key = item["key"]?.string { settings.append((key, item["message"]?.string ?? message)) }
+            }
+        }
+    }
+
+    var destinationError: DestinationError {
+        DestinationError(failureClass, scope: scope, code: code, Redactor.shared.snippet(message, limit: 2000))
+    }
+}
+
+/// What a plugin did wrong on its stdout.
+enum PluginViolation: Error, CustomStringConvertible {
+    case notJSON(String)
+    case malformed(String)
+    case tooLong
+    case wrongID(Int)
+
+    var description: String {
+        switch self {
+        case .notJSON(let excerpt): "wrote a line that is not JSON: \(excerpt)"
+        case .malformed(let text): "broke the protocol: \(text)"
+        case .tooLong: "wrote a line over \(PluginProtocol.maxLineBytes / 1024 / 1024) MiB"
+        case .wrongID(let id): "answered request \(id), which is not in flight"
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+/// How to run one destination's plugin: the program and its arguments, its environment, its settings, and the
+/// limits on how long it may take.
+public struct PluginSpec: Sendable {
+    /// Absolute path of the program.
+    public var executable: String
+    /// Arguments after the program (never a secret: other users can read a process's arguments).
+    public var arguments: [String]
+    /// The whole environment the plugin gets.
+    public var environment: [String: String]
+    /// The folder it runs in (the config's).
+    public var directory: String
+    /// The destination's name.
+    public var destination: String
+    /// The `settings:` mapping, handed over in `configure`.
+    public var settings: JSONValue
+    /// The most `hello` and `configure` may take each.
+    public var startTimeout: Duration
+    /// The most the plugin may stay silent about a list, delete, probe or existing-copy check (a put is bounded by
+    /// the destination's `attempt_timeout`).
+    public var answerTimeout: Duration
+    /// How soon a cancelled request must end before the plugin is taken for hung.
+    public var cancelGrace: Duration
+    /// The destination's `concurrency` (requests in flight at most) and `attempt_timeout`, told in `hello`.
+    public var concurrency: Int = 4
+    public var attemptTimeout: Duration = .seconds(600)
+    /// Turns a key under `settings` that `configure` refused, and what it said, into a located config error text
+    /// (`plugins.yaml:9:7: destinations[0].settings.url: ...`).
+    public var locate: @Sendable (_ key: String, _ message: String) -> String
+
+    public init(
+        executable: String, arguments: [String] = [], environment: [String: String], directory: String, destination: String,
+        settings: JSONValue = .object([:]), startTimeout: Duration = .seconds(30), answerTimeout: Duration = .seconds(60),
+        cancelGrace: Duration = .seconds(2),
+        locate: @escaping @Sendable (String, String) -> String = { key, message in "settings.\(key): \(message)" }
+    ) {
+        self.executable = executable
+        self.arguments = arguments
+        self.environment = environment
+        self.directory = directory
+        self.destination = destination
+        self.settings = settings
+        self.startTimeout = startTimeout
+        self.answerTimeout = answerTimeout
+        self.cancelGrace = cancelGrace
+        self.locate = locate
+    }
+
+    /// "plugin 'syncgate-destination-webhook'": how messages name it.
+    public var label: String { "plugin '\((executable as NSString).lastPathComponent)'" }
+}

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""A syncgate destination plugin for the tests and the benchmark: copies each file into settings.path (through a
+temporary name and a rename), answering requests in order. `--misbehave MODE` makes it break in one way:
+
+  crash-put     exits (status 3) on the Nth put (settings.every, default 1), in the middle of it
+  hang-put      never answers the Nth put, nor its cancel (reads on, answers the rest)
+  freeze        stops reading and answering at the Nth put
+  garbage       answers the Nth put with a line that is not JSON
+  long-line     answers the Nth put with a 2 MiB line
+  flood-log     writes 50,000 lines to stderr at the Nth put, then answers it
+  flood-out     answers the Nth put with 200,000 progress lines first
+  wrong-id      answers the Nth put under another id
+  slow-start    waits PLUGIN_DELAY seconds (its environment; default 3) before answering its hello
+  crash-start   exits at once without a word
+  old-protocol  answers hello with protocol 99
+
+A state file (settings.state, optional) counts puts across restarts, so `every` counts over the whole test.
+It answers the requests of each chunk it reads from stdin with one write (as many as syncgate had sent), so
+that a busy plugin costs one wake-up per batch, not per file, on both sides.
+"""
+import json, os, sys, time
+
+mode = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--misbehave" else ""
+out = sys.stdout
+root = None
+every = 1
+state = None
+
+
+pending = []
+
+
+def send(obj):
+    """Queues an answer; `flush` writes the queue once the requests read so far are handled."""
+    pending.append(json.dumps(obj) + "\n")
+
+
+def flush():
+    if pending:
+        data = "".join(pending).encode()
+        pending.clear()
+        while data:
+            data = data[os.write(1, data):]
+
+
+def requests():
+    """The request lines, a chunk of stdin at a time; answers are flushed before waiting for more."""
+    rest = b""
+    while True:
+        flush()
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            return
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            if line.strip():
+                yield line
+
+
+def count_put():
+    """The number of this put over the whole test (kept in the state file when there is one)."""
+    global puts
+    if state is None:
+        puts += 1
+        return puts
+    try:
+        with open(state) as f:
+            n = int(f.read() or "0")
+    except FileNotFoundError:
+        n = 0
+    n += 1
+    with open(state, "w") as f:
+        f.write(str(n))
+    return n
+
+
+def copy(req, rid):
+    """Copies one file into the folder (through a temporary name and a rename)."""
+    name = req["remote_name"]
+    target = os.path.join(root, name)
+    try:
+        folder = os.path.dirname(target)
+        if folder not in made:
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
+        tmp = os.path.join(folder, ".tmp-%d-%d" % (pid, rid))
+        src = os.open(req["path"], os.O_RDONLY)
+        try:
+            try:
+                dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            except FileNotFoundError:  # its folder was removed since it was made
+                os.makedirs(folder, exist_ok=True)
+                dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                copied = 0
+                while True:
+                    block = os.read(src, 1 << 20)
+                    if not block:
+                        break
+                    os.write(dst, block)
+                    copied += len(block)
+                    if copied >= 1 << 20:
+                        send({"id": rid, "progress": copied})
+            finally:
+                os.close(dst)
+        finally:
+            os.close(src)
+        os.replace(tmp, target)
+        send({"id": rid, "ok": {"detail": "%d bytes" % copied}})
+    except FileNotFoundError as e:
+        send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "ENOENT", "message": str(e)}})
+    except OSError as e:
+        send({"id": rid, "error": {"class": "retryable", "scope": "file", "code": "os", "message": str(e)}})
+
+
+puts = 0
+pid = os.getpid()
+made = set()
+if mode == "crash-start":
+    sys.exit(2)
+for line in requests():
+    req = json.loads(line)
+    op, rid = req.get("op"), req.get("id")
+    if op == "hello":
+        if mode == "slow-start":
+            time.sleep(float(os.environ.get("PLUGIN_DELAY", "3")))
+        send({"id": rid, "ok": {"protocol": 99 if mode == "old-protocol" else 1, "name": "test",
+                                "capabilities": {"names_distinct": True, "resend_harmless": True, "list": True,
+                                                 "delete": True, "probe": True, "faults": True}}})
+    elif op == "configure":
+        s = req.get("settings", {})
+        if "path" not in s:
+            send({"id": rid, "error": {"class": "permanent", "scope": "destination", "code": "settings",
+                                       "message": "no path", "settings": [{"key": "path", "message": "missing: where to copy"}]}})
+            continue
+        root = s["path"]
+        # Temporary copies a killed plugin left behind (their process is gone) are removed.
+        for folder, _, names in os.walk(root):
+            for f in names:
+                if f.startswith(".tmp-"):
+                    try:
+                        os.kill(int(f.split("-")[1]), 0)
+                    except (ProcessLookupError, ValueError):
+                        os.remove(os.path.join(folder, f))
+                    except PermissionError:
+                        pass
+        every = int(s.get("every", "1"))
+        state = s.get("state")
+        print("INFO configured for " + root + " token=" + s.get("token", ""), file=sys.stderr, flush=True)
+        send({"id": rid, "ok": {}})
+    elif op == "put":
+        if "fault" in req:
+            send({"id": rid, "error": dict(req["fault"], code="fault", message="asked for")})
+            continue
+        n = count_put() if mode else 0
+        hit = mode and n % every == 0
+        if hit and mode == "crash-put":
+            print("ERROR crashing on purpose at put %d" % n, file=sys.stderr, flush=True)
+            os._exit(3)
+        if hit and mode == "hang-put":
+            continue
+        if hit and mode == "freeze":
+            time.sleep(60)
+            sys.exit(0)
+        if hit and mode == "garbage":
+            os.write(1, b"this is not json\n"); continue
+        if hit and mode == "long-line":
+            os.write(1, ('{"id": %d, "progress": 1, "pad": "%s"}\n' % (rid, "x" * (2 << 20))).encode()); continue
+        if hit and mode == "flood-log":
+            for i in range(50000):
+                sys.stderr.write("flood line %d\n" % i)
+            sys.stderr.flush()
+        if hit and mode == "flood-out":
+            line = ('{"id":%d,"progress":0}\n' % rid).encode()
+            for i in range(200):
+                os.write(1, line * 1000)
+        if hit and mode == "wrong-id":
+            rid = rid + 1000
+        copy(req, rid)
+    elif op == "delete":
+        try:
+            os.remove(os.path.join(root, req["remote_name"]))
+            send({"id": rid, "ok": {}})
+        except OSError as e:
+            send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "not-found", "message": str(e)}})
+    elif op == "list":
+        for folder, _, files in os.walk(root):
+            for f in files:
+                if not f.startswith(".tmp-"):
+                    p = os.path.join(folder, f)
+                    send({"id": rid, "entry": {"name": os.path.relpath(p, root), "size": os.path.getsize(p)}})
+        send({"id": rid, "ok": {"complete": True}})
+    elif op == "probe":
+        send({"id": rid, "ok": {}})
+    elif op == "cancel":
+        pass
+    else:
+        send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "unknown-op", "message": "unknown op"}})
+flush()

@@ -1,0 +1,118 @@
+import Foundation
+import SyncgateCore
+@testable import SyncgateExec
+import Testing
+
+/// How the host reads a plugin's lines: each error class and scope onto the core's classification (with its
+/// Retry-After), and what breaks the protocol.
+@Suite("plugin protocol: reading answers")
+struct PluginProtocolTests {
+    func parse(_ line: String) throws(PluginViolation) -> PluginAnswer { try PluginAnswer.parse(ArraySlice(Array(line.utf8))) }
+
+    @Test func everyClassAndScopeMapsOntoTheCoresClassification() throws {
+        let cases: [(String, String, Classification)] = [
+            ("retryable", "file", Classification(.retryable(after: .seconds(3)), scope: .file)),
+            ("retryable", "destination", Classification(.retryable(after: .seconds(3)), scope: .destination)),
+            ("permanent", "file", Classification(.permanent, scope: .file)),
+            ("permanent", "destination", Classification(.permanent, scope: .destination)),
+            ("deferred", "file", Classification(.deferred(after: .seconds(3)), scope: .file)),
+            ("deferred", "destination", Classification(.deferred(after: .seconds(3)), scope: .destination)),
+        ]
+        for (failureClass, scope, expected) in cases {
+            let answer = try parse(#"{"id": 7, "error": {"class": "\#(failureClass)", "scope": "\#(scope)", "code": "c", "message": "m", "retry_after": 3}}"#)
+            guard case .error(let id, let body) = answer else {
+                Issue.record("\(failureClass)/\(scope): not an error: \(answer)")
+                continue
+            }
+            #expect(id == 7)
+            let error = body.destinationError
+            #expect(error.classification == expected, "\(failureClass)/\(scope)")
+            #expect(Classification.of(error) == expected, "the core's classification agrees")
+            #expect(error.code == "c" && error.message == "m")
+        }
+        // Scope defaults to the file.
+        guard case .error(_, let body) = try parse(#"{"id":1,"error":{"class":"permanent","message":"x"}}"#) else { Issue.record("not an error"); return }
+        #expect(body.scope == .file)
+    }
+
+    @Test func progressEntriesAndResultsAreRead() throws {
+        guard case .progress(3, 4096) = try parse(#"{"id":3,"progress":4096}"#) else { Issue.record("progress"); return }
+        guard case .entry(4, let entry) = try parse(#"{"id":4,"entry":{"name":"a \"b\".txt","size":12}}"#) else { Issue.record("entry"); return }
+        #expect(entry.name == "a \"b\".txt" && entry.size == 12)
+        guard case .ok(5, let value) = try parse(#"{"ok":{"detail":"d"},"id":5}"#) else { Issue.record("ok"); return }
+        #expect(value["detail"]?.string == "d")
+    }
+
+    @Test func linesThatBreakTheProtocolAreNamed() {
+        let broken: [(String, String)] = [
+            ("not json", "not JSON"),
+            ("[1,2]", "must be a JSON object"),
+            (#"{"ok":{}}"#, "without a positive whole \"id\""),
+            (#"{"id":-1,"ok":{}}"#, "without a positive whole \"id\""),
+            (#"{"id":1.5,"ok":{}}"#, "without a positive whole \"id\""),
+            (#"{"id":1}"#, "needs one of"),
+            (#"{"id":1,"error":{"class":"fatal"}}"#, "retryable, permanent or deferred"),
+            (#"{"id":1,"error":{"class":"permanent","scope":"world"}}"#, "file or destination"),
+            (#"{"id":1,"error":{"class":"retryable","retry_after":-5}}"#, "retry_after"),
+            (#"{"id":1,"progress":-3}"#, "progress"),
+            (#"{"id":1,"entry":{"size":3}}"#, "needs a \"name\""),
+        ]
+        for (line, expected) in broken {
+            do {
+                let answer = try parse(line)
+                Issue.record("\(line): read as \(answer)")
+            } catch {
+                #expect(error.description.contains(expected), "\(line): \(error)")
+            }
+        }
+    }
+
+    @Test func requestsAreOneLineWhateverTheNameHolds() {
+        let name = "new\nline \"quoted\" back\\slash \u{1}\u{7F} \u{2028} caf\u{E9}"
+        let text = JSONValue.object(["remote_name": .string(name), "id": 3]).text
+        #expect(!text.contains("\n") && !text.contains("\u{2028}"))
+        let back = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        #expect(back?["remote_name"]?.string == name)
+        #expect(back?["id"]?.int64 == 3)
+    }
+}
+
+/// The answer parser against Foundation's on valid and invalid JSON texts.
+@Suite("plugin protocol: the JSON line parser")
+struct JSONLineParserTests {
+    func parse(_ text: String) -> JSONValue? { try? JSONLineParser.parse(ArraySlice(Array(text.utf8))) }
+
+    @Test func readsWhatFoundationReads() throws {
+        let texts = [
+            #"{"a":1,"b":[true,false,null],"c":{"d":"e"},"f":-1.5e3,"g":0,"h":"\u00e9\ud83d\ude00\n\t\"\\\/"}"#,
+            #"  [ 1 , 2.25 , "x" , { } , [ ] ]  "#, #""plain""#, "12345678901", "-0.0", #"{"id":3,"progress":4096}"#,
+            #"{"name":"日本語/😀.dat"}"#,
+        ]
+        for text in texts {
+            let ours = try #require(parse(text), "\(text)")
+            let theirs = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+            #expect(ours == theirs, "\(text)")
+        }
+    }
+
+    @Test func refusesWhatIsNotJSON() {
+        let texts = [
+            "", "{", "}", #"{"a"}"#, #"{"a":}"#, #"{"a":1,}"#, "[1,]", "01", "1.", ".5", "1e", "+1", "tru", "nul", "True",
+            #""unterminated"#, #""bad \x escape""#, #""lone \ud800 surrogate""#, #""\udc00""#, "\"tab\there\"", "[1] 2",
+            "{\"a\":1}}", String(repeating: "[", count: 100) + String(repeating: "]", count: 100), "NaN", "Infinity",
+        ]
+        for text in texts { #expect(parse(text) == nil, "\(text)") }
+        #expect((try? JSONLineParser.parse(ArraySlice([0x22, 0xFF, 0x22]))) == nil, "invalid UTF-8")
+    }
+
+    @Test func whatTheHostWritesReadsBack() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [Character] = ["a", "\"", "\\", "\n", "\u{1}", "é", "😀", "/", " ", "\u{2028}", "\u{7F}"]
+        for _ in 0..<500 {
+            let text = String((0..<Int.random(in: 0..<20, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            let value: JSONValue = ["s": .string(text), "n": .number(Double(Int.random(in: -1_000_000...1_000_000, using: &generator))),
+                                    "a": [.bool(true), .null, .string(text)]]
+            #expect(parse(value.text) == value, "\(value.text)")
+        }
+    }
+}
