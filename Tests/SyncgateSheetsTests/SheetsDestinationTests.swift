@@ -198,7 +198,9 @@ struct SheetsDestinationTests {
     }
 
     @Test func shortLivedTokensAreRenewedBeforeExpiry() async throws {
-        let server = try await SheetsTestServer(tokenTTL: 2)
+        // Tokens live 8 s and are replaced 4 s before they expire: an upload would have to take 4 s between its
+        // token check and the server to be refused, which even a machine busy with other tests does not stretch to.
+        let server = try await SheetsTestServer(tokenTTL: 8)
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -206,7 +208,7 @@ struct SheetsDestinationTests {
         try dir.write("a.bin", "a")
         try dir.write("b.bin", "b")
         _ = try await destination.upload(try SheetsFixtures.item(dir, "a.bin")) { _ in }
-        try await Task.sleep(for: .milliseconds(1300))  // past expiry minus the margin (half of 2s)
+        try await Task.sleep(for: .milliseconds(4300))  // past expiry minus the margin (half of 8 s)
         _ = try await destination.upload(try SheetsFixtures.item(dir, "b.bin")) { _ in }
         let stats = try server.stats()
         // At least one renewal (more when a loaded machine stretches an upload past the token's usable second;
