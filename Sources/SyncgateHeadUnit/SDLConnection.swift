@@ -41,24 +41,24 @@ actor SDLConnection {
     let endpoint: String
     let responseTimeout: Duration
     let logger: Logger
-    private(set) var version: UInt8 = 1
-    private(set) var sessionID: UInt8 = 0
-    private(set) var hashID: Int32 = 0
+    var version: UInt8 = 1
+    var sessionID: UInt8 = 0
+    var hashID: Int32 = 0
     /// Largest payload of one frame, from the StartService ACK.
-    private(set) var mtu = 131_072
-    private(set) var hmiLevel = "NONE"
-    private(set) var closedReason: DestinationError?
-    private(set) var files: Set<String> = []
+    var mtu = 131_072
+    var hmiLevel = "NONE"
+    var closedReason: DestinationError?
+    var files: Set<String> = []
     /// Whether the last ListFiles named every file: SDL Core names at most ``listFilesLimit``.
-    private(set) var listingIsComplete = true
+    var listingIsComplete = true
     static let listFilesLimit = 1000
-    private(set) var spaceAvailable: Int64?
+    var spaceAvailable: Int64?
     /// A request was REJECTED at level NONE on this connection: wait for a higher level before sending more.
-    private(set) var noneRejected = false
-    private var nextMessageID: UInt32 = 1
-    private var nextCorrelationID: UInt32 = 1
-    private var pending: [UInt32: Pending] = [:]
-    private var controlWaiter: (infos: Set<UInt8>, promise: EventLoopPromise<SDLMessage>, timeout: Scheduled<Void>)?
+    var noneRejected = false
+    var nextMessageID: UInt32 = 1
+    var nextCorrelationID: UInt32 = 1
+    var pending: [UInt32: Pending] = [:]
+    var controlWaiter: (infos: Set<UInt8>, promise: EventLoopPromise<SDLMessage>, timeout: Scheduled<Void>)?
 
     var isOpen: Bool { closedReason == nil }
 
@@ -130,7 +130,7 @@ actor SDLConnection {
 
     // MARK: Inbound
 
-    private func handle(_ event: LinkEvent) {
+    func handle(_ event: LinkEvent) {
         switch event {
         case .message(let message):
             dispatch(message)
@@ -143,7 +143,7 @@ actor SDLConnection {
         }
     }
 
-    private func dispatch(_ message: SDLMessage) {
+    func dispatch(_ message: SDLMessage) {
         if message.isControl {
             if message.frameInfo == ControlFrameInfo.heartbeat {
                 answerHeartbeat(service: message.serviceType)
@@ -179,7 +179,7 @@ actor SDLConnection {
 
     /// Answers a heartbeat; the bridge lets the next one through once this answer is written (see
     /// ``LinkEventBridge``).
-    private func answerHeartbeat(service: UInt8) {
+    func answerHeartbeat(service: UInt8) {
         let bridge = self.bridge
         guard closedReason == nil else {
             bridge.heartbeatAnswered()
@@ -190,7 +190,7 @@ actor SDLConnection {
         writeControl(service: service, info: ControlFrameInfo.heartbeatACK, promise: written)
     }
 
-    private func notification(_ rpc: RPCMessage) {
+    func notification(_ rpc: RPCMessage) {
         // Only the notifications acted on are parsed.
         guard rpc.functionID == FunctionID.onHMIStatus || rpc.functionID == FunctionID.onAppInterfaceUnregistered,
             let params = try? rpc.parameters()
@@ -228,12 +228,12 @@ actor SDLConnection {
 
     // MARK: Outbound
 
-    private func takeMessageID() -> UInt32 {
+    func takeMessageID() -> UInt32 {
         defer { nextMessageID = nextMessageID == UInt32.max ? 1 : nextMessageID + 1 }
         return nextMessageID
     }
 
-    private func writeControl(
+    func writeControl(
         service: UInt8, info: UInt8, payload: ByteBuffer = ByteBuffer(), promise: EventLoopPromise<Void>? = nil
     ) {
         let frame = SDLFrame.control(
@@ -244,11 +244,11 @@ actor SDLConnection {
         channel.writeAndFlush(buffer, promise: promise)
     }
 
-    private var timeoutText: String { responseTimeout.syncgateText }
+    var timeoutText: String { responseTimeout.syncgateText }
 
     /// Waits for a control frame with one of `infos`, after `send` wrote the request. Ends at `timeout` (which
     /// closes the connection) or when the calling task is cancelled.
-    private func awaitControl(
+    func awaitControl(
         _ infos: Set<UInt8>, timeout: Duration, timeoutError: DestinationError, send: () -> Void
     ) async throws -> SDLMessage {
         if let closedReason { throw closedReason }
@@ -273,7 +273,7 @@ actor SDLConnection {
     /// Waits until the channel takes more writes: a head unit that stops reading makes the gateway stop
     /// writing (backpressure), instead of queueing requests for it without end. Bounded by `limit` (the
     /// connection is then closed) and by the calling task's cancellation.
-    private func waitUntilWritable(sending name: String, limit: Duration) async throws {
+    func waitUntilWritable(sending name: String, limit: Duration) async throws {
         if channel.isWritable { return }
         let loop = channel.eventLoop
         let promise = loop.makePromise(of: Void.self)
@@ -296,7 +296,7 @@ actor SDLConnection {
         }
     }
 
-    private func expireControl(_ error: DestinationError) {
+    func expireControl(_ error: DestinationError) {
         guard let waiter = controlWaiter else { return }
         controlWaiter = nil
         waiter.promise.fail(error)
@@ -366,7 +366,7 @@ actor SDLConnection {
         return promise.futureResult
     }
 
-    private func expire(_ correlationID: UInt32, _ error: DestinationError) {
+    func expire(_ correlationID: UInt32, _ error: DestinationError) {
         guard let entry = pending.removeValue(forKey: correlationID) else { return }
         entry.promise.fail(error)
         // A head unit that stops answering is not trusted with the next request: start afresh next time.
@@ -389,141 +389,5 @@ actor SDLConnection {
         if code == .applicationNotRegistered {
             markClosed(.retryable("the head unit no longer has the app registered", code: "APPLICATION_NOT_REGISTERED"))
         }
-    }
-
-    // MARK: Session
-
-    /// StartService for RPC with a v1 header and BSON `{protocolVersion: "5.4.1"}`; accepts an ACK in any
-    /// version from 2 to 5 (a v4 head unit answers without BSON and puts the hash id in the message id).
-    func startService() async throws {
-        let payload = BSONDocument([.init("protocolVersion", .string("5.4.1"))]).encodedBuffer()
-        let answer = try await awaitControl(
-            [ControlFrameInfo.startServiceACK, ControlFrameInfo.startServiceNAK], timeout: responseTimeout,
-            timeoutError: .retryable(
-                "no StartService ACK from the head unit at \(endpoint) within \(timeoutText) (its HMI may not be ready)",
-                code: "no-ack")
-        ) {
-            let frame = SDLFrame.control(
-                version: 1, serviceType: ServiceType.rpc, info: ControlFrameInfo.startService, sessionID: 0, messageID: 0,
-                payload: payload)
-            var buffer = channel.allocator.buffer(capacity: 8 + payload.readableBytes)
-            frame.write(to: &buffer)
-            channel.writeAndFlush(buffer, promise: nil)
-        }
-        if answer.frameInfo == ControlFrameInfo.startServiceNAK {
-            var reason = "no reason given"
-            if answer.payload.readableBytes > 0, let doc = try? BSONDocument(decoding: answer.payload) {
-                reason = doc["reason"]?.stringValue ?? doc.description
-            }
-            let error = DestinationError.retryable("the head unit refused to start the RPC service (NAK: \(reason))", code: "NAK")
-            markClosed(error)
-            throw error
-        }
-        guard answer.version >= 2 else {
-            let error = DestinationError.permanent("the head unit answered with protocol version 1, which cannot carry files", code: "protocol-version")
-            markClosed(error)
-            throw error
-        }
-        version = answer.version
-        sessionID = answer.sessionID
-        if version >= 5 {
-            let doc: BSONDocument
-            do {
-                doc = try BSONDocument(decoding: answer.payload)
-            } catch {
-                let failure = DestinationError.retryable("the head unit's StartService ACK is unreadable: \(error)", code: "protocol-error")
-                markClosed(failure)
-                throw failure
-            }
-            hashID = Int32(truncatingIfNeeded: doc["hashId"]?.intValue ?? 0)
-            if let announced = doc["mtu"]?.intValue, announced > 0 {
-                mtu = Int(min(announced, Int64(SDLConnection.maxOutboundFramePayload)))
-            }
-        } else {
-            hashID = Int32(bitPattern: answer.messageID)
-            mtu = version >= 3 ? SDLConnection.maxOutboundFramePayload : 1_488
-        }
-        guard mtu >= 1024 else {
-            let failure = DestinationError.permanent("the head unit's MTU of \(mtu) bytes is too small", code: "protocol-error")
-            markClosed(failure)
-            throw failure
-        }
-        logger.debug("SDL session \(sessionID) protocol v\(version) mtu \(mtu) with \(endpoint)")
-    }
-
-    /// RegisterAppInterface. A refusal is the destination's: ``ResultClassifier/registrationError(_:info:app:)``
-    /// says which refusals block the app and which only make the head unit unavailable for now.
-    func register(app: HeadUnitConfig.App) async throws {
-        let response = try await request(
-            FunctionID.registerAppInterface,
-            [
-                "syncMsgVersion": .object(["majorVersion": .int(8), "minorVersion": .int(0), "patchVersion": .int(0)]),
-                "appName": .string(app.name), "isMediaApplication": .bool(false), "languageDesired": .string("EN-US"),
-                "hmiDisplayLanguageDesired": .string("EN-US"), "appID": .string(app.id),
-            ])
-        guard response.isSuccess else {
-            let error = ResultClassifier.registrationError(response.code, info: response.info, app: app.name)
-            markClosed(error)
-            throw error
-        }
-    }
-
-    /// ListFiles: the truth about what the head unit holds for this app.
-    func refreshListing() async throws {
-        let response = try await request(FunctionID.listFiles, [:])
-        guard response.code.isSuccess else {
-            noteNoneRejectionIf(response.code)
-            throw ResultClassifier.error(
-                response.code, info: response.info, function: "ListFiles", subject: "", hmiLevel: hmiLevel)
-        }
-        let names = (response.parameters["filenames"]?.arrayValue ?? []).compactMap(\.stringValue)
-        files = Set(names)
-        listingIsComplete = names.count < SDLConnection.listFilesLimit
-        spaceAvailable = response.parameters["spaceAvailable"]?.intValue
-    }
-
-    func noteStored(_ name: String, spaceAvailable: Int64?) {
-        files.insert(name)
-        if let spaceAvailable { self.spaceAvailable = spaceAvailable }
-    }
-
-    func noteDeleted(_ name: String, spaceAvailable: Int64?) {
-        files.remove(name)
-        if let spaceAvailable { self.spaceAvailable = spaceAvailable }
-    }
-
-    func noteNoneRejectionIf(_ code: ResultCode) {
-        if hmiLevel == "NONE" && (code == .rejected || code == .disallowed || code == .userDisallowed) { noneRejected = true }
-    }
-
-    /// UnregisterAppInterface, then EndService with the hash id, then close. Waits at most ``closeBudget`` in all,
-    /// and not at all for a head unit that has not answered what it was already asked (requests still pending, as
-    /// after a cancelled upload), that stopped reading, or when the calling task is cancelled; errors are ignored.
-    func close() async {
-        guard closedReason == nil else { return }
-        let deadline = ContinuousClock.now + min(responseTimeout, SDLConnection.closeBudget)
-        let unanswered = !pending.isEmpty
-        func remaining() -> Duration? {
-            let left = deadline - ContinuousClock.now
-            return left > .milliseconds(1) && !unanswered && channel.isWritable && !Task.isCancelled ? left : nil
-        }
-        if let limit = remaining(), let future = try? await send(FunctionID.unregisterAppInterface, [:], timeout: limit) {
-            _ = try? await FutureWait.value(of: future)
-        }
-        if closedReason == nil, let limit = remaining() {
-            var payload = ByteBuffer()
-            if version >= 5 {
-                payload = BSONDocument([.init("hashId", .int32(hashID))]).encodedBuffer()
-            } else {
-                payload.writeInteger(hashID)
-            }
-            _ = try? await awaitControl(
-                [ControlFrameInfo.endServiceACK, ControlFrameInfo.endServiceNAK], timeout: limit,
-                timeoutError: .retryable("no EndService ACK", code: "timeout")
-            ) {
-                writeControl(service: ServiceType.rpc, info: ControlFrameInfo.endService, payload: payload)
-            }
-        }
-        markClosed(.retryable("the session with the head unit was ended", code: "closed"))
     }
 }
