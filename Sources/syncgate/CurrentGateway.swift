@@ -25,6 +25,10 @@ final class CurrentGateway: GatewayObservable, @unchecked Sendable {
         guard let current else { return AsyncStream { $0.finish() } }
         return current.events()
     }
+    func recorded() -> AsyncStream<Void> {
+        guard let current else { return AsyncStream { $0.finish() } }
+        return current.recorded()
+    }
     func retry(destination: String?, paths: [String]) async throws -> Int {
         guard let current else { throw NotRunning() }
         return try await current.retry(destination: destination, paths: paths)

@@ -58,9 +58,12 @@ struct EventStreamTests {
         #expect(summary.uploaded == 2)
         let sent = gateway.fanOut.sentCount
         #expect(sent >= 6, "queued, started and synced of two files at least")
-        func streamed() -> [String] { messages.all.compactMap(EventStreamClient.data(of:)) }
+        let recordedNotice = #"{"event":"recorded"}"#
+        func streamed() -> [String] { messages.all.compactMap(EventStreamClient.data(of:)).filter { $0 != recordedNotice } }
         #expect(await EventStreamTests.eventually { direct.count == sent && streamed().count == sent })
         #expect(streamed() == direct.all)
+        // The pass's outcomes were written, and the stream said so.
+        #expect(await EventStreamTests.eventually { messages.all.compactMap(EventStreamClient.data(of:)).contains(recordedNotice) })
         let synced = streamed().compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
             .filter { $0["event"] as? String == "synced" }
         #expect(Set(synced.compactMap { $0["path"] as? String }) == ["a.txt", "docs/b \"quoted\".md"])
@@ -70,6 +73,34 @@ struct EventStreamTests {
         reader.cancel()
         #expect(await EventStreamTests.eventually { gateway.fanOut.subscriberCount == 1 })
         directReader.cancel()
+        try await server.stop()
+    }
+
+    /// A reader of `/api/status` learns when what it reads has changed: an outcome is written after its event (in
+    /// batches), or by no pass at all (a forget). Byte progress is not announced, and a burst of commits is a few
+    /// notices, not one each.
+    @Test func ledgerCommitsAreAnnouncedOnceTheyAreWritten() async throws {
+        let gateway = try TestGateway()
+        defer { gateway.stop() }
+        let server = try await RunningServer(gateway: gateway)
+        let messages = LockedList<String>()
+        let reader = try await EventStreamTests.open(server.base + "/api/events", into: messages)
+        let notice = #"{"event":"recorded"}"#
+        func notices() -> Int { messages.all.compactMap(EventStreamClient.data(of:)).filter { $0 == notice }.count }
+
+        for bytes in 1...20 { try gateway.ledger.markProgress(FileKey(source: "outbox", path: "a.txt"), destination: "archive", bytes: Int64(bytes)) }
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(notices() == 0, "byte progress changes nothing status counts")
+
+        _ = try gateway.ledger.forgetFailed(destination: nil, paths: [])
+        #expect(await EventStreamTests.eventually { notices() == 1 })
+
+        let commits = 200
+        for _ in 0..<commits { _ = try gateway.ledger.forgetFailed(destination: nil, paths: []) }
+        #expect(await EventStreamTests.eventually { notices() >= 2 }, "the last commit of a burst is announced")
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(notices() < 1 + commits, "\(notices()) notices for \(commits) commits")
+        reader.cancel()
         try await server.stop()
     }
 

@@ -74,6 +74,13 @@ struct StatusPageTests {
         try await browser.waitFor("document.querySelector('.card[data-destination=\"archive\"] .recent-completed')?.textContent.includes('c.txt')")
         #expect(try await browser.evaluate("window.stillTheSamePage === true") as? Bool == true)
 
+        // A change written to the ledger with no delivery event (another process's `forget`, or a batch written
+        // after its events): the page reads the report again.
+        #expect(try await browser.evaluate(StatusPageTests.count("vault", "synced")) as? String == "0")
+        try gateway.ledger.markSynced(FileKey(source: "outbox", path: "c.txt"), destination: "vault",
+                                      receipt: Receipt(remoteName: "c.txt"), size: 7, modificationTime: Date(), sha256: nil, at: Date())
+        try await browser.waitFor(StatusPageTests.count("vault", "synced") + " === '1'")
+
         // The fault is gone; a click on Retry re-attempts the file, which is delivered.
         try FileManager.default.removeItem(at: gateway.dir.file("archive/report.csv"))
         try await browser.click(failedRow + " button.retry")

@@ -83,6 +83,8 @@ final class TestGateway: GatewayObservable, @unchecked Sendable {
 
     func events() -> AsyncStream<DeliveryEvent> { fanOut.subscribe() }
 
+    func recorded() -> AsyncStream<Void> { ledger.commits() }
+
     /// As `syncgate retry` does: failed files (and, with no path, blocked destinations) are due now, and a pass of
     /// the failed files starts at once; returns the files that were failed.
     func retry(destination: String?, paths: [String]) async throws -> Int {

@@ -110,6 +110,8 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
 
     public func events() -> AsyncStream<DeliveryEvent> { hub.subscribe() }
 
+    public func recorded() -> AsyncStream<Void> { ledger.commits() }
+
     public func retry(destination: String?, paths: [String]) async throws -> Int {
         let count = try ledger.requestRetry(destination: destination, paths: paths, at: Date())
         if paths.isEmpty { try ledger.unblock(destination: destination, at: Date()) }

@@ -12,6 +12,10 @@ public protocol GatewayObservable: Sendable {
     /// Every delivery event from now on, as `sync --json` prints them (`/api/events`); ends when the gateway stops
     /// or the caller stops iterating.
     func events() -> AsyncStream<DeliveryEvent>
+    /// A signal each time what ``statusReport()`` reads has changed in the ledger (``Ledger/commits()``): a
+    /// delivery event comes before its outcome is written, so a reader of the report after an event reads it
+    /// again on this. Ends, like ``events()``, when the caller stops iterating.
+    func recorded() -> AsyncStream<Void>
     /// Re-attempts failed files now (of one destination, of some paths; all when empty), and blocked destinations
     /// when no path is given, as `syncgate retry` does. Returns how many files were failed.
     func retry(destination: String?, paths: [String]) async throws -> Int

@@ -85,7 +85,8 @@ extension Ledger {
     public func apply(_ updates: [Update]) throws {
         guard !updates.isEmpty else { return }
         let changes = Ledger.foldingAttemptStarts(updates)
-        try write { db in
+        let onlyProgress = updates.allSatisfy { if case .progress = $0 { true } else { false } }
+        try write(notify: !onlyProgress) { db in
             for change in changes { try Ledger.apply(change.update, in: db, attemptStartedAt: change.attemptStartedAt) }
         }
     }

@@ -11,6 +11,8 @@ public final class Ledger: Sendable {
     let identity: LedgerIdentity?
     /// Set once the file was found deleted or replaced: every later write fails the same way.
     private let lost = LostState()
+    /// Fired after each commit of this process that changes what `status` reads (see ``commits()``).
+    private let committed = CommitSignal()
 
     static let format = "syncgate-ledger"
     /// The schema this syncgate writes. Version 1 (files only) is upgraded in place; a newer one is refused.
@@ -102,7 +104,8 @@ public final class Ledger: Sendable {
 
     /// Writes in one transaction, then makes sure the file written is still the state file: a write made after it
     /// was deleted or replaced is saved with the rest (``checkIdentity()``), and the caller learns of the loss.
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
+    /// `notify: false` for a write that changes nothing `status` counts (an upload's byte progress).
+    func write<T>(notify: Bool = true, _ body: (Database) throws -> T) throws -> T {
         let result: T
         do {
             result = try pool.write(body)
@@ -110,8 +113,15 @@ public final class Ledger: Sendable {
             throw Ledger.explain(error, path: path)
         }
         try checkIdentity()
+        if notify { committed.fire() }
         return result
     }
+
+    /// A signal after each commit this process makes to the ledger that changes what ``StatusReport`` reads: the
+    /// status page reads the report again on it, since a delivery event reaches it before its batch is written.
+    /// Commits close together come as one signal to a listener that has not taken the last one yet. Changes other
+    /// processes make are not signalled (see ``changeCounter()``).
+    public func commits() -> AsyncStream<Void> { committed.subscribe() }
 
     /// The columns ``entry(_:)`` reads, in its order (by index: a lookup by name costs more than the read).
     static let columns = "source, path, destination, status, attempts, last_attempt_at, last_error, error_class, error_code, "

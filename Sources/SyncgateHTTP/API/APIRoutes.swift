@@ -26,7 +26,7 @@ struct APIRoutes: Sendable {
                 logger.warning("an event stream refused: \(streams.limit) are open")
                 throw HTTPError(.serviceUnavailable, headers: [.retryAfter: "10"], message: "too many event streams are open (\(streams.limit))")
             }
-            return EventStream(events: gateway.events(), heartbeat: heartbeat, slot: slot).response(for: request)
+            return EventStream(events: gateway.events(), recorded: gateway.recorded(), heartbeat: heartbeat, slot: slot).response(for: request)
         }
         router.post("/api/retry") { request, _ -> Response in
             let selection = try await FileSelection.read(from: request)

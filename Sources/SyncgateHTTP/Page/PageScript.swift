@@ -149,6 +149,7 @@ enum PageScript {
                 scheduleRefresh();
                 break;
               case "queued":
+              case "recorded":  // the ledger has written outcomes: the counts changed
                 scheduleRefresh();
                 break;
             }
