@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import Logging
 import NIOCore
@@ -49,15 +50,27 @@ public struct StatusServer: Sendable {
         )
         var configuration = ServiceGroupConfiguration(services: [app], logger: logger)
         configuration.maximumGracefulShutdownDuration = StatusServer.shutdownLimit
-        configuration.maximumCancellationDuration = StatusServer.shutdownLimit
+        // No `maximumCancellationDuration`: past it, ServiceGroup ends the whole process with a fatal error (a
+        // gateway under load was seen to crash on SIGTERM so). Past the same limit, `run` returns instead and leaves
+        // what has not ended yet behind.
         let group = ServiceGroup(configuration: configuration)
         // The group runs in a task of its own, which the caller's cancellation does not reach: it becomes a graceful
         // shutdown instead (a cancelled server would log its accept loop's cancellation as an error).
         let running = Task { try await group.run() }
+        let outcome = FirstOutcome()
         try await withTaskCancellationHandler {
-            try await running.value
+            try await withCheckedThrowingContinuation { continuation in
+                outcome.set(continuation)
+                Task { outcome.resume(with: await running.result) }
+            }
         } onCancel: {
-            Task { await group.triggerGracefulShutdown() }
+            Task {
+                await group.triggerGracefulShutdown()
+                try? await Task.sleep(for: StatusServer.shutdownLimit * 2)
+                if outcome.resume(with: .success(())) {
+                    logger.warning("the status server did not stop within \(StatusServer.shutdownLimit * 2); left behind")
+                }
+            }
         }
     }
 
@@ -89,5 +102,38 @@ public struct StatusServer: Sendable {
     /// `host:port`, an IPv6 host in brackets.
     static func authority(host: String, port: Int) -> String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+}
+
+/// The first of two outcomes of ``StatusServer/run(onListening:)``: the server's own end, or the end of waiting for
+/// it after a shutdown was asked.
+private final class FirstOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Void, any Error>?
+    private var early: Result<Void, any Error>?
+    private var resumed = false
+
+    func set(_ continuation: CheckedContinuation<Void, any Error>) {
+        let ready: Result<Void, any Error>? = lock.withLock {
+            if let early { resumed = true; return early }
+            self.continuation = continuation
+            return nil
+        }
+        if let ready { continuation.resume(with: ready) }
+    }
+
+    /// Resumes the waiter with `result` unless something resumed it before; says whether this did.
+    @discardableResult
+    func resume(with result: Result<Void, any Error>) -> Bool {
+        let waiting: CheckedContinuation<Void, any Error>? = lock.withLock {
+            guard !resumed, early == nil else { return nil }
+            guard let continuation else { early = result; return nil }
+            resumed = true
+            self.continuation = nil
+            return continuation
+        }
+        guard let waiting else { return false }
+        waiting.resume(with: result)
+        return true
     }
 }
