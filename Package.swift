@@ -49,6 +49,7 @@ let package = Package(
         .target(name: "SyncgateS3", dependencies: ["SyncgateCore", httpClient, crypto, nioCore, nioHTTP1, logging]),
         .target(name: "SyncgateSDL", dependencies: [nioCore, "CZlib"]),  // SDL wire format: frames, BSON, RPC messages
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),  // the system's zlib, for its CRC-32
+        .systemLibrary(name: "CMalloc"),  // glibc's malloc tuning, for `syncgate run` (ProcessMemory)
         .target(name: "SyncgateHeadUnit", dependencies: ["SyncgateCore", "SyncgateSDL", crypto, nioCore, nioPosix, logging]),
         .target(
             name: "SyncgateSheets",
@@ -78,7 +79,7 @@ let package = Package(
         .executableTarget(
             name: "syncgate",
             dependencies: [
-                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets", "SyncgateHTTP", "SyncgateExec",
+                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets", "SyncgateHTTP", "SyncgateExec", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 logging,
             ]

@@ -52,6 +52,19 @@ struct RunCommand: AsyncParsableCommand {
         // The status page (when `http:` is set) serves every gateway of this process, across reloads; it is made
         // before the first pass so that the delivery counters reach its /metrics.
         let observed = CurrentGateway()
+        let trimmer = Task {
+            // What the passes since the last look freed goes back to the system (ProcessMemory).
+            var seen = 0
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(5))
+                let passes = observed.figures.passes
+                if passes != seen {
+                    seen = passes
+                    ProcessMemory.trim()
+                }
+            }
+        }
+        defer { trimmer.cancel() }
         var server: Task<Void, any Error>? = nil
         if let http = config.http {
             let statusServer = StatusServer(settings: http, gateway: observed, logger: logger)

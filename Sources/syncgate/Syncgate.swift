@@ -17,4 +17,10 @@ struct Syncgate: AsyncParsableCommand {
         ],
         defaultSubcommand: nil
     )
+
+    /// ArgumentParser's own `main`, after what must happen before any thread starts (``ProcessMemory``).
+    static func main() async {
+        ProcessMemory.prepare(arguments: CommandLine.arguments)
+        await main(nil)
+    }
 }

@@ -51,28 +51,30 @@ struct EventStream: Sendable {
     /// cancelled.
     static func relay(_ events: AsyncStream<DeliveryEvent>, recorded: AsyncStream<Void>, heartbeat: Duration,
                       write: (String) async throws -> Void) async throws {
-        let (chunks, output) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(backlog))
+        let output = EventBacklog(capacity: backlog)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await event in events { output.yield(EventStream.chunk(event)) }
+                for await event in events { output.append(EventStream.chunk(event)) }
                 output.finish()
             }
             group.addTask {
                 // Commits close together become one notice: the signal holds one, and this waits between two.
                 for await _ in recorded {
-                    output.yield(EventStream.recordedChunk)
+                    output.append(EventStream.recordedChunk)
                     try await Task.sleep(for: recordedSpacing)
                 }
             }
             group.addTask {
                 while true {
                     try await Task.sleep(for: heartbeat)
-                    output.yield(": keep-alive\n\n")
+                    output.append(": keep-alive\n\n")
                 }
             }
             try await withGracefulShutdownHandler {
-                for await chunk in chunks {
-                    try await write(chunk)
+                // Whatever waits goes out in one write: a burst costs a few writes, not one per event.
+                while let (chunks, dropped) = await output.takeAll() {
+                    let lost = dropped > 0 ? ": \(dropped) older events dropped (this client read too slowly)\n\n" : ""
+                    try await write(lost + chunks.joined())
                 }
             } onGracefulShutdown: {
                 output.finish()
