@@ -56,7 +56,7 @@ struct RunCommand: AsyncParsableCommand {
             // What the passes since the last look freed goes back to the system (ProcessMemory).
             var seen = 0
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(5))
+                try? await Task.sleep(for: .seconds(1))
                 let passes = observed.figures.passes
                 if passes != seen {
                     seen = passes
