@@ -14,6 +14,8 @@ public struct S3Config: Decodable, Sendable {
     public var sessionToken: Secret?
     public var multipart: S3MultipartConfig
     public var storageClass: String?
+    /// `content_types`, `cache_control`, `sse`, `sse_kms_key_id`, `tags`, `acl`.
+    public var objects: S3ObjectSettings
     /// `request_timeout`: how long a request may wait for an answer or stall (see ``S3Settings/requestTimeout``).
     public var requestTimeout: Duration?
 
@@ -65,6 +67,7 @@ public struct S3Config: Decodable, Sendable {
         if let storageClass, storageClass.isEmpty || !storageClass.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
             throw ConfigValueError("'\(storageClass)' is not a storage class (e.g. STANDARD, STANDARD_IA)", key: CodingKeys.storageClass)
         }
+        objects = try S3ObjectSettings(from: decoder)
         if let value = try c.decodeIfPresent(ConfigDuration.self, forKey: .requestTimeout) {
             guard value.duration >= .milliseconds(100), value.duration <= .seconds(3600) else {
                 throw ConfigValueError("must be between 100ms and 1h", key: CodingKeys.requestTimeout)

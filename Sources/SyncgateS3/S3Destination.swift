@@ -60,7 +60,7 @@ public final class S3Destination: Destination, @unchecked Sendable {
         guard size == item.size else {
             throw FileChangedError(path: item.relativePath, detail: "size \(item.size) -> \(size) since it was planned")
         }
-        var headers: [(name: String, value: String)] = [("x-amz-meta-sha256", item.sha256)]
+        var headers: [(name: String, value: String)] = [("x-amz-meta-sha256", item.sha256)] + settings.objects.headers(forKey: key)
         if let storageClass = settings.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
         let display = settings.display(key: key)
         let etag: S3ETag

@@ -15,6 +15,8 @@ public struct S3Settings: Sendable {
     public var credentials: SigV4Credentials
     public var multipart: S3MultipartConfig
     public var storageClass: String?
+    /// The headers every stored object carries (``S3ObjectSettings``).
+    public var objects: S3ObjectSettings
     /// How long one request may go without progress: the answer to a request must begin within it, and no upload
     /// or download may stall longer. Requests without a file body (HEAD, ListObjectsV2, DeleteObjects,
     /// CreateMultipartUpload, AbortMultipartUpload) must also end within it; a file body's request is bounded in
@@ -37,7 +39,7 @@ public struct S3Settings: Sendable {
     public init(
         endpoint: URL, region: String, bucket: String, prefix: String = "", pathStyle: Bool = true,
         credentials: SigV4Credentials, multipart: S3MultipartConfig = S3MultipartConfig(), storageClass: String? = nil,
-        requestTimeout: Duration = S3Settings.defaultRequestTimeout
+        objects: S3ObjectSettings = S3ObjectSettings(), requestTimeout: Duration = S3Settings.defaultRequestTimeout
     ) {
         scheme = endpoint.scheme?.lowercased() ?? "https"
         host = endpoint.host ?? "localhost"
@@ -49,6 +51,7 @@ public struct S3Settings: Sendable {
         self.credentials = credentials
         self.multipart = multipart
         self.storageClass = storageClass
+        self.objects = objects
         self.requestTimeout = requestTimeout
     }
 
@@ -75,7 +78,7 @@ public struct S3Settings: Sendable {
         self.init(
             endpoint: endpoint, region: region, bucket: config.bucket, prefix: config.prefix,
             pathStyle: pathStyle || !dnsSafe, credentials: credentials, multipart: config.multipart,
-            storageClass: config.storageClass, requestTimeout: config.requestTimeout ?? S3Settings.defaultRequestTimeout)
+            storageClass: config.storageClass, objects: config.objects, requestTimeout: config.requestTimeout ?? S3Settings.defaultRequestTimeout)
     }
 
     /// The Host header: the endpoint's host (prefixed with the bucket in virtual-hosted style) and its port when

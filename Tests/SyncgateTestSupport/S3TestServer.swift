@@ -126,6 +126,28 @@ public final class S3TestServer: @unchecked Sendable {
         return result
     }
 
+    /// What boto3 reads of an object besides its bytes: HeadObject's headers, its tags and its ACL grants.
+    public struct ObjectDescription: Sendable {
+        public var contentType: String?
+        public var cacheControl: String?
+        public var serverSideEncryption: String?
+        public var kmsKeyID: String?
+        public var tags: [String: String]
+        /// `grantee URI or id: permission`, one per grant.
+        public var grants: [String]
+    }
+
+    public func describe(bucket: String, key: String) async throws -> ObjectDescription {
+        let text = try await helper(["describe", String(port), bucket, key])
+        guard let entry = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw S3TestServerError("unreadable description: \(text.prefix(300))")
+        }
+        return ObjectDescription(
+            contentType: entry["content_type"] as? String, cacheControl: entry["cache_control"] as? String,
+            serverSideEncryption: entry["sse"] as? String, kmsKeyID: entry["kms_key_id"] as? String,
+            tags: entry["tags"] as? [String: String] ?? [:], grants: entry["grants"] as? [String] ?? [])
+    }
+
     /// Multipart uploads still open in `bucket` (orphans, if any).
     public func openMultipartUploads(bucket: String) async throws -> Int {
         Int(try await helper(["uploads", String(port), bucket]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
@@ -203,6 +225,16 @@ elif cmd == "dump":
             out.append({"key": item["Key"], "size": item["Size"], "file": path,
                         "metadata": answer.get("Metadata", {})})
     print(json.dumps(out))
+elif cmd == "describe":
+    s3 = client("s3")
+    bucket, key = sys.argv[3], sys.argv[4]
+    head = s3.head_object(Bucket=bucket, Key=key)
+    tags = s3.get_object_tagging(Bucket=bucket, Key=key).get("TagSet", [])
+    acl = s3.get_object_acl(Bucket=bucket, Key=key).get("Grants", [])
+    grants = ["%s: %s" % (g["Grantee"].get("URI") or g["Grantee"].get("ID") or "?", g["Permission"]) for g in acl]
+    print(json.dumps({"content_type": head.get("ContentType"), "cache_control": head.get("CacheControl"),
+                      "sse": head.get("ServerSideEncryption"), "kms_key_id": head.get("SSEKMSKeyId"),
+                      "tags": {t["Key"]: t["Value"] for t in tags}, "grants": grants}))
 elif cmd == "uploads":
     s3 = client("s3")
     print(len(s3.list_multipart_uploads(Bucket=sys.argv[3]).get("Uploads", [])))
