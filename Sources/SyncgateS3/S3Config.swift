@@ -16,6 +16,8 @@ public struct S3Config: Decodable, Sendable {
     public var storageClass: String?
     /// `content_types`, `cache_control`, `sse`, `sse_kms_key_id`, `tags`, `acl`.
     public var objects: S3ObjectSettings
+    /// `existing: ledger | check`.
+    public var existing: S3Settings.Existing
     /// `request_timeout`: how long a request may wait for an answer or stall (see ``S3Settings/requestTimeout``).
     public var requestTimeout: Duration?
 
@@ -28,6 +30,7 @@ public struct S3Config: Decodable, Sendable {
         case multipart
         case storageClass = "storage_class"
         case requestTimeout = "request_timeout"
+        case existing
     }
 
     public init(from decoder: any Decoder) throws {
@@ -68,6 +71,11 @@ public struct S3Config: Decodable, Sendable {
             throw ConfigValueError("'\(storageClass)' is not a storage class (e.g. STANDARD, STANDARD_IA)", key: CodingKeys.storageClass)
         }
         objects = try S3ObjectSettings(from: decoder)
+        let existingText = try c.decodeIfPresent(String.self, forKey: .existing) ?? "ledger"
+        guard let existing = S3Settings.Existing(rawValue: existingText) else {
+            throw ConfigValueError("'\(existingText)' is not ledger or check", key: CodingKeys.existing)
+        }
+        self.existing = existing
         if let value = try c.decodeIfPresent(ConfigDuration.self, forKey: .requestTimeout) {
             guard value.duration >= .milliseconds(100), value.duration <= .seconds(3600) else {
                 throw ConfigValueError("must be between 100ms and 1h", key: CodingKeys.requestTimeout)

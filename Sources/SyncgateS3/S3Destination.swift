@@ -25,6 +25,8 @@ public final class S3Destination: Destination, @unchecked Sendable {
     let client: S3Client
     let logger: Logger
     let resumeStore = S3MultipartResumeStore()
+    /// What the bucket holds in the folders of this pass's new files (``S3Settings/existing`` `check`).
+    let existing = S3ExistingObjects()
 
     public init(settings: S3Settings, logger: Logger = Logger(label: "syncgate.s3")) {
         self.settings = settings
@@ -99,6 +101,14 @@ public final class S3Destination: Destination, @unchecked Sendable {
     public func existingCopy(of item: UploadItem) async throws -> Receipt? {
         let key = item.remoteName
         let display = settings.display(key: key)
+        switch existing.lookup(key) {
+        case .absent:
+            return nil
+        case .present(let object):
+            return try listedCopy(object, of: item)
+        case .unknown:
+            break
+        }
         let response: S3Client.Response
         do {
             response = try await client.send(.HEAD, key: key, headers: [("x-amz-checksum-mode", "ENABLED")], context: "HeadObject \(display)")
@@ -114,16 +124,55 @@ public final class S3Destination: Destination, @unchecked Sendable {
             return checksum == item.sha256.lowercased() ? receipt : nil
         }
         guard !S3Destination.etagIsNotMD5(headers) else { return nil }
+        return try self.etag(etag, isTheOneOf: item) ? receipt : nil
+    }
+
+    /// Whether `etag` is the one the file's bytes make: their MD5, or the multipart ETag of their parts at this
+    /// plugin's part size (the file is read once).
+    func etag(_ etag: S3ETag, isTheOneOf item: UploadItem) throws -> Bool {
         let reader = try FileReader(path: item.absolutePath)
-        guard try reader.currentSize() == item.size else { return nil }
+        guard try reader.currentSize() == item.size else { return false }
         if etag.isMD5 {
-            let digest = try S3RangeDigest.compute(reader, offset: 0, length: item.size, sha256: false)
-            return digest.md5Hex == etag.value ? receipt : nil
+            return try S3RangeDigest.compute(reader, offset: 0, length: item.size, sha256: false).md5Hex == etag.value
         }
         let partSize = settings.multipart.effectivePartSize(for: item.size)
         let parts = item.size == 0 ? 1 : Int((item.size + partSize - 1) / partSize)
-        guard let count = etag.multipartCount, count == parts else { return nil }
-        return try S3ETag.multipart(of: reader, size: item.size, partSize: partSize) == etag ? receipt : nil
+        guard let count = etag.multipartCount, count == parts else { return false }
+        return try S3ETag.multipart(of: reader, size: item.size, partSize: partSize) == etag
+    }
+
+    /// `existing: check`: a file the ledger does not know is first looked for in the bucket.
+    public var checksNewFiles: Bool { settings.existing == .check }
+
+    /// Lists the folders of the files about to go whose outcome is unknown (with `existing: check`, every file new
+    /// to the ledger), one ListObjectsV2 each, so that ``existingCopy(of:)`` needs no HEAD per file. A folder that
+    /// cannot be listed is left to HEAD.
+    public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] {
+        guard settings.existing == .check else { return [:] }
+        let folders = existing.unlisted(items.filter(\.outcomeUnknown).map(\.remoteName))
+        for folder in folders.sorted() {
+            do {
+                let (objects, _) = try await S3Listing(client: client).objects(prefix: folder, delimiter: "/")
+                existing.record(folder: folder, objects: objects)
+            } catch {
+                logger.debug("existing: check: cannot list \(settings.display(key: folder)); its files are checked one by one",
+                             metadata: ["error": "\(error)"])
+            }
+        }
+        return [:]
+    }
+
+    /// A new pass: what was listed may have changed since.
+    public func startPass() async {
+        existing.reset()
+    }
+
+    /// An object a listing named: it counts when its size is the file's and its ETag is the one these bytes make
+    /// (their MD5, or the multipart ETag of their parts at this plugin's part size). Listings show no
+    /// encryption: an ETag that matches nothing (SSE-KMS) means "send it".
+    func listedCopy(_ object: S3Listing.Object, of item: UploadItem) throws -> Receipt? {
+        guard object.size == item.size, let etag = object.etag, try self.etag(etag, isTheOneOf: item) else { return nil }
+        return Receipt(remoteName: item.remoteName, etag: etag.value, detail: settings.display(key: item.remoteName), sha256: item.sha256)
     }
 
     /// The object's SHA-256 as the server computed it over the whole object (`x-amz-checksum-sha256`, base64, asked

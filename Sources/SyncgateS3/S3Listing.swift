@@ -22,10 +22,24 @@ struct S3Listing: Sendable {
     var maximumNameBytesHere = S3Listing.maximumNameBytes
     var settings: S3Settings { client.settings }
 
+    /// One object as a listing names it.
+    struct Object: Sendable, Hashable {
+        var name: String
+        var size: Int64?
+        var etag: S3ETag?
+    }
+
     /// The listing; stops after `maxKeys` names (then `complete` is false). `pageSize` asks for smaller pages.
     func run(maxKeys: Int? = nil, pageSize: Int? = nil) async throws -> (entries: [RemoteListing.Entry], complete: Bool) {
-        let context = "ListObjectsV2 s3://\(settings.bucket)/\(settings.prefix)"
-        var entries: [RemoteListing.Entry] = []
+        let (objects, complete) = try await objects(prefix: settings.prefix, maxKeys: maxKeys, pageSize: pageSize)
+        return (objects.map { RemoteListing.Entry(name: $0.name, size: $0.size) }, complete)
+    }
+
+    /// The objects under `prefix` (with `delimiter` "/", those directly in that folder), with their sizes and
+    /// ETags; stops after `maxKeys` names (then `complete` is false).
+    func objects(prefix: String, delimiter: String? = nil, maxKeys: Int? = nil, pageSize: Int? = nil) async throws -> (objects: [Object], complete: Bool) {
+        let context = "ListObjectsV2 s3://\(settings.bucket)/\(prefix)"
+        var entries: [Object] = []
         var nameBytes = 0
         var token: String?
         var seenTokens: Set<String> = []
@@ -38,7 +52,8 @@ struct S3Listing: Sendable {
                 throw failure(context, "the server is still paginating after \(S3Listing.maximumPages) pages", code: "ListingTooLong")
             }
             var query: [(name: String, value: String)] = [("list-type", "2"), ("encoding-type", "url")]
-            if !settings.prefix.isEmpty { query.append(("prefix", settings.prefix)) }
+            if !prefix.isEmpty { query.append(("prefix", prefix)) }
+            if let delimiter { query.append(("delimiter", delimiter)) }
             if let token { query.append(("continuation-token", token)) }
             if let pageSize { query.append(("max-keys", String(pageSize))) }
             let response = try await client.send(.GET, key: nil, query: query, context: context, maxResponseBytes: S3Listing.maximumPageBytes)
@@ -52,7 +67,7 @@ struct S3Listing: Sendable {
                 let name = encoded ? S3URIEncoding.decode(raw, plusIsSpace: true) : raw
                 pageNames += 1
                 nameBytes += name.utf8.count
-                entries.append(RemoteListing.Entry(name: name, size: content.value("Size").flatMap { Int64($0) }))
+                entries.append(Object(name: name, size: content.value("Size").flatMap { Int64($0) }, etag: content.value("ETag").map { S3ETag($0) }))
                 guard entries.count <= maximumEntriesHere, nameBytes <= maximumNameBytesHere else {
                     throw failure(
                         context, "more than \(maximumEntriesHere) names (or \(maximumNameBytesHere >> 20) MiB of them) under the prefix; listing stopped",

@@ -17,6 +17,13 @@ public struct S3Settings: Sendable {
     public var storageClass: String?
     /// The headers every stored object carries (``S3ObjectSettings``).
     public var objects: S3ObjectSettings
+    /// Where a run learns that a file is already in the bucket: `ledger` (only the ledger, the default) or `check`
+    /// (a file the ledger does not know is looked for in the bucket first, see ``S3ExistingObjects``).
+    public var existing: Existing
+
+    public enum Existing: String, Sendable, Hashable {
+        case ledger, check
+    }
     /// How long one request may go without progress: the answer to a request must begin within it, and no upload
     /// or download may stall longer. Requests without a file body (HEAD, ListObjectsV2, DeleteObjects,
     /// CreateMultipartUpload, AbortMultipartUpload) must also end within it; a file body's request is bounded in
@@ -39,7 +46,8 @@ public struct S3Settings: Sendable {
     public init(
         endpoint: URL, region: String, bucket: String, prefix: String = "", pathStyle: Bool = true,
         credentials: SigV4Credentials, multipart: S3MultipartConfig = S3MultipartConfig(), storageClass: String? = nil,
-        objects: S3ObjectSettings = S3ObjectSettings(), requestTimeout: Duration = S3Settings.defaultRequestTimeout
+        objects: S3ObjectSettings = S3ObjectSettings(), existing: Existing = .ledger,
+        requestTimeout: Duration = S3Settings.defaultRequestTimeout
     ) {
         scheme = endpoint.scheme?.lowercased() ?? "https"
         host = endpoint.host ?? "localhost"
@@ -52,6 +60,7 @@ public struct S3Settings: Sendable {
         self.multipart = multipart
         self.storageClass = storageClass
         self.objects = objects
+        self.existing = existing
         self.requestTimeout = requestTimeout
     }
 
@@ -78,7 +87,7 @@ public struct S3Settings: Sendable {
         self.init(
             endpoint: endpoint, region: region, bucket: config.bucket, prefix: config.prefix,
             pathStyle: pathStyle || !dnsSafe, credentials: credentials, multipart: config.multipart,
-            storageClass: config.storageClass, objects: config.objects, requestTimeout: config.requestTimeout ?? S3Settings.defaultRequestTimeout)
+            storageClass: config.storageClass, objects: config.objects, existing: config.existing, requestTimeout: config.requestTimeout ?? S3Settings.defaultRequestTimeout)
     }
 
     /// The Host header: the endpoint's host (prefixed with the bucket in virtual-hosted style) and its port when

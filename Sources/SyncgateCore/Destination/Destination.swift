@@ -67,6 +67,11 @@ public protocol Destination: Sendable {
     /// when it stops or reloads: its destinations serve many passes.
     func finish() async
 
+    /// `true` when a file the ledger has never seen may already be at the destination and should be looked for there
+    /// before it is sent (S3's `existing: check`, for a runner that starts with an empty ledger): such files go to
+    /// ``existingCopy(of:)`` first, as files whose last outcome is unknown do. Default: `false`.
+    var checksNewFiles: Bool { get }
+
     /// Called at the start of each pass of a gateway (whose destinations stay open across passes): forget what is
     /// only good for one pass (a cache of what the destination holds). Default: nothing.
     func startPass() async
@@ -109,6 +114,7 @@ extension Destination {
     public func existingCopy(of item: UploadItem) async throws -> Receipt? { nil }
     public func finish() async {}
     public func startPass() async {}
+    public var checksNewFiles: Bool { false }
     public var connectionGeneration: Int { get async { 0 } }
     public var supportsBatchDelete: Bool { false }
     public func delete(remoteNames: [String]) async throws -> [String: DestinationError] {

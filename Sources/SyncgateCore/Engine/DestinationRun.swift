@@ -211,7 +211,7 @@ final class DestinationRun: @unchecked Sendable {
                 source: plan.file.source, relativePath: plan.file.relativePath, absolutePath: plan.file.absolutePath,
                 remoteName: plan.remoteName ?? plan.file.relativePath, size: plan.file.size, modificationTime: plan.file.modificationTime,
                 sha256: plan.sha256 ?? "", isArtwork: plan.isArtwork,
-                outcomeUnknown: entry.map { $0.status != .synced && $0.attempts > 0 } ?? false
+                outcomeUnknown: entry.map { $0.status != .synced && $0.attempts > 0 } ?? plugin.checksNewFiles
             ))
         }
 
