@@ -12,14 +12,15 @@ final class S3Client: @unchecked Sendable {
     let logger: Logger
     private let lock = NSLock()
     private var client: HTTPClient?
-    private let signer: SigV4Signer
+    /// The credentials each request is signed with (renewed when they are fetched ones).
+    private let credentials: AWSCredentialProvider
     /// Clock used to date requests (tests may pin it).
     var now: @Sendable () -> Date = { Date() }
 
     init(settings: S3Settings, logger: Logger) {
         self.settings = settings
         self.logger = logger
-        self.signer = SigV4Signer(credentials: settings.credentials, region: settings.region, service: "s3")
+        self.credentials = AWSCredentialProvider(source: settings.credentialSource, region: settings.region)
     }
 
     /// What a request carries.
@@ -127,6 +128,7 @@ final class S3Client: @unchecked Sendable {
             requestBody = .stream(chunks, length: .known(length))
         }
         headers.append(("x-amz-content-sha256", payloadHash))
+        let signer = SigV4Signer(credentials: try await credentials.current(), region: settings.region, service: "s3")
         let signature = signer.sign(
             SigV4Signer.Request(method: method.rawValue, path: path, query: query, headers: headers, payloadHash: payloadHash),
             date: now())

@@ -12,6 +12,8 @@ public struct S3Config: Decodable, Sendable {
     public var accessKeyID: Secret?
     public var secretAccessKey: Secret?
     public var sessionToken: Secret?
+    /// `profile`: the shared-config profile (else `AWS_PROFILE`, else `default`).
+    public var profile: String?
     public var multipart: S3MultipartConfig
     public var storageClass: String?
     /// `content_types`, `cache_control`, `sse`, `sse_kms_key_id`, `tags`, `acl`.
@@ -27,6 +29,7 @@ public struct S3Config: Decodable, Sendable {
         case accessKeyID = "access_key_id"
         case secretAccessKey = "secret_access_key"
         case sessionToken = "session_token"
+        case profile
         case multipart
         case storageClass = "storage_class"
         case requestTimeout = "request_timeout"
@@ -65,6 +68,10 @@ public struct S3Config: Decodable, Sendable {
         accessKeyID = try c.decodeIfPresent(Secret.self, forKey: .accessKeyID)
         secretAccessKey = try c.decodeIfPresent(Secret.self, forKey: .secretAccessKey)
         sessionToken = try c.decodeIfPresent(Secret.self, forKey: .sessionToken)
+        profile = try c.decodeIfPresent(String.self, forKey: .profile)
+        if let profile, profile.isEmpty || profile.contains(where: { $0.isWhitespace || $0 == "]" }) {
+            throw ConfigValueError("'\(profile)' is not a profile name", key: CodingKeys.profile)
+        }
         multipart = try c.decodeIfPresent(S3MultipartConfig.self, forKey: .multipart) ?? S3MultipartConfig()
         storageClass = try c.decodeIfPresent(String.self, forKey: .storageClass)
         if let storageClass, storageClass.isEmpty || !storageClass.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {

@@ -16,7 +16,7 @@ public final class S3Destination: Destination, @unchecked Sendable {
         do {
             settings = try S3Settings(config: config, environment: setup.environment)
         } catch let error as S3Settings.MissingCredentials {
-            throw setup.invalid("access_key_id", error.description)
+            throw setup.invalid(error.key, error.description)
         }
         return { S3Destination(settings: settings, logger: setup.logger) }
     })

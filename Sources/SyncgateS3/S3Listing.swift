@@ -31,13 +31,14 @@ struct S3Listing: Sendable {
 
     /// The listing; stops after `maxKeys` names (then `complete` is false). `pageSize` asks for smaller pages.
     func run(maxKeys: Int? = nil, pageSize: Int? = nil) async throws -> (entries: [RemoteListing.Entry], complete: Bool) {
-        let (objects, complete) = try await objects(prefix: settings.prefix, maxKeys: maxKeys, pageSize: pageSize)
+        let (objects, complete) = try await objects(prefix: settings.prefix, withETags: false, maxKeys: maxKeys, pageSize: pageSize)
         return (objects.map { RemoteListing.Entry(name: $0.name, size: $0.size) }, complete)
     }
 
     /// The objects under `prefix` (with `delimiter` "/", those directly in that folder), with their sizes and
-    /// ETags; stops after `maxKeys` names (then `complete` is false).
-    func objects(prefix: String, delimiter: String? = nil, maxKeys: Int? = nil, pageSize: Int? = nil) async throws -> (objects: [Object], complete: Bool) {
+    /// ETags (unless `withETags` is false: a listing of 400,000 names is held in memory); stops after `maxKeys`
+    /// names (then `complete` is false).
+    func objects(prefix: String, delimiter: String? = nil, withETags: Bool = true, maxKeys: Int? = nil, pageSize: Int? = nil) async throws -> (objects: [Object], complete: Bool) {
         let context = "ListObjectsV2 s3://\(settings.bucket)/\(prefix)"
         var entries: [Object] = []
         var nameBytes = 0
@@ -67,7 +68,7 @@ struct S3Listing: Sendable {
                 let name = encoded ? S3URIEncoding.decode(raw, plusIsSpace: true) : raw
                 pageNames += 1
                 nameBytes += name.utf8.count
-                entries.append(Object(name: name, size: content.value("Size").flatMap { Int64($0) }, etag: content.value("ETag").map { S3ETag($0) }))
+                entries.append(Object(name: name, size: content.value("Size").flatMap { Int64($0) }, etag: withETags ? content.value("ETag").map { S3ETag($0) } : nil))
                 guard entries.count <= maximumEntriesHere, nameBytes <= maximumNameBytesHere else {
                     throw failure(
                         context, "more than \(maximumEntriesHere) names (or \(maximumNameBytesHere >> 20) MiB of them) under the prefix; listing stopped",

@@ -12,7 +12,13 @@ public struct S3Settings: Sendable {
     public var bucket: String
     public var prefix: String
     public var pathStyle: Bool
-    public var credentials: SigV4Credentials
+    /// Where the credentials come from (``AWSCredentialChain``).
+    var credentialSource: AWSCredentialSource
+    /// The credentials when they are fixed keys (the config's, the environment's, a profile's); nil when they are
+    /// fetched (STS, a process, the container endpoint, instance metadata).
+    public var credentials: SigV4Credentials? { credentialSource.fixed }
+    /// Where the credentials come from, for `validate` (never the credentials themselves).
+    public var credentialsDescription: String { credentialSource.description }
     public var multipart: S3MultipartConfig
     public var storageClass: String?
     /// The headers every stored object carries (``S3ObjectSettings``).
@@ -38,9 +44,10 @@ public struct S3Settings: Sendable {
 
     /// The reason credentials could not be found (the factory turns it into a located config error).
     public struct MissingCredentials: Error, CustomStringConvertible {
-        public var description: String {
-            "no credentials: set access_key_id and secret_access_key, or the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables"
-        }
+        /// The config key the mistake belongs to.
+        public var key: String
+        public var message: String
+        public var description: String { message }
     }
 
     public init(
@@ -56,7 +63,7 @@ public struct S3Settings: Sendable {
         self.bucket = bucket
         self.prefix = prefix
         self.pathStyle = pathStyle
-        self.credentials = credentials
+        self.credentialSource = .config(credentials)
         self.multipart = multipart
         self.storageClass = storageClass
         self.objects = objects
@@ -67,17 +74,17 @@ public struct S3Settings: Sendable {
     public init(config: S3Config, environment: [String: String]) throws {
         let region = config.region ?? environment["AWS_REGION"].flatMap { $0.isEmpty ? nil : $0 }
             ?? environment["AWS_DEFAULT_REGION"].flatMap { $0.isEmpty ? nil : $0 } ?? "us-east-1"
-        let endpoint = URL(string: config.endpoint ?? "https://s3.\(region).amazonaws.com")!
-        let credentials: SigV4Credentials
-        if let id = config.accessKeyID, let secret = config.secretAccessKey {
-            credentials = SigV4Credentials(accessKeyID: id, secretAccessKey: secret, sessionToken: config.sessionToken)
-        } else if let id = environment["AWS_ACCESS_KEY_ID"], !id.isEmpty,
-            let secret = environment["AWS_SECRET_ACCESS_KEY"], !secret.isEmpty
-        {
-            let token = config.sessionToken ?? environment["AWS_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : Secret($0) }
-            credentials = SigV4Credentials(accessKeyID: Secret(id), secretAccessKey: Secret(secret), sessionToken: token)
-        } else {
-            throw MissingCredentials()
+        let fromEnvironment = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty }
+        let endpoint = URL(string: config.endpoint ?? fromEnvironment ?? "https://s3.\(region).amazonaws.com")
+            ?? URL(string: "https://s3.\(region).amazonaws.com")!
+        let keys = config.accessKeyID.flatMap { id in
+            config.secretAccessKey.map { SigV4Credentials(accessKeyID: id, secretAccessKey: $0, sessionToken: config.sessionToken) }
+        }
+        let source: AWSCredentialSource
+        do {
+            source = try AWSCredentialChain.resolve(keys: keys, profile: config.profile, region: region, environment: environment)
+        } catch let failure as AWSCredentialChain.Failure {
+            throw MissingCredentials(key: failure.key, message: failure.description)
         }
         let host = endpoint.host ?? ""
         let isAWS = host.hasSuffix(".amazonaws.com")
@@ -86,8 +93,9 @@ public struct S3Settings: Sendable {
         let pathStyle = config.pathStyle ?? !isAWS || !dnsSafe
         self.init(
             endpoint: endpoint, region: region, bucket: config.bucket, prefix: config.prefix,
-            pathStyle: pathStyle || !dnsSafe, credentials: credentials, multipart: config.multipart,
+            pathStyle: pathStyle || !dnsSafe, credentials: SigV4Credentials(accessKeyID: "", secretAccessKey: ""), multipart: config.multipart,
             storageClass: config.storageClass, objects: config.objects, existing: config.existing, requestTimeout: config.requestTimeout ?? S3Settings.defaultRequestTimeout)
+        credentialSource = source
     }
 
     /// The Host header: the endpoint's host (prefixed with the bucket in virtual-hosted style) and its port when
@@ -115,8 +123,7 @@ public struct S3Settings: Sendable {
     public var fingerprint: String {
         var hash = SHA256()
         let parts = [
-            "s3-settings-v1", credentials.accessKeyID.reveal(), credentials.secretAccessKey.reveal(),
-            credentials.sessionToken?.reveal() ?? "", origin, region,
+            "s3-settings-v2"] + credentialSource.fingerprintParts + [origin, region,
         ]
         for part in parts {
             let bytes = Array(part.utf8)

@@ -64,7 +64,7 @@ struct S3KeyEncodingTests {
         let settings = S3Settings(
             endpoint: URL(string: "http://127.0.0.1:9000")!, region: "eu-west-1", bucket: "bkt", pathStyle: true,
             credentials: SigV4Credentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", sessionToken: "SESSIONTOKEN"))
-        let signer = SigV4Signer(credentials: settings.credentials, region: "eu-west-1", service: "s3")
+        let signer = SigV4Signer(credentials: try #require(settings.credentials), region: "eu-west-1", service: "s3")
         let body = Data("hello world".utf8)
         let hash = SigV4Signer.hexSHA256(body)
         for answer in answers {
