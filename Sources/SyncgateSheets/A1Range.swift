@@ -7,6 +7,10 @@ public struct A1Range: Sendable, Hashable, CustomStringConvertible {
     public var sheet: String?
     /// Zero-based index of the first column of the range (A = 0).
     public var firstColumn: Int
+    /// Zero-based index of the first row of the range (row 1 = 0): the header row.
+    public var firstRow: Int
+    /// Zero-based index of the last column of the range, or nil when it is unbounded (`Sheet1`, `A1`).
+    public var lastColumn: Int?
     public var text: String
 
     public init(parsing text: String) throws {
@@ -54,13 +58,20 @@ public struct A1Range: Sendable, Hashable, CustomStringConvertible {
             cellPart = ""
         }
         sheet = sheetPart
-        if cellPart.isEmpty {
-            firstColumn = 0
-        } else {
+        firstColumn = 0
+        firstRow = 0
+        lastColumn = nil
+        if !cellPart.isEmpty {
             guard A1Range.isCellRange(cellPart) else { throw ParseError() }
-            let start = cellPart.split(separator: ":", omittingEmptySubsequences: false)[0]
-            let letters = start.prefix { $0.isLetter }
+            let parts = cellPart.split(separator: ":", omittingEmptySubsequences: false)
+            let letters = parts[0].prefix { $0.isLetter }
             firstColumn = letters.isEmpty ? 0 : A1Range.columnIndex(String(letters))!
+            let digits = parts[0].dropFirst(letters.count)
+            if let row = Int(digits), row > 0 { firstRow = row - 1 }
+            if parts.count == 2 {
+                let end = parts[1].prefix { $0.isLetter }
+                lastColumn = end.isEmpty ? nil : A1Range.columnIndex(String(end))
+            }
         }
     }
 
@@ -106,6 +117,37 @@ public struct A1Range: Sendable, Hashable, CustomStringConvertible {
         if let sheet { return "\(sheet)!\(letters):\(letters)" }
         return "\(letters):\(letters)"
     }
+
+    /// The column at `offset` from the range's first column, below the header row (`Builds!C2:C`): the values
+    /// of the key column, without its header.
+    public func columnBelowHeader(at offset: Int) -> String {
+        let letters = A1Range.columnLetters(firstColumn + offset)
+        let cells = "\(letters)\(firstRow + 2):\(letters)"
+        if let sheet { return "\(sheet)!\(cells)" }
+        return cells
+    }
+
+    /// The header row: the range's first row, from its first column to its last (`Builds!A1:H1`), or the whole
+    /// row when the range has no last column (`Sheet1!1:1`; the cells left of the first column are dropped by
+    /// the reader).
+    public var headerRow: String {
+        let row = firstRow + 1
+        let cells: String
+        if let lastColumn, lastColumn >= firstColumn {
+            cells = "\(A1Range.columnLetters(firstColumn))\(row):\(A1Range.columnLetters(lastColumn))\(row)"
+        } else {
+            cells = "\(row):\(row)"
+        }
+        if let sheet { return "\(sheet)!\(cells)" }
+        return cells
+    }
+
+    /// Whether ``headerRow`` starts at the sheet's column A (a whole row), so that the reader must drop the cells
+    /// left of ``firstColumn``.
+    public var headerRowIsWholeRow: Bool { lastColumn == nil || lastColumn! < firstColumn }
+
+    /// How many columns the range allows (nil: unbounded).
+    public var width: Int? { lastColumn.map { $0 - firstColumn + 1 } }
 
     public var description: String { text }
 }

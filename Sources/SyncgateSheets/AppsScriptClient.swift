@@ -7,7 +7,9 @@ import SyncgateCore
 /// Apps Script runs `doPost(e)` and answers `302 Found` with the output stored at
 /// `script.googleusercontent.com/macros/echo?...`, which must be fetched with a GET (re-posting there fails).
 /// A 200 is not success by itself: the JSON body must say `"ok": true`; an HTML page (a sign-in page, a script
-/// error) or `"ok": false` is a failure.
+/// error) or `"ok": false` is a failure (`"code": "missing-column"`: the sheet's header lacks a column, which
+/// blocks the destination). The script maps the `columns` sent onto the sheet's header row by name and writes
+/// that header when the sheet is empty (syncgate cannot read the sheet in this mode).
 ///
 /// The body holds the secret, so it only ever goes to the configured URL's origin: a 302/303 is followed with a
 /// GET without a body (Google's flow), a 307/308 (which would resend the body) only within the same origin.
@@ -127,6 +129,12 @@ struct AppsScriptClient: Sendable {
         }
         guard ok else {
             let error = Redactor.shared.snippet((object["error"] as? String) ?? "no error message")
+            if (object["code"] as? String) == "missing-column" {
+                // The sheet's header lacks a column the rows have: every file would meet it (a config problem).
+                throw DestinationError.blocked(
+                    "Apps Script: \(error); add the column to the sheet's header or change `columns`; nothing was appended",
+                    code: "missing-column")
+            }
             throw DestinationError.permanent("Apps Script refused the rows: \(error)", code: "apps-script-refused")
         }
         return Outcome(

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SyncgateCore
 
@@ -12,18 +13,35 @@ struct SheetRow: Sendable, Hashable {
 struct RowBuilder: Sendable {
     let config: SheetsConfig
 
-    /// The row id of record `index` (1-based) of a file: its remote name, the start of its SHA-256, the index.
-    static func rowID(remoteName: String, sha256: String, index: Int?) -> String {
-        let base = "\(remoteName)@\(sha256.prefix(12))"
-        guard let index else { return base }
-        return "\(base)#\(index)"
+    /// The row id of a record: the file's remote name, the start of the record's own SHA-256 (``recordHash(_:)``)
+    /// and which occurrence of that content in the file it is (`builds.csv@3f2a9c01b7de4a55#1`). It does not
+    /// depend on the rest of the file, so a file that grew, or was edited in the middle, yields the same ids for
+    /// the records it already had. `rows: file` (no record): the start of the file's SHA-256, without `#n`.
+    static func rowID(remoteName: String, hash: String, occurrence: Int?) -> String {
+        guard let occurrence else { return "\(remoteName)@\(hash.prefix(12))" }
+        return "\(remoteName)@\(hash)#\(occurrence)"
     }
 
-    /// The row-id cell: with `USER_ENTERED`, an id starting with `=`, `+`, `-`, `@` or `'` (a file named so) is
-    /// sent with a leading apostrophe, which makes Sheets store it as text (the apostrophe is not kept).
+    /// Hex characters of a record's hash kept in its row id (64 bits: no two different records of one file meet).
+    static let recordHashLength = 16
+
+    /// The start of the SHA-256 of a record's members in file order (name and JSON value of each), so that the
+    /// same record hashes the same whatever else the file holds.
+    static func recordHash(_ record: Record) -> String {
+        var hasher = SHA256()
+        for field in record.fields {
+            hasher.update(data: Array(field.name.utf8))
+            hasher.update(data: [0x1F])
+            hasher.update(data: Array(field.value.jsonText.utf8))
+            hasher.update(data: [0x1E])
+        }
+        return hasher.finalize().prefix(recordHashLength / 2).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The row-id cell: guarded wherever Sheets parses text (an id starting with `=`, `+`, `-`, `@` or `'`, from a
+    /// file named so, is sent with a leading apostrophe), so that it reads back as it was sent.
     func rowIDCell(_ id: String) -> Cell {
-        guard config.valueInput == .userEntered, let first = id.first, "=+-@'".contains(first) else { return .string(id) }
-        return .string("'" + id)
+        config.ownCellGuard.cell(.string(id))
     }
 
     /// The column names of the rows sent, as a header (`syncgate_row_id` first when added).
@@ -47,7 +65,11 @@ struct RowBuilder: Sendable {
         }
     }
 
-    func row(record: Record, index: Int, columns: [String], strictColumns: Bool, item: UploadItem) throws -> SheetRow {
+    /// Record `record` as a row in the order of `columns` (the row id first when syncgate adds it). `occurrences`
+    /// counts the record hashes met so far in the file (for the row id's `#n`).
+    func row(
+        record: Record, columns: [String], strictColumns: Bool, item: UploadItem, occurrences: inout [String: Int]
+    ) throws -> SheetRow {
         if strictColumns {
             // Columns taken from the first record: a later record with other members would lose data.
             if let extra = record.fields.first(where: { !columns.contains($0.name) }) {
@@ -56,13 +78,18 @@ struct RowBuilder: Sendable {
                     message: "member '\(extra.name)' is not among the columns taken from the first record (\(columns.joined(separator: ", "))); list them with `columns` in the config")
             }
         }
-        var cells = columns.map { record[$0]?.cell ?? .string("") }
+        let values = columns.map { record[$0]?.cell ?? .string("") }
+        let guarding = config.formulaGuard
+        var cells = values.map(guarding.cell)
         let key: String
         if config.addsRowID {
-            key = RowBuilder.rowID(remoteName: item.remoteName, sha256: item.sha256, index: index)
+            let hash = RowBuilder.recordHash(record)
+            let occurrence = occurrences[hash, default: 0] + 1
+            occurrences[hash] = occurrence
+            key = RowBuilder.rowID(remoteName: item.remoteName, hash: hash, occurrence: occurrence)
             cells.insert(rowIDCell(key), at: 0)
         } else {
-            key = cells[config.keyColumnIndex].text
+            key = values[config.keyColumnIndex].text
             if key.isEmpty {
                 throw RecordError(line: record.line, message: "no value for the key column '\(config.key ?? "")'")
             }
@@ -82,13 +109,14 @@ struct RowBuilder: Sendable {
             "source": .string(item.source),
             "synced_at": .string(iso.string(from: syncedAt)),
         ]
-        var cells = config.effectiveFileColumns.map { values[$0] ?? .string("") }
+        let plain = config.effectiveFileColumns.map { values[$0] ?? .string("") }
+        var cells = plain.map(config.formulaGuard.cell)
         let key: String
         if config.addsRowID {
-            key = RowBuilder.rowID(remoteName: item.remoteName, sha256: item.sha256, index: nil)
+            key = RowBuilder.rowID(remoteName: item.remoteName, hash: item.sha256, occurrence: nil)
             cells.insert(rowIDCell(key), at: 0)
         } else {
-            key = cells[config.keyColumnIndex].text
+            key = plain[config.keyColumnIndex].text
         }
         return SheetRow(cells: cells, key: key)
     }

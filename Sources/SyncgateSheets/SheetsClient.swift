@@ -94,6 +94,23 @@ struct SheetsClient: Sendable {
         }
     }
 
+    /// The values of the first row of `range` (`Builds!A1:H1`, `Sheet1!1:1`), as Sheets shows them, empty cells
+    /// as ""; empty when the row is. A few hundred bytes: the answer is read up to 1 MiB.
+    func firstRow(range: String) async throws -> [String] {
+        let url = valuesURL(range: range) + "?majorDimension=ROWS&valueRenderOption=FORMATTED_VALUE"
+        let operation = "values.get \(range)"
+        let answer = try await read(url: url, operation: operation, maxBody: 1 << 20)
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any] else {
+            throw DestinationError.retryable("\(operation): the answer is not JSON", code: "bad-response")
+        }
+        guard let values = object["values"] as? [[Any]], let first = values.first else { return [] }
+        return first.map { cell in
+            if let s = cell as? String { return s }
+            if let n = cell as? NSNumber { return n.stringValue }
+            return ""
+        }
+    }
+
     /// The field mask of the metadata read ``metadata()`` makes: the id only (a few bytes, whatever the sheet holds).
     static let metadataFields = "spreadsheetId"
 

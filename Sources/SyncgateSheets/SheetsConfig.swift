@@ -17,6 +17,14 @@ public struct SheetsConfig: Decodable, Sendable {
         case raw = "RAW"
     }
 
+    /// What becomes of a text cell that Sheets would read as a formula (`=`, `+`, `-`, `@`, tab, CR first).
+    public enum Formulas: String, Sendable, Decodable {
+        /// Sent as text (a leading apostrophe; see ``FormulaGuard``).
+        case text
+        /// Sent as it is: with `USER_ENTERED` (or an Apps Script), Sheets evaluates it.
+        case allow
+    }
+
     /// The columns of a row in `rows: file` mode, in their default order.
     public static let fileColumns = ["name", "size", "sha256", "modified", "source", "synced_at"]
     /// Header of the row-id column syncgate adds as the first column when no `key` is configured.
@@ -29,6 +37,7 @@ public struct SheetsConfig: Decodable, Sendable {
     public var columns: [String]?
     public var key: String?
     public var valueInput: ValueInput
+    public var formulas: Formulas
     public var maxRowsPerRequest: Int
     public var apiBase: String
     public var appsScriptURL: String?
@@ -46,6 +55,7 @@ public struct SheetsConfig: Decodable, Sendable {
         case columns
         case key
         case valueInput = "value_input"
+        case formulas
         case maxRowsPerRequest = "max_rows_per_request"
         case apiBase = "api_base"
         case appsScriptURL = "apps_script_url"
@@ -66,6 +76,7 @@ public struct SheetsConfig: Decodable, Sendable {
         columns = try c.decodeIfPresent([String].self, forKey: .columns)
         key = try c.decodeIfPresent(String.self, forKey: .key)
         valueInput = try c.decodeIfPresent(ValueInput.self, forKey: .valueInput) ?? .userEntered
+        formulas = try c.decodeIfPresent(Formulas.self, forKey: .formulas) ?? .text
         maxRowsPerRequest = try c.decodeIfPresent(Int.self, forKey: .maxRowsPerRequest) ?? 500
         apiBase = try c.decodeIfPresent(String.self, forKey: .apiBase) ?? "https://sheets.googleapis.com"
         appsScriptURL = try c.decodeIfPresent(String.self, forKey: .appsScriptURL)
@@ -162,4 +173,15 @@ public struct SheetsConfig: Decodable, Sendable {
 
     /// Whether syncgate adds its row-id column (no `key` configured).
     public var addsRowID: Bool { key == nil }
+
+    /// Whether Sheets parses the text it is sent (formulas, numbers, dates): `USER_ENTERED`, or an Apps Script,
+    /// whose `setValues` parses like a user's typing.
+    public var sheetsParsesText: Bool { usesAppsScript || valueInput == .userEntered }
+
+    /// The guard of data cells: on where Sheets parses text, unless `formulas: allow`.
+    public var formulaGuard: FormulaGuard { FormulaGuard(active: sheetsParsesText && formulas == .text) }
+
+    /// The guard of syncgate's own cells (the row id, the header): on wherever Sheets parses text, whatever
+    /// `formulas` says, so that they read back as they were sent.
+    public var ownCellGuard: FormulaGuard { FormulaGuard(active: sheetsParsesText) }
 }

@@ -41,6 +41,7 @@ public struct SheetsDestination: Destination {
     let tokens: OAuthTokenProvider?
     let limiter: WriteRateLimiter
     let dedup = RowDeduplicator()
+    let header = SheetHeader()
     let builder: RowBuilder
 
     public init(name: String, config: SheetsConfig, logger: Logger = Logger(label: "syncgate.sheets")) {
@@ -106,10 +107,14 @@ public struct SheetsDestination: Destination {
 
     public func list() async throws -> RemoteListing {
         guard let sheets, config.addsRowID else { return RemoteListing(entries: []) }
-        let ids = try await sheets.column(range: range.column(at: 0))
+        let headerRow = try await header.header(columns: nil, read: readHeader(sheets), write: nil)
+        guard case .success(let layout) = ColumnLayout.mapping(header: headerRow, columns: [SheetsConfig.rowIDColumn]) else {
+            return RemoteListing(entries: [])
+        }
+        let ids = try await sheets.column(range: range.columnBelowHeader(at: layout.positions[0]))
         var names: [String] = []
         var seen = Set<String>()
-        for id in ids where id != SheetsConfig.rowIDColumn {
+        for id in ids {
             guard let at = id.lastIndex(of: "@") else { continue }
             let name = String(id[..<at])
             if seen.insert(name).inserted { names.append(name) }
@@ -169,6 +174,8 @@ public struct SheetsDestination: Destination {
         var records = 0
         var seenKeys = Set<String>()
         var known: Set<String>?
+        /// Where the file's columns land in the sheet (Sheets API; read before its first append).
+        var layout: ColumnLayout?
 
         var detail: String {
             if ranges.isEmpty && skipped == 0 { return "no records in the file" }
@@ -191,6 +198,7 @@ public struct SheetsDestination: Destination {
         var strict = false
         var batch: [SheetRow] = []
         var index = 0
+        var occurrences: [String: Int] = [:]
         do {
             while let record = try reader.next() {
                 if columns == nil {
@@ -199,7 +207,8 @@ public struct SheetsDestination: Destination {
                     strict = config.columns == nil && reader.csvHeader == nil
                 }
                 index += 1
-                batch.append(try builder.row(record: record, index: index, columns: columns!, strictColumns: strict, item: item))
+                batch.append(
+                    try builder.row(record: record, columns: columns!, strictColumns: strict, item: item, occurrences: &occurrences))
                 if batch.count == config.maxRowsPerRequest {
                     try await body(batch, columns!, reader.bytesConsumed)
                     batch.removeAll(keepingCapacity: true)
@@ -235,12 +244,16 @@ public struct SheetsDestination: Destination {
     func send(_ rows: [SheetRow], columns: [String], delivery: inout Delivery) async throws {
         var fresh: [SheetRow] = []
         if let sheets {
+            if delivery.layout == nil {
+                delivery.layout = try await layout(recordColumns: columns, sheets: sheets)
+            }
             if delivery.known == nil {
                 let recheck = await dedup.hadUnknownOutcome(file: delivery.item.remoteName)
                 if recheck {
                     logger.info("rechecking the key column before sending \(delivery.item.relativePath) again", metadata: ["destination": "\(name)"])
                 }
-                let keyRange = range.column(at: config.keyColumnIndex)
+                let keyName = config.key ?? SheetsConfig.rowIDColumn
+                let keyRange = range.columnBelowHeader(at: delivery.layout?.position(of: keyName) ?? 0)
                 delivery.known = try await dedup.keys(fresh: recheck) { try await sheets.column(range: keyRange) }
                 if recheck { await dedup.rechecked(file: delivery.item.remoteName) }
             }
@@ -254,7 +267,8 @@ public struct SheetsDestination: Destination {
         }
         guard !fresh.isEmpty else { return }
         let file = delivery.item.remoteName
-        let cells = fresh.map(\.cells)
+        let layout = delivery.layout
+        let cells = fresh.map { layout?.place($0.cells) ?? $0.cells }
         do {
             if let sheets {
                 let result = try await limited {
@@ -282,5 +296,61 @@ public struct SheetsDestination: Destination {
         delivery.appended += fresh.count
         // (The file's own keys are in delivery.seenKeys; the shared set learns them for the next files.)
         await dedup.appended(fresh.map(\.key))
+    }
+
+    // MARK: The header
+
+    /// Reads the header row: the range's first row, from its first column.
+    func readHeader(_ sheets: SheetsClient) -> @Sendable () async throws -> [String] {
+        let headerRange = range.headerRow
+        let dropLeft = range.headerRowIsWholeRow ? range.firstColumn : 0
+        return { Array(try await sheets.firstRow(range: headerRange).dropFirst(dropLeft)) }
+    }
+
+    /// Where the columns of a file's rows land: mapped by name onto the sheet's header row, which is read once per
+    /// run, and written (with the row-id column when syncgate adds it) when the sheet is empty.
+    ///
+    /// A column the header lacks is an error, and nothing of the file is appended: about the destination
+    /// (blocked) when the column is the configuration's (`columns`, `key`, the row id, `rows: file`), about the
+    /// file when it was taken from the file itself (its CSV header, its first record).
+    func layout(recordColumns: [String], sheets: SheetsClient) async throws -> ColumnLayout {
+        let names = builder.header(recordColumns: recordColumns)
+        if let width = range.width, names.count > width {
+            throw DestinationError.blocked(
+                "range \(config.range) holds \(width) column\(width == 1 ? "" : "s"), the rows have \(names.count) (\(names.joined(separator: ", "))); widen range",
+                code: "range-too-narrow")
+        }
+        let guarding = config.ownCellGuard
+        let appendRange = config.range
+        let valueInput = config.valueInput
+        let headerRow = try await header.header(columns: names, read: readHeader(sheets)) { columns in
+            let cells = columns.map { guarding.cell(.string($0)) }
+            do {
+                _ = try await self.limited { try await sheets.append(range: appendRange, rows: [cells], valueInput: valueInput) }
+            } catch let error as WriteOutcomeUnknown {
+                throw error.error
+            }
+            self.logger.info("wrote the header row of \(appendRange): \(columns.joined(separator: ", "))", metadata: ["destination": "\(self.name)"])
+        }
+        switch ColumnLayout.mapping(header: headerRow, columns: names) {
+        case .success(let layout):
+            return layout
+        case .failure(let missing):
+            let shown = headerRow.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: ", ")
+            let start = "the header row of \(config.range) (\(shown)) has no column '\(missing.name)'"
+            if missing.name == SheetsConfig.rowIDColumn && config.addsRowID {
+                throw DestinationError.blocked(
+                    "\(start), where syncgate keeps each row's id: add a column '\(SheetsConfig.rowIDColumn)' to the header, or set `key` to a column whose values are unique; nothing was appended",
+                    code: "missing-column")
+            }
+            if config.columns != nil || config.rows == .file {
+                throw DestinationError.blocked(
+                    "\(start), which the configuration lists: add it to the header, or remove it from `columns`; nothing was appended",
+                    code: "missing-column")
+            }
+            throw DestinationError.permanent(
+                "\(start), which the file has: add it to the header, or list the columns to send with `columns`; nothing of the file was appended",
+                code: "missing-column")
+        }
     }
 }

@@ -286,8 +286,22 @@ def quote_sheet(name):
     return "'" + name.replace("'", "''") + "'"
 
 
+def entered(cell):
+    """A cell as Sheets stores what a user typed (USER_ENTERED, and an Apps Script's setValues): a leading
+    apostrophe forces text and is not kept; a text starting with '=' becomes a formula, stored here as
+    {"formula": text} (the server does not evaluate formulas)."""
+    if isinstance(cell, str):
+        if cell.startswith("'"):
+            return cell[1:]
+        if cell.startswith("="):
+            return {"formula": cell}
+    return cell
+
+
 def formatted(value):
-    """FORMATTED_VALUE rendering of a stored cell."""
+    """FORMATTED_VALUE rendering of a stored cell (a formula shows as Sheets shows one it cannot evaluate)."""
+    if isinstance(value, dict) and "formula" in value:
+        return "#NAME?"
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, float) and value.is_integer():
@@ -696,10 +710,9 @@ class Handler(BaseHTTPRequestHandler):
                     line.append("")
                 for j, cell in enumerate(row):
                     if cell is not None:
-                        # As Sheets does with USER_ENTERED: a leading apostrophe forces text and is not kept.
-                        if user_entered and isinstance(cell, str) and cell.startswith("'"):
-                            cell = cell[1:]
-                        line[c1 + j] = cell
+                        # As Sheets does with USER_ENTERED: a leading apostrophe forces text and is not kept,
+                        # '=' starts a formula.
+                        line[c1 + j] = entered(cell) if user_entered else cell
             STATE.counters["appends"] += 1
             drop = STATE.take_fault("drop_after_append", "POST", self.path)
         q = quote_sheet(sheet_name)
@@ -822,25 +835,52 @@ class Handler(BaseHTTPRequestHandler):
             return {"ok": False, "error": "bad secret"}
         rows = payload.get("rows")
         key_index = payload.get("key_index", 0)
+        columns = payload.get("columns")
         if not isinstance(rows, list):
             return {"ok": False, "error": "rows missing"}
+
+        def text(cell):
+            # What getDisplayValues shows for a sent cell (a leading apostrophe is not kept).
+            return formatted(entered(cell))
+
         with STATE.lock:
             sheet = STATE.spreadsheets.setdefault("apps-script-" + deployment, {}).setdefault("Sheet1", [])
-            known = {str(r[key_index]) for r in sheet if len(r) > key_index}
+            first_data = 0
+            positions = None
+            if isinstance(columns, list) and columns:
+                # The header: written when the sheet is empty, else the sent columns mapped onto it by name.
+                if not sheet:
+                    sheet.append([entered(c) for c in columns])
+                header = [formatted(c).strip() for c in sheet[0]]
+                positions = []
+                for name in columns:
+                    if str(name).strip() not in header:
+                        return {"ok": False, "code": "missing-column",
+                                "error": f"the sheet's header ({', '.join(h for h in header if h)}) has no column '{name}'"}
+                    positions.append(header.index(str(name).strip()))
+                first_data = 1
+            key_col = positions[key_index] if positions else key_index
+            known = {formatted(r[key_col]) for r in sheet[first_data:] if len(r) > key_col}
             appended = 0
             skipped = 0
             start = len(sheet)
             for row in rows:
-                key = str(row[key_index]) if len(row) > key_index else ""
+                key = text(row[key_index]) if len(row) > key_index else ""
                 if key in known:
                     skipped += 1
                     continue
                 known.add(key)
-                sheet.append(list(row))
+                if positions:
+                    placed = [""] * (max(positions) + 1)
+                    for j, cell in enumerate(row):
+                        placed[positions[j]] = entered(cell)
+                    sheet.append(placed)
+                else:
+                    sheet.append([entered(c) for c in row])
                 appended += 1
         result = {"ok": True, "appended": appended, "skipped": skipped}
         if appended:
-            width = max(len(r) for r in rows)
+            width = max(len(r) for r in sheet[start:])
             result["range"] = f"Sheet1!A{start + 1}:{column_letters(width - 1)}{start + appended}"
         return result
 
@@ -858,6 +898,11 @@ class Handler(BaseHTTPRequestHandler):
                 answer = {"ok": True}
             elif name == "expire-tokens" and method == "POST":
                 STATE.tokens.clear()
+                answer = {"ok": True}
+            elif name == "sheet" and method == "POST":
+                # Sets a tab's rows (a header typed by hand, rows already there): {"spreadsheet", "sheet", "values"}.
+                sid = payload.get("spreadsheet", "test-spreadsheet")
+                STATE.spreadsheets.setdefault(sid, {})[payload.get("sheet", "Sheet1")] = [list(r) for r in payload.get("values", [])]
                 answer = {"ok": True}
             elif name == "sheet" and method == "GET":
                 sid = query.get("spreadsheet", [""])[0]

@@ -141,14 +141,21 @@ final class AllDestinations {
         let objects = try await s3.objects(bucket: "crash", into: dir.file("readback"))
         for (path, data) in files where objects["out/" + path]?.data != data { problems.append("s3: \(path)") }
         if objects.count != files.count { problems.append("s3: \(objects.count) objects for \(files.count) files") }
-        let rows = try sheets.textRows(sheet: "Records")
+        // The sheet starts with the header syncgate wrote (it was empty), once.
+        var rows = try sheets.textRows(sheet: "Records")
+        if rows.first == ["id", "value"] { rows.removeFirst() } else { problems.append("sheet: no header row: \(rows.first ?? [])") }
         let keys = rows.compactMap(\.first)
         if keys.sorted() != recordKeys.sorted() {
             let duplicates = Dictionary(grouping: keys, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
             problems.append("sheet: \(keys.count) rows for \(recordKeys.count) records; duplicates: \(duplicates.prefix(5)); missing: \(Set(recordKeys).subtracting(keys).sorted().prefix(5))")
         }
         // Apps Script rows (rows: file): a row id, then the file's name, size, sha256, modified, source, synced at.
-        let reportRows = try sheets.textRows(spreadsheet: "apps-script-AKfycbTEST", sheet: "Sheet1")
+        var reportRows = try sheets.textRows(spreadsheet: "apps-script-AKfycbTEST", sheet: "Sheet1")
+        if reportRows.first == ["syncgate_row_id", "name", "size", "sha256", "modified", "source", "synced_at"] {
+            reportRows.removeFirst()
+        } else if !reportRows.isEmpty {
+            problems.append("apps script: no header row: \(reportRows.first ?? [])")
+        }
         let reportNames = reportRows.compactMap { $0.count > 1 ? $0[1] : nil }
         if reportNames.sorted() != files.keys.filter({ $0.hasPrefix("reports/") }).sorted() {
             problems.append("apps script rows: \(reportRows.prefix(3)) of \(reportRows.count)")

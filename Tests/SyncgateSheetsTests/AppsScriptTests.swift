@@ -23,11 +23,11 @@ struct AppsScriptTests {
         try dir.write("people.csv", "name,id\nada,1\nalan,2\n")
         let item = try SheetsFixtures.item(dir, "people.csv")
         let receipt = try await destination.upload(item) { _ in }
-        #expect(receipt.detail == "Sheet1!A1:C2")
-        let sha = item.sha256.prefix(12)
-        #expect(try server.textRows(spreadsheet: "apps-script-AKfycbTEST") == [
-            ["people.csv@\(sha)#1", "1", "ada"], ["people.csv@\(sha)#2", "2", "alan"],
-        ])
+        #expect(receipt.detail == "Sheet1!A2:C3")  // below the header the script wrote
+        let rows = try server.textRows(spreadsheet: "apps-script-AKfycbTEST")
+        #expect(rows.map { Array($0.dropFirst()) } == [["id", "name"], ["1", "ada"], ["2", "alan"]])
+        #expect(rows.first?.first == "syncgate_row_id")
+        #expect(rows.dropFirst().allSatisfy { $0[0].hasPrefix("people.csv@") && $0[0].hasSuffix("#1") })
         // A second post of the same rows is deduplicated by the script on the row ids.
         let again = try await destination.upload(item) { _ in }
         #expect(again.detail == "0 rows via Apps Script (2 rows already present)")
@@ -65,9 +65,9 @@ struct AppsScriptTests {
         try server.fault(["kind": "drop_echo"])
         let lost = await SheetsFixtures.uploadError(right, item)
         #expect(lost?.classification == Classification(.retryable(), scope: .file))
-        #expect(try server.rows(spreadsheet: "apps-script-AKfycbTEST").count == 1)
+        #expect(try server.rows(spreadsheet: "apps-script-AKfycbTEST").count == 2)  // the header, the row
         _ = try await right.upload(item) { _ in }
-        #expect(try server.rows(spreadsheet: "apps-script-AKfycbTEST").count == 1)
+        #expect(try server.rows(spreadsheet: "apps-script-AKfycbTEST").count == 2)
         await right.finish()
     }
 

@@ -55,7 +55,9 @@ struct SheetsCLITests {
         try dir.write("outbox/events.ndjson", "{\"build_id\": 10, \"version\": \"2.0\", \"status\": \"ok\"}\n{\"build_id\": 11, \"version\": \"2.1\"}\n{\"status\": \"ok\", \"build_id\": 12, \"version\": \"2.2\"}\n")
         var result = try await run(["sync", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
-        let rows = try server.textRows(sheet: "Builds")
+        var rows = try server.textRows(sheet: "Builds")
+        #expect(rows.first == ["build_id", "version", "status"])  // the header syncgate wrote, once
+        rows.removeFirst()
         #expect(rows.count == 8)
         // Each file's records in file order (files may interleave: they sync concurrently).
         #expect(rows.filter { Int($0[0])! < 10 } == [["1", "1.0", "ok"], ["2", "1.1", "failed, flaky"], ["3", "1.2", "ok"], ["4", "1.3", "ok"], ["5", "1.4", "ok"]])
@@ -72,7 +74,7 @@ struct SheetsCLITests {
         result = try await run(["sync", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let after = try server.textRows(sheet: "Builds")
-        #expect(after.count == 9)
+        #expect(after.count == 10)
         #expect(after.last == ["13", "2.3", ""])
     }
 
@@ -84,8 +86,8 @@ struct SheetsCLITests {
         var csv = "n,word\n"
         for i in 1...10 { csv += "\(i),w\(i)\n" }
         try dir.write("outbox/numbers.csv", csv)
-        // The second append (rows 5-8) is applied, then its answer is lost.
-        try server.fault(["kind": "drop_after_append", "count": 1, "skip": 1])
+        // After the header, the second append (rows 5-8) is applied, then its answer is lost.
+        try server.fault(["kind": "drop_after_append", "count": 1, "skip": 2])
         let result = try await run(["sync", "--json"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         let all = events(result)
@@ -94,13 +96,13 @@ struct SheetsCLITests {
         let synced = try #require(all.first { $0["event"] as? String == "synced" })
         #expect(synced["attempts"] as? Int == 2)
         #expect((synced["detail"] as? String)?.hasSuffix("(8 rows already present)") == true)
-        let rows = try server.textRows()
+        let rows = try server.textRows().dropFirst()
         #expect(rows.map { $0[1] } == (1...10).map(String.init))
         #expect(Set(rows.map { $0[0] }).count == 10)
         let stats = try server.stats()
         #expect(stats["dropped"] == 1)
-        #expect(stats["appends"] == 3)  // 1-4, 5-8 (dropped), then only 9-10
-        #expect(stats["gets"] == 2)  // once per run, once more before re-sending
+        #expect(stats["appends"] == 4)  // the header, 1-4, 5-8 (dropped), then only 9-10
+        #expect(stats["gets"] == 3)  // the header row; the key column once per run, once more before re-sending
     }
 
     @Test func burstOf200FilesStaysUnderTheQuota() async throws {
@@ -119,10 +121,10 @@ struct SheetsCLITests {
         #expect(!events(result).contains { $0["event"] as? String == "retrying" })
         let stats = try server.stats()
         #expect(stats["quota_429"] == 0)
-        #expect(stats["appends"] == 200)
+        #expect(stats["appends"] == 201)  // the header, then one per file
         #expect((stats["max_writes_in_window"] ?? 99) <= 25)
         #expect(elapsed >= 8)  // 200 writes at 20 per second cannot take less than ~9 seconds
-        let names = try server.textRows().map { $0[1] }
+        let names = try server.textRows().dropFirst().map { $0[1] }
         #expect(Set(names).count == 200)
     }
 
@@ -139,7 +141,7 @@ struct SheetsCLITests {
         #expect(Date().timeIntervalSince(started) >= 1)  // Retry-After honoured over the 10ms backoff
         let retrying = events(result).filter { $0["event"] as? String == "retrying" }
         #expect(retrying.count == 1)
-        #expect(try server.rows().count == 1)
+        #expect(try server.rows().count == 2)  // the header, the row
     }
 
     @Test func permanent403BlocksTheDestinationWithGooglesMessageInStatus() async throws {
@@ -189,7 +191,9 @@ struct SheetsCLITests {
             TestPaths.executable("syncgate"), ["sync", "--json", "--config", "plugins.yaml"], environment: ["TRACKER_SECRET": "local-test-secret"],
             currentDirectory: dir.url)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        #expect(try server.rows(sheet: "Builds").count == 5)
-        #expect(try server.rows(spreadsheet: "apps-script-AKfycbEXAMPLE").count == 2)
+        // Each with the header written into the empty sheet.
+        #expect(try server.textRows(sheet: "Builds").first == ["build_id", "version", "status", "date"])
+        #expect(try server.rows(sheet: "Builds").count == 6)
+        #expect(try server.rows(spreadsheet: "apps-script-AKfycbEXAMPLE").count == 3)
     }
 }

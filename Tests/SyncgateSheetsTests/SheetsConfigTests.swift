@@ -79,6 +79,20 @@ struct SheetsConfigTests {
         #expect(configError("spreadsheet_id: abc\ncredentials_file: k\nwrites_per_minute: 0")?.keyPath == "destinations[0].writes_per_minute")
     }
 
+    @Test func formulasKey() throws {
+        let plain = try SheetsFixtures.destination("spreadsheet_id: abc\ncredentials_file: k", base: base).config
+        #expect(plain.formulas == .text && plain.formulaGuard.active && plain.ownCellGuard.active)
+        let allow = try SheetsFixtures.destination("spreadsheet_id: abc\ncredentials_file: k\nformulas: allow", base: base).config
+        #expect(allow.formulas == .allow && !allow.formulaGuard.active && allow.ownCellGuard.active)
+        let raw = try SheetsFixtures.destination("spreadsheet_id: abc\ncredentials_file: k\nvalue_input: RAW", base: base).config
+        #expect(!raw.formulaGuard.active && !raw.ownCellGuard.active)
+        let script = try SheetsFixtures.destination("apps_script_url: https://x/y\nvalue_input: RAW", base: base).config
+        #expect(script.formulaGuard.active)  // setValues parses whatever value_input says
+        let error = configError("spreadsheet_id: abc\ncredentials_file: k\nformulas: evaluate")
+        #expect(error?.keyPath == "destinations[0].formulas")
+        #expect(error?.line == 11)
+    }
+
     @Test func fileModeKeyMayBeAFileColumn() throws {
         let c = try SheetsFixtures.destination("spreadsheet_id: abc\ncredentials_file: k\nrows: file\nkey: sha256", base: base).config
         #expect(c.keyColumnIndex == 2)

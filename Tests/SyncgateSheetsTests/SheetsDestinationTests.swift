@@ -18,25 +18,29 @@ struct SheetsDestinationTests {
         let destination = try SheetsFixtures.apiDestination(server, extra: "range: \"Builds!A:E\"", base: dir.url)
         try dir.write("builds.csv", "build_id,version,status\n101,1.0,ok\n102,\"1.1, beta\",failed\n103,2.0,ok\n")
         let item = try SheetsFixtures.item(dir, "builds.csv")
-        let sha = item.sha256.prefix(12)
         let progress = ProgressLog()
         let receipt = try await destination.upload(item) { progress.add($0) }
         #expect(receipt.remoteName == "builds.csv")
-        #expect(receipt.detail == "Builds!A1:D3")
+        #expect(receipt.detail == "Builds!A2:D4")  // below the header syncgate wrote into the empty sheet
         #expect(progress.values.last == item.size)
-        #expect(try server.textRows(sheet: "Builds") == [
-            ["builds.csv@\(sha)#1", "101", "1.0", "ok"],
-            ["builds.csv@\(sha)#2", "102", "1.1, beta", "failed"],
-            ["builds.csv@\(sha)#3", "103", "2.0", "ok"],
+        let rows = try server.textRows(sheet: "Builds")
+        #expect(rows.map { Array($0.dropFirst()) } == [
+            ["build_id", "version", "status"], ["101", "1.0", "ok"], ["102", "1.1, beta", "failed"], ["103", "2.0", "ok"],
         ])
+        #expect(rows.first?.first == "syncgate_row_id")
+        // Each id: the file, the record's own hash, its occurrence.
+        for row in rows.dropFirst() {
+            #expect(row[0].hasPrefix("builds.csv@") && row[0].hasSuffix("#1") && row[0].count == "builds.csv@".count + 16 + 2)
+        }
+        #expect(Set(rows.map(\.[0])).count == 4)
         // The same file again (the ledger lost, a re-run): nothing is appended twice.
         let again = try await destination.upload(item) { _ in }
         #expect(again.detail == "no new rows (3 already present)")
-        #expect(try server.rows(sheet: "Builds").count == 3)
+        #expect(try server.rows(sheet: "Builds").count == 4)
         let stats = try server.stats()
-        #expect(stats["appends"] == 1)
+        #expect(stats["appends"] == 2)  // the header, the rows
         #expect(stats["tokens"] == 1)  // the token is cached
-        #expect(stats["gets"] == 1)  // the key column is read once per run
+        #expect(stats["gets"] == 2)  // the header row and the key column, once per run
         let listing = try await destination.list()
         #expect(listing.names == ["builds.csv"])
         await destination.finish()
@@ -53,15 +57,17 @@ struct SheetsDestinationTests {
         try dir.write("b.json", "[{\"build_id\": 8, \"version\": \"dup\"}, {\"build_id\": 9, \"version\": {\"major\": 2}}]")
         _ = try await destination.upload(try SheetsFixtures.item(dir, "a.ndjson")) { _ in }
         let second = try await destination.upload(try SheetsFixtures.item(dir, "b.json")) { _ in }
-        #expect(second.detail == "Builds!A3:C3 (1 rows already present)")
+        #expect(second.detail == "Builds!A4:C4 (1 rows already present)")
         #expect(try server.textRows(sheet: "Builds") == [
+            ["build_id", "version", "status"],
             ["7", "1.0", "ok"],
             ["8", "1.1", "true"],
             ["9", "{\"major\":2}", ""],
         ])
         // Numbers go as JSON numbers, booleans as booleans (RAW keeps them typed).
         let log = try server.requestLog().filter { ($0["methodId"] as? String) == "sheets.spreadsheets.values.append" }
-        let firstBody = try #require(log.first?["request"] as? [String: Any])
+        #expect(log.count == 3)  // the header, then one append per file
+        let firstBody = try #require(log.dropFirst().first?["request"] as? [String: Any])
         let values = try #require(firstBody["values"] as? [[Any]])
         #expect((values[0][0] as? NSNumber)?.intValue == 7)
         #expect((log.first?["query"] as? [String: String])?["valueInputOption"] == "RAW")
@@ -78,18 +84,18 @@ struct SheetsDestinationTests {
         for i in 1...10 { csv += "\(i)\n" }
         try dir.write("ten.csv", csv)
         let item = try SheetsFixtures.item(dir, "ten.csv")
-        // The first batch goes through; the second is applied, then its answer is lost.
-        try server.fault(["kind": "drop_after_append", "count": 1, "skip": 1])
+        // The header and the first batch go through; the second is applied, then its answer is lost.
+        try server.fault(["kind": "drop_after_append", "count": 1, "skip": 2])
         let error = await SheetsFixtures.uploadError(destination, item)
         #expect(error?.failureClass.isRetryable == true)
         #expect(error?.message.contains("checked before they are sent again") == true)
-        #expect(try server.rows().count == 6)  // the server did apply the second batch
+        #expect(try server.rows().count == 7)  // the header; the server did apply the second batch
         // The core retries the upload: the key column is read afresh and only missing rows go.
         let receipt = try await destination.upload(item) { _ in }
-        let rows = try server.textRows()
+        let rows = try server.textRows().dropFirst()
         #expect(rows.map { $0[1] } == (1...10).map(String.init))
         #expect(Set(rows.map { $0[0] }).count == 10)
-        #expect(receipt.detail == "Sheet1!A7:B9;Sheet1!A10:B10 (6 rows already present)")
+        #expect(receipt.detail == "Sheet1!A8:B10;Sheet1!A11:B11 (6 rows already present)")
         #expect(try server.stats()["dropped"] == 1)
         await destination.finish()
     }
@@ -102,6 +108,8 @@ struct SheetsDestinationTests {
         let destination = try SheetsFixtures.apiDestination(server, extra: "request_timeout: 500ms", base: dir.url)
         try dir.write("slow.csv", "n\n1\n2\n")
         try dir.write("cancelled.csv", "n\n3\n4\n")
+        // The sheet has its header already, so that every append here is one of rows.
+        try server.setRows([["syncgate_row_id", "n"]])
         // Applied, but answered only after the client gave up.
         try server.fault(["kind": "delay_after_append", "seconds": 1.5])
         let slow = try SheetsFixtures.item(dir, "slow.csv")
@@ -119,8 +127,8 @@ struct SheetsDestinationTests {
         task.cancel()
         #expect(await (try? task.value) == nil)
         _ = try await destination.upload(cancelled) { _ in }
-        #expect(try server.textRows().map { $0[1] } == ["1", "2", "3", "4"])
-        #expect(try server.stats()["appends"] == 2)
+        #expect(try server.textRows().map { $0[1] } == ["n", "1", "2", "3", "4"])
+        #expect(try server.stats()["appends"] == 2)  // one per file
         await destination.finish()
     }
 
@@ -133,10 +141,10 @@ struct SheetsDestinationTests {
         try dir.write("=SUM(A1).csv", "n\n1\n")
         let item = try SheetsFixtures.item(dir, "=SUM(A1).csv")
         _ = try await destination.upload(item) { _ in }
-        let sent = try server.requestLog().first { ($0["methodId"] as? String) == "sheets.spreadsheets.values.append" }
+        let sent = try server.requestLog().last { ($0["methodId"] as? String) == "sheets.spreadsheets.values.append" }
         let values = (sent?["request"] as? [String: Any])?["values"] as? [[Any]]
         #expect((values?.first?.first as? String)?.hasPrefix("'=SUM(A1).csv@") == true)
-        #expect(try server.textRows().first?.first?.hasPrefix("=SUM(A1).csv@") == true)
+        #expect(try server.textRows().dropFirst().first?.first?.hasPrefix("=SUM(A1).csv@") == true)
         // Recognised as present when sent again.
         let again = try await destination.upload(item) { _ in }
         #expect(again.detail == "no new rows (1 already present)")
@@ -189,7 +197,7 @@ struct SheetsDestinationTests {
         let stats = try server.stats()
         #expect(stats["tokens"] == 2)
         #expect(stats["unauthorized"] == 1)
-        let rows = try server.textRows()
+        let rows = Array(try server.textRows().dropFirst())  // below the header
         #expect(rows.map { $0[1] } == ["one.bin", "two.bin"])
         #expect(rows[1][2] == "2")  // size
         #expect(rows[1][3] == (try SheetsFixtures.sha256(of: dir.file("two.bin"))))
@@ -237,7 +245,7 @@ struct SheetsDestinationTests {
         #expect(unavailable?.classification == Classification(.retryable(), scope: .file))
         #expect(unavailable?.code == "UNAVAILABLE")
         _ = try await destination.upload(item) { _ in }
-        #expect(try server.rows().count == 1)
+        #expect(try server.rows().count == 2)  // the header, the row
         await destination.finish()
     }
 
@@ -312,10 +320,10 @@ struct SheetsDestinationTests {
         }
         let stats = try server.stats()
         #expect(stats["quota_429"] == 0)
-        #expect(stats["appends"] == 16)
+        #expect(stats["appends"] == 17)  // the header, once, then one per file
         #expect((stats["max_writes_in_window"] ?? 99) <= 6)
         #expect(await destination.limiter.waits > 0)
-        #expect(try server.rows().count == 16)
+        #expect(try server.rows().count == 17)
         await destination.finish()
     }
 

@@ -212,7 +212,7 @@ struct SheetsHostileEndpointTests {
         try dir.write("outbox/a.bin", "a")
         let sync = try await run(["sync", "--json"])
         #expect(sync.status == 0, "\(sync.stdout.suffix(2000))\(sync.stderr.suffix(2000))")
-        #expect(try server.rows(spreadsheet: "apps-script-AKfycbTEST").count == 1)
+        #expect(try server.rows(spreadsheet: "apps-script-AKfycbTEST").count == 2)  // the header the script wrote, the row
         let echo = try #require(try server.received().first { ($0["path"] as? String)?.hasPrefix("/macros/echo") == true })
         #expect(echo["method"] as? String == "GET")
         #expect(echo["body"] as? String == "")

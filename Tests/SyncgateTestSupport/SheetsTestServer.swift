@@ -113,11 +113,18 @@ public final class SheetsTestServer: @unchecked Sendable {
         return object?["values"] as? [[Any]] ?? []
     }
 
-    /// The sheet's rows as text (numbers and booleans as JSON would print them).
+    /// Sets a tab's rows, as if typed into the sheet (a header row, rows already there).
+    public func setRows(_ values: [[Any]], spreadsheet: String = "test-spreadsheet", sheet: String = "Sheet1") throws {
+        try control("POST", "sheet", ["spreadsheet": spreadsheet, "sheet": sheet, "values": values])
+    }
+
+    /// The sheet's rows as text (numbers and booleans as JSON would print them; a cell Sheets took as a formula
+    /// as `formula:` and its text).
     public func textRows(spreadsheet: String = "test-spreadsheet", sheet: String = "Sheet1") throws -> [[String]] {
         try rows(spreadsheet: spreadsheet, sheet: sheet).map { row in
             row.map { cell in
                 if let s = cell as? String { return s }
+                if let formula = (cell as? [String: Any])?["formula"] as? String { return "formula:" + formula }
                 if let n = cell as? NSNumber {
                     if String(cString: n.objCType) == "c" { return n.boolValue ? "true" : "false" }
                     return n.stringValue
