@@ -23,6 +23,9 @@ public struct S3Config: Decodable, Sendable {
         case accessKeyID = "access_key_id"
         case secretAccessKey = "secret_access_key"
         case sessionToken = "session_token"
+        case accessKeyIDFile = "access_key_id_file"
+        case secretAccessKeyFile = "secret_access_key_file"
+        case sessionTokenFile = "session_token_file"
         case multipart
         case storageClass = "storage_class"
         case requestTimeout = "request_timeout"
@@ -57,9 +60,9 @@ public struct S3Config: Decodable, Sendable {
             throw ConfigValueError("is longer than 512 bytes", key: CodingKeys.prefix)
         }
         pathStyle = try c.decodeIfPresent(Bool.self, forKey: .pathStyle)
-        accessKeyID = try c.decodeIfPresent(Secret.self, forKey: .accessKeyID)
-        secretAccessKey = try c.decodeIfPresent(Secret.self, forKey: .secretAccessKey)
-        sessionToken = try c.decodeIfPresent(Secret.self, forKey: .sessionToken)
+        accessKeyID = try c.decodeSecretIfPresent(.accessKeyID, orFile: .accessKeyIDFile)
+        secretAccessKey = try c.decodeSecretIfPresent(.secretAccessKey, orFile: .secretAccessKeyFile)
+        sessionToken = try c.decodeSecretIfPresent(.sessionToken, orFile: .sessionTokenFile)
         multipart = try c.decodeIfPresent(S3MultipartConfig.self, forKey: .multipart) ?? S3MultipartConfig()
         storageClass = try c.decodeIfPresent(String.self, forKey: .storageClass)
         if let storageClass, storageClass.isEmpty || !storageClass.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
