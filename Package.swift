@@ -8,6 +8,17 @@ let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
 let httpClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
 
+/// What `syncgate --version` says beyond the version: the commit and date of the build, when the build names them
+/// (`scripts/install` does: SYNCGATE_COMMIT=abc1234[-dirty], SYNCGATE_BUILD_DATE=YYYY-MM-DD); a plain `swift build`
+/// says "commit unknown". A value of any other shape is ignored (it goes into C source as a string literal).
+func buildInfoDefine(_ variable: String, allowed: (Character) -> Bool, maxLength: Int) -> [CSetting] {
+    guard let value = Context.environment[variable], !value.isEmpty, value.count <= maxLength, value.allSatisfy(allowed) else { return [] }
+    return [.define(variable, to: "\"\(value)\"")]
+}
+let buildInfoSettings =
+    buildInfoDefine("SYNCGATE_COMMIT", allowed: { $0.isASCII && ($0.isHexDigit || $0 == "-" || $0.isLetter) }, maxLength: 48)
+    + buildInfoDefine("SYNCGATE_BUILD_DATE", allowed: { $0.isASCII && ($0.isNumber || $0 == "-") }, maxLength: 10)
+
 let package = Package(
     name: "syncgate",
     platforms: [.macOS(.v14)],
@@ -50,6 +61,7 @@ let package = Package(
         .target(name: "SyncgateSDL", dependencies: [nioCore, "CZlib"]),  // SDL wire format: frames, BSON, RPC messages
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),  // the system's zlib, for its CRC-32
         .systemLibrary(name: "CMalloc"),  // glibc's malloc tuning, for `syncgate run` (ProcessMemory)
+        .target(name: "CBuildInfo", cSettings: buildInfoSettings),  // the commit and date `--version` prints
         .target(name: "SyncgateHeadUnit", dependencies: ["SyncgateCore", "SyncgateSDL", crypto, nioCore, nioPosix, logging]),
         .target(
             name: "SyncgateSheets",
@@ -79,7 +91,7 @@ let package = Package(
         .executableTarget(
             name: "syncgate",
             dependencies: [
-                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets", "SyncgateHTTP", "SyncgateExec", "CMalloc",
+                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets", "SyncgateHTTP", "SyncgateExec", "CMalloc", "CBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 logging,
             ]

@@ -30,6 +30,9 @@ public struct S3Config: Decodable, Sendable {
         case secretAccessKey = "secret_access_key"
         case sessionToken = "session_token"
         case profile
+        case accessKeyIDFile = "access_key_id_file"
+        case secretAccessKeyFile = "secret_access_key_file"
+        case sessionTokenFile = "session_token_file"
         case multipart
         case storageClass = "storage_class"
         case requestTimeout = "request_timeout"
@@ -65,9 +68,9 @@ public struct S3Config: Decodable, Sendable {
             throw ConfigValueError("is longer than 512 bytes", key: CodingKeys.prefix)
         }
         pathStyle = try c.decodeIfPresent(Bool.self, forKey: .pathStyle)
-        accessKeyID = try c.decodeIfPresent(Secret.self, forKey: .accessKeyID)
-        secretAccessKey = try c.decodeIfPresent(Secret.self, forKey: .secretAccessKey)
-        sessionToken = try c.decodeIfPresent(Secret.self, forKey: .sessionToken)
+        accessKeyID = try c.decodeSecretIfPresent(.accessKeyID, orFile: .accessKeyIDFile)
+        secretAccessKey = try c.decodeSecretIfPresent(.secretAccessKey, orFile: .secretAccessKeyFile)
+        sessionToken = try c.decodeSecretIfPresent(.sessionToken, orFile: .sessionTokenFile)
         profile = try c.decodeIfPresent(String.self, forKey: .profile)
         if let profile, profile.isEmpty || profile.contains(where: { $0.isWhitespace || $0 == "]" }) {
             throw ConfigValueError("'\(profile)' is not a profile name", key: CodingKeys.profile)

@@ -60,6 +60,7 @@ public struct SheetsConfig: Decodable, Sendable {
         case apiBase = "api_base"
         case appsScriptURL = "apps_script_url"
         case secret
+        case secretFile = "secret_file"
         case writesPerMinute = "writes_per_minute"
         case writeWindow = "write_window"
         case requestTimeout = "request_timeout"
@@ -80,7 +81,7 @@ public struct SheetsConfig: Decodable, Sendable {
         maxRowsPerRequest = try c.decodeIfPresent(Int.self, forKey: .maxRowsPerRequest) ?? 500
         apiBase = try c.decodeIfPresent(String.self, forKey: .apiBase) ?? "https://sheets.googleapis.com"
         appsScriptURL = try c.decodeIfPresent(String.self, forKey: .appsScriptURL)
-        secret = try c.decodeIfPresent(Secret.self, forKey: .secret)
+        secret = try c.decodeSecretIfPresent(.secret, orFile: .secretFile)
         writesPerWindow = try c.decodeIfPresent(Int.self, forKey: .writesPerMinute) ?? 60
         writeWindow = try c.decodeIfPresent(ConfigDuration.self, forKey: .writeWindow)?.duration ?? .seconds(60)
         requestTimeout = try c.decodeIfPresent(ConfigDuration.self, forKey: .requestTimeout)?.duration ?? .seconds(60)

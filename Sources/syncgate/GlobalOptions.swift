@@ -35,12 +35,14 @@ struct GlobalOptions: ParsableArguments {
         return Logger(label: "syncgate")
     }
 
-    /// Loads the config; a config error prints `file:line:col: key: message` and exits 78.
+    /// Loads the config; config errors print one line each, `file:line:col: key: message`, and exit 78.
     func loadConfig(logger: Logger, checkingFiles: Bool = false) throws -> GatewayConfig {
         do {
             return try GatewayConfig.load(path: config, registry: BuiltinPlugins.registry, logger: logger, checkingFiles: checkingFiles)
         } catch let error as ConfigError {
-            Console.error(error.description)
+            let all = error.all
+            for each in all { Console.error(each.description) }
+            if all.count > 1 { Console.error("\(all.count) errors in \(config)") }
             throw ExitCode(ExitStatus.config)
         }
     }
@@ -53,6 +55,23 @@ struct GlobalOptions: ParsableArguments {
             Console.error(error.description)
             throw ExitCode(ExitStatus.config)
         }
+    }
+}
+
+extension GlobalOptions {
+    /// The options above, which may also come before the command's name (`syncgate --config x.yaml sync`).
+    /// Keep in step with the declarations above (the end-to-end tests try each one before the command).
+    static let order = GlobalOptionOrder(
+        valued: ["--config", "--log-format"], flags: ["--verbose", "--quiet"], shortFlags: ["v", "q"],
+        commands: command(Syncgate.self)
+    )
+
+    private static func command(_ type: any ParsableCommand.Type) -> GlobalOptionOrder.Command {
+        var subcommands: [String: GlobalOptionOrder.Command] = [:]
+        for sub in type.configuration.subcommands {
+            if let name = sub.configuration.commandName { subcommands[name] = command(sub) }
+        }
+        return GlobalOptionOrder.Command(subcommands)
     }
 }
 

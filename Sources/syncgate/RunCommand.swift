@@ -173,7 +173,8 @@ final class GatewayControl: @unchecked Sendable {
         do {
             next = try GatewayConfig.load(path: global.config, registry: BuiltinPlugins.registry, logger: logger)
         } catch let error as ConfigError {
-            logger.error("SIGHUP: the config does not validate, the old one stays in force: \(error.description)")
+            let errors = error.all.map(\.description).joined(separator: "; ")
+            logger.error("SIGHUP: the config does not validate, the old one stays in force: \(errors)")
             return
         } catch {
             logger.error("SIGHUP: the config cannot be read, the old one stays in force: \(error)")

@@ -10,7 +10,7 @@ struct Syncgate: AsyncParsableCommand {
             Exit codes: 0 everything routed is synced; 1 some file failed; 75 only retryable failures remain \
             (scheduled); 64 usage; 78 config error; 130 interrupted.
             """,
-        version: "0.1.0",
+        version: BuildInfo.versionLine,
         subcommands: [
             SyncCommand.self, RunCommand.self, StatusCommand.self, ValidateCommand.self, RetryCommand.self, ForgetCommand.self,
             ListCommand.self, RemoveCommand.self, PluginCommand.self,
@@ -18,9 +18,10 @@ struct Syncgate: AsyncParsableCommand {
         defaultSubcommand: nil
     )
 
-    /// ArgumentParser's own `main`, after what must happen before any thread starts (``ProcessMemory``).
+    /// ArgumentParser's own `main`, after what must happen before any thread starts (``ProcessMemory``), with
+    /// global options written before the command moved after it (``GlobalOptions/order``).
     static func main() async {
         ProcessMemory.prepare(arguments: CommandLine.arguments)
-        await main(nil)
+        await main(GlobalOptions.order.hoist(Array(CommandLine.arguments.dropFirst())))
     }
 }

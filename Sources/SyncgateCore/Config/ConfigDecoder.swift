@@ -8,6 +8,10 @@ import Yams
 public final class ConfigDecoder: @unchecked Sendable {
     public let file: String
     let environment: [String: String]
+    /// The config file's folder: relative paths of secret files (`KEY_file`) resolve against it.
+    let baseDirectory: URL?
+    /// The error that ends decoding (the document is too large); set once it is met.
+    private(set) var fatal: ConfigError?
     private var visited = 0
     private let maxVisits: Int
     /// Mappings decoded through a keyed container: path text -> (mapping, keys read).
@@ -16,9 +20,10 @@ public final class ConfigDecoder: @unchecked Sendable {
     /// destination are found without looking at every other one's.
     private var pathsByItem: [String: Set<String>] = [:]
 
-    public init(file: String, environment: [String: String], maxVisits: Int = 200_000) {
+    public init(file: String, environment: [String: String], baseDirectory: URL? = nil, maxVisits: Int = 200_000) {
         self.file = file
         self.environment = environment
+        self.baseDirectory = baseDirectory
         self.maxVisits = maxVisits
     }
 
@@ -96,9 +101,12 @@ public final class ConfigDecoder: @unchecked Sendable {
     // MARK: - Bookkeeping used by the containers
 
     func visit(_ node: Node, path: [ConfigKey]) throws {
+        if let fatal { throw fatal }
         visited += 1
         if visited > maxVisits {
-            throw error(at: node, path: path, "the document is too large or expands too many aliases (over \(maxVisits) values)")
+            let tooLarge = error(at: node, path: path, "the document is too large or expands too many aliases (over \(maxVisits) values)")
+            fatal = tooLarge
+            throw tooLarge
         }
     }
 
@@ -113,40 +121,14 @@ public final class ConfigDecoder: @unchecked Sendable {
         }
     }
 
-    /// Expands `${NAME}` (and leaves `$$` as `$`). An unset variable is an error.
+    /// Expands `${NAME}`, `${NAME:-default}`, `${NAME:?message}` and `$$` (``VariableExpansion``).
     func expand(_ text: String, node: Node, path: [ConfigKey]) throws -> String {
         guard text.contains("$") else { return text }
-        var result = ""
-        var index = text.startIndex
-        while index < text.endIndex {
-            let ch = text[index]
-            if ch == "$" {
-                let next = text.index(after: index)
-                if next < text.endIndex, text[next] == "$" {
-                    result.append("$")
-                    index = text.index(after: next)
-                    continue
-                }
-                if next < text.endIndex, text[next] == "{" {
-                    guard let close = text[next...].firstIndex(of: "}") else {
-                        throw error(at: node, path: path, "unterminated ${ in '\(text)'")
-                    }
-                    let name = String(text[text.index(after: next)..<close])
-                    guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
-                        throw error(at: node, path: path, "'${\(name)}' is not a valid environment variable reference")
-                    }
-                    guard let value = environment[name] else {
-                        throw error(at: node, path: path, "environment variable \(name) is not set")
-                    }
-                    result += value
-                    index = text.index(after: close)
-                    continue
-                }
-            }
-            result.append(ch)
-            index = text.index(after: index)
+        do {
+            return try VariableExpansion.expand(text, environment: environment)
+        } catch {
+            throw self.error(at: node, path: path, error.message)
         }
-        return result
     }
 }
 

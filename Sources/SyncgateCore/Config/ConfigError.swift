@@ -6,6 +6,8 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible, Hashable {
     /// Key path such as `destinations[1].retry.file` ("" for the whole file).
     public var keyPath: String
     public var message: String
+    /// The config's other errors, when loading found several (each one located): ``all`` lists them with this one.
+    public var others: [ConfigError] = []
 
     public init(file: String, line: Int?, column: Int?, keyPath: String, message: String) {
         self.file = file
@@ -22,6 +24,27 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible, Hashable {
         text += ": "
         if !keyPath.isEmpty { text += "\(keyPath): " }
         return text + message
+    }
+
+    /// This error and the ``others``, in the order of the file.
+    public var all: [ConfigError] {
+        var first = self
+        first.others = []
+        return [first] + others
+    }
+
+    /// Several errors as one: the first in the file, carrying the rest in ``others``. Nil when there are none.
+    public static func combined(_ errors: [ConfigError]) -> ConfigError? {
+        var seen = Set<ConfigError>()
+        let flat = errors.flatMap(\.all).filter { seen.insert($0).inserted }
+        let sorted = flat.enumerated().sorted { a, b in
+            let ka = (a.element.line ?? 0, a.element.column ?? 0, a.offset)
+            let kb = (b.element.line ?? 0, b.element.column ?? 0, b.offset)
+            return ka < kb
+        }.map(\.element)
+        guard var first = sorted.first else { return nil }
+        first.others = Array(sorted.dropFirst())
+        return first
     }
 }
 

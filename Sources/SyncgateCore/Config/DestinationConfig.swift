@@ -45,14 +45,7 @@ public struct DestinationConfig: Sendable {
     static func digest(of node: Node, environment: [String: String]) -> String {
         let text = (try? Yams.serialize(node: node)) ?? "\(node)"
         var material = text
-        var rest = Substring(text)
-        while let start = rest.range(of: "${") {
-            rest = rest[start.upperBound...]
-            guard let end = rest.firstIndex(of: "}") else { break }
-            let name = String(rest[..<end])
-            material += "\u{0}\(name)=\(environment[name] ?? "")"
-            rest = rest[end...]
-        }
+        for name in VariableExpansion.names(in: text) { material += "\u{0}\(name)=\(environment[name] ?? "")" }
         return SHA256.hash(data: Data(material.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -101,47 +101,87 @@ extension GatewayConfig {
         } catch let error as YamlError {
             throw yamlError(error, file: file)
         }
-        let decoder = ConfigDecoder(file: file, environment: environment)
-        let top = try decoder.decode(RawTop.self, from: root, at: [])
-
-        guard top.version == 1 else {
-            throw decoder.error(at: root.descend([.key("version")]), keyPath: "version", "unsupported version \(top.version) (this syncgate reads version 1)")
+        let decoder = ConfigDecoder(file: file, environment: environment, baseDirectory: baseDirectory)
+        var load = ConfigLoad(decoder: decoder)
+        guard case .mapping(let topMapping) = root else {
+            throw decoder.error(at: root, keyPath: "", "expected a mapping, found \(root.kindName)")
         }
-        let defaults = top.defaults?.applied(to: .builtIn) ?? .builtIn
+        decoder.markRead(topMapping, at: [], keys: topKeys)
+        /// A top-level key's value; null counts as absent.
+        func child(_ key: String) -> Node? {
+            guard let node = root.descend([.key(key)]), !node.isNull else { return nil }
+            return node
+        }
+        /// A top-level key's list of items, or nil (with the error noted) when it is missing or not a list.
+        func list(_ key: String, required: Bool) -> [Node]? {
+            guard let node = child(key) else {
+                if required { load.note(decoder.error(at: root, keyPath: key, "missing required key '\(key)'")) }
+                return nil
+            }
+            guard case .sequence(let items) = node else {
+                load.note(decoder.error(at: node, keyPath: key, "expected a list, found \(node.kindName)"))
+                return nil
+            }
+            return Array(items)
+        }
+        func optional<T: Decodable>(_ type: T.Type, _ key: String) throws -> T? {
+            guard let node = child(key) else { return nil }
+            return try load.attempt([.key(key)]) { try decoder.decode(type, from: node, at: [.key(key)]) }
+        }
 
+        if let node = root.descend([.key("version")]) {
+            if let version = try load.attempt([.key("version")], { try decoder.decode(Int.self, from: node, at: [.key("version")]) }), version != 1 {
+                load.note(decoder.error(at: node, keyPath: "version", "unsupported version \(version) (this syncgate reads version 1)"))
+            }
+        } else {
+            load.note(decoder.error(at: root, keyPath: "version", "missing required key 'version'"))
+        }
+        let state = try optional(String.self, "state")
+        let artwork = try optional(GlobSet.self, "artwork")
+        let defaults = try optional(DeliveryOverrides.self, "defaults")?.applied(to: .builtIn) ?? .builtIn
+        let gateway = try optional(RawGatewaySettings.self, "gateway")
+        let http = try optional(RawHTTPSettings.self, "http")
+
+        // Each source, destination and route on its own, so that one run reports the mistakes of all of them.
         var sources: [SourceConfig] = []
-        for (index, raw) in top.sources.enumerated() {
+        var sourceNames = Set<String>()  // written ones, those in error included: a route naming one is not wrong
+        let sourceNodes = list("sources", required: true)
+        for (index, node) in (sourceNodes ?? []).enumerated() {
             let path: [ConfigKey] = [.key("sources"), .index(index)]
+            if let name = node.descend([.key("name")])?.string { sourceNames.insert(name) }
+            guard let raw = try load.attempt(path, { try decoder.decode(RawSource.self, from: node, at: path) }) else { continue }
             if sources.contains(where: { $0.name == raw.name }) {
-                throw decoder.error(at: root.descend(path + [.key("name")]), path: path + [.key("name")], "duplicate source name '\(raw.name)'")
+                load.note(decoder.error(at: node.descend([.key("name")]), path: path + [.key("name")], "duplicate source name '\(raw.name)'"))
+                continue
             }
             sources.append(SourceConfig(
                 name: raw.name, path: resolve(raw.path, against: baseDirectory),
                 include: raw.include ?? (try! GlobSet(patterns: ["**/*"])), exclude: raw.exclude ?? GlobSet([]),
                 followSymlinks: raw.followSymlinks ?? false, optional: raw.optional ?? false,
-                pathLocation: decoder.error(at: root.descend(path + [.key("path")]), path: path + [.key("path")], "")
+                pathLocation: decoder.error(at: node.descend([.key("path")]), path: path + [.key("path")], "")
             ))
         }
-        if sources.isEmpty {
-            throw decoder.error(at: root.descend([.key("sources")]) ?? root, keyPath: "sources", "at least one source is needed")
+        if sourceNodes?.isEmpty == true {
+            load.note(decoder.error(at: child("sources") ?? root, keyPath: "sources", "at least one source is needed"))
         }
 
         var destinations: [DestinationConfig] = []
-        var destinationNames = Set<String>()
-        guard case .sequence(let destinationNodes)? = root.descend([.key("destinations")]) else {
-            throw decoder.error(at: root, keyPath: "destinations", "missing required key 'destinations'")
-        }
-        for (index, node) in destinationNodes.enumerated() {
+        var destinationNames: [String] = []  // written ones, those in error included, in order
+        let destinationNodes = list("destinations", required: true)
+        for (index, node) in (destinationNodes ?? []).enumerated() {
             let path: [ConfigKey] = [.key("destinations"), .index(index)]
-            let head = try decoder.decode(RawDestinationHead.self, from: node, at: path)
-            if !destinationNames.insert(head.name).inserted {
-                throw decoder.error(at: node.descend([.key("name")]), path: path + [.key("name")], "duplicate destination name '\(head.name)'")
+            if let name = node.descend([.key("name")])?.string, !destinationNames.contains(name) { destinationNames.append(name) }
+            guard let head = try load.attempt(path, { try decoder.decode(RawDestinationHead.self, from: node, at: path) }) else { continue }
+            if destinations.contains(where: { $0.name == head.name }) {
+                load.note(decoder.error(at: node.descend([.key("name")]), path: path + [.key("name")], "duplicate destination name '\(head.name)'"), stopping: path)
+                continue
             }
             guard let registration = registry.registration(for: head.type) else {
-                throw decoder.error(
+                load.note(decoder.error(
                     at: node.descend([.key("type")]), path: path + [.key("type")],
                     "unknown destination type '\(head.type)' (known: \(registry.types.joined(separator: ", ")))"
-                )
+                ), stopping: path)
+                continue
             }
             var pluginLogger = logger
             pluginLogger[metadataKey: "destination"] = "\(head.name)"
@@ -154,60 +194,75 @@ extension GatewayConfig {
             do {
                 build = try registration.decode(setup)
             } catch {
-                // A misspelt key (`secret_acces_key`) makes the plugin miss a value and say so in its own words
-                // once its keys are read: the unknown key is the better message then.
+                if let fatal = decoder.fatal { throw fatal }
                 if setup.decoded.value {
+                    // A misspelt key (`secret_acces_key`) makes the plugin miss a value and say so in its own words
+                    // once its keys are read: the unknown key, reported below, is the better message then.
                     if case .mapping(let mapping) = node { decoder.markRead(mapping, at: path, keys: coreDestinationKeys) }
-                    if let unknown = decoder.unknownKeys(under: path).first { throw unknown }
+                    if !decoder.unknownKeys(under: path).isEmpty { continue }
+                } else {
+                    load.stopped.append(ConfigKey.text(path))
                 }
-                if let error = error as? ConfigValueError { throw decoder.locate(error, node: node, path: path) }
-                throw error
+                switch error {
+                case let error as ConfigValueError: load.note(decoder.locate(error, node: node, path: path))
+                case let error as ConfigError: load.note(error)
+                default: throw error
+                }
+                continue
             }
-            // Keys of this destination that neither the core nor the plugin read.
+            // Keys of this destination that neither the core nor the plugin read are reported below.
             if case .mapping(let mapping) = node {
                 decoder.markRead(mapping, at: path, keys: coreDestinationKeys)
             }
-            if let unknown = decoder.unknownKeys(under: path).first { throw unknown }
             destinations.append(DestinationConfig(
                 name: head.name, type: head.type, settings: head.delivery.applied(to: defaults), build: build,
                 configDigest: DestinationConfig.digest(of: node, environment: environment)
             ))
         }
-        if destinations.isEmpty {
-            throw decoder.error(at: root.descend([.key("destinations")]) ?? root, keyPath: "destinations", "at least one destination is needed")
+        if destinationNodes?.isEmpty == true {
+            load.note(decoder.error(at: child("destinations") ?? root, keyPath: "destinations", "at least one destination is needed"))
         }
 
         var routes: [RouteConfig] = []
-        for (index, raw) in (top.routes ?? []).enumerated() {
+        let routeNodes = list("routes", required: false)
+        for (index, node) in (routeNodes ?? []).enumerated() {
             let path: [ConfigKey] = [.key("routes"), .index(index)]
+            guard let raw = try load.attempt(path, { try decoder.decode(RawRoute.self, from: node, at: path) }) else { continue }
             for (toIndex, name) in raw.to.enumerated() where !destinationNames.contains(name) {
                 let at = path + [.key("to"), .index(toIndex)]
-                throw decoder.error(at: root.descend(at), path: at, "no destination named '\(name)' (known: \(destinations.map(\.name).joined(separator: ", ")))")
+                load.note(decoder.error(at: root.descend(at), path: at, "no destination named '\(name)' (known: \(destinationNames.joined(separator: ", ")))"))
             }
-            for (sourceIndex, name) in (raw.sources ?? []).enumerated() where !sources.contains(where: { $0.name == name }) {
+            for (sourceIndex, name) in (raw.sources ?? []).enumerated() where !sourceNames.contains(name) {
                 let at = path + [.key("sources"), .index(sourceIndex)]
-                throw decoder.error(at: root.descend(at), path: at, "no source named '\(name)'")
+                load.note(decoder.error(at: root.descend(at), path: at, "no source named '\(name)'"))
             }
             if raw.to.isEmpty {
-                throw decoder.error(at: root.descend(path + [.key("to")]), path: path + [.key("to")], "a route needs at least one destination")
+                load.note(decoder.error(at: root.descend(path + [.key("to")]), path: path + [.key("to")], "a route needs at least one destination"))
             }
             routes.append(RouteConfig(match: raw.match ?? (try! GlobSet(patterns: ["**/*"])), sources: raw.sources, to: raw.to))
         }
-        if top.routes == nil {
+        if routeNodes == nil {
             // No routes: every file goes to every destination.
             routes = [RouteConfig(match: try! GlobSet(patterns: ["**/*"]), to: destinations.map(\.name))]
         }
 
-        if let unknown = decoder.unknownKeys().first { throw unknown }
+        // Keys nobody read, except in what an error stopped short of reading.
+        for unknown in decoder.unknownKeys() where !load.stopped.contains(where: { unknown.keyPath.hasPrefix($0 + ".") }) {
+            load.note(unknown)
+        }
+        if let errors = ConfigError.combined(load.errors) { throw errors }
 
         return GatewayConfig(
             file: file, baseDirectory: baseDirectory,
-            statePath: resolve(top.state ?? ".syncgate/state.sqlite", against: baseDirectory),
-            sources: sources, artwork: top.artwork ?? (try! GlobSet(patterns: defaultArtwork)),
+            statePath: resolve(state ?? ".syncgate/state.sqlite", against: baseDirectory),
+            sources: sources, artwork: artwork ?? (try! GlobSet(patterns: defaultArtwork)),
             defaults: defaults, destinations: destinations, routes: routes,
-            gateway: top.gateway?.settings ?? .builtIn, http: top.http?.settings
+            gateway: gateway?.settings ?? .builtIn, http: http?.settings
         )
     }
+
+    /// The top-level keys.
+    static let topKeys: Set<String> = ["version", "state", "sources", "artwork", "defaults", "routes", "destinations", "gateway", "http"]
 
     private static func yamlError(_ error: YamlError, file: String) -> ConfigError {
         switch error {
@@ -255,29 +310,29 @@ extension GatewayConfig {
     }
 }
 
-struct RawTop: Decodable {
-    var version: Int
-    var state: String?
-    var sources: [RawSource]
-    var artwork: GlobSet?
-    var defaults: DeliveryOverrides?
-    var routes: [RawRoute]?
-    var gateway: RawGatewaySettings?
-    var http: RawHTTPSettings?
+/// The errors found while loading a config: decoding goes on past an error in one item (a source, a destination,
+/// a route, a top-level key) so that one run reports them all; it stops only where it cannot go on.
+struct ConfigLoad {
+    let decoder: ConfigDecoder
+    var errors: [ConfigError] = []
+    /// Key paths of items whose decoding an error cut short: the keys they did not get to are not unknown.
+    var stopped: [String] = []
 
-    enum CodingKeys: String, CodingKey { case version, state, sources, artwork, defaults, routes, destinations, gateway, http }
+    init(decoder: ConfigDecoder) { self.decoder = decoder }
 
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        version = try c.decode(Int.self, forKey: .version)
-        state = try c.decodeIfPresent(String.self, forKey: .state)
-        sources = try c.decode([RawSource].self, forKey: .sources)
-        artwork = try c.decodeIfPresent(GlobSet.self, forKey: .artwork)
-        defaults = try c.decodeIfPresent(DeliveryOverrides.self, forKey: .defaults)
-        routes = try c.decodeIfPresent([RawRoute].self, forKey: .routes)
-        gateway = try c.decodeIfPresent(RawGatewaySettings.self, forKey: .gateway)
-        http = try c.decodeIfPresent(RawHTTPSettings.self, forKey: .http)
-        // destinations are decoded one by one with their plugins; mark the key as known here.
-        _ = c.contains(.destinations)
+    mutating func note(_ error: ConfigError, stopping path: [ConfigKey]? = nil) {
+        errors.append(error)
+        if let path { stopped.append(ConfigKey.text(path)) }
+    }
+
+    /// Runs `body`; a config error is noted (and nil returned), unless it ends the load (a document too large).
+    mutating func attempt<T>(_ path: [ConfigKey], _ body: () throws -> T) throws -> T? {
+        do {
+            return try body()
+        } catch let error as ConfigError {
+            if let fatal = decoder.fatal { throw fatal }
+            note(error, stopping: path)
+            return nil
+        }
     }
 }

@@ -25,7 +25,10 @@ public struct HTTPSettings: Sendable, Hashable {
 struct RawHTTPSettings: Decodable {
     var settings: HTTPSettings
 
-    enum CodingKeys: String, CodingKey { case listen, token }
+    enum CodingKeys: String, CodingKey {
+        case listen, token
+        case tokenFile = "token_file"
+    }
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -36,7 +39,7 @@ struct RawHTTPSettings: Decodable {
         var host = String(listen[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty else { throw ConfigValueError("needs a host (e.g. 127.0.0.1:9464)", key: CodingKeys.listen) }
-        let token = try c.decodeIfPresent(Secret.self, forKey: .token)
+        let token = try c.decodeSecretIfPresent(.token, orFile: .tokenFile)
         if let token, token.reveal().count < 16 {
             throw ConfigValueError("must be at least 16 characters (a long random string)", key: CodingKeys.token)
         }
