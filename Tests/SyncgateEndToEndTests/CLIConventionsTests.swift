@@ -70,7 +70,9 @@ struct CLIConventionsTests {
         for shell in ["bash", "zsh", "fish"] {
             let result = try await cli.run(["--generate-completion-script", shell])
             #expect(result.status == 0, "\(shell): \(result.stderr)")
-            for word in ["syncgate", "validate", "retry", "--config", "--log-format"] {
+            // fish's script names options without their dashes (`'config='`).
+            let options = shell == "fish" ? ["'config='", "'log-format='"] : ["--config", "--log-format"]
+            for word in ["syncgate", "validate", "retry"] + options {
                 #expect(result.stdout.contains(word), "\(shell) completion lacks \(word)")
             }
         }

@@ -41,13 +41,41 @@ public struct DestinationConfig: Sendable {
         return SHA256.hash(data: Data((configDigest + "\u{0}" + plugin).utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// A digest of a destination's mapping: its text, and the value of every `${VAR}` in it.
+    /// A digest of a destination's mapping: its keys and values in order, and the value of every `${VAR}` in them.
+    /// The walk stops after ``digestBudget`` values, so an alias bomb in a destination costs nothing here (its
+    /// config is refused anyway: ``ConfigDecoder`` bounds the values it reads the same way).
     static func digest(of node: Node, environment: [String: String]) -> String {
-        let text = (try? Yams.serialize(node: node)) ?? "\(node)"
-        var material = text
-        for name in VariableExpansion.names(in: text) { material += "\u{0}\(name)=\(environment[name] ?? "")" }
-        return SHA256.hash(data: Data(material.utf8)).map { String(format: "%02x", $0) }.joined()
+        var hash = SHA256()
+        var names: Set<String> = []
+        var budget = digestBudget
+        func walk(_ node: Node) {
+            guard budget > 0 else { return }
+            budget -= 1
+            switch node {
+            case .scalar(let scalar):
+                hash.update(data: Data(("s" + String(scalar.string.utf8.count) + ":" + scalar.string).utf8))
+                names.formUnion(VariableExpansion.names(in: scalar.string))
+            case .mapping(let mapping):
+                hash.update(data: Data("m\(mapping.count){".utf8))
+                for (key, value) in mapping {
+                    walk(key)
+                    walk(value)
+                }
+                hash.update(data: Data("}".utf8))
+            case .sequence(let sequence):
+                hash.update(data: Data("q\(sequence.count)[".utf8))
+                for item in sequence { walk(item) }
+                hash.update(data: Data("]".utf8))
+            case .alias:
+                hash.update(data: Data("a".utf8))
+            }
+        }
+        walk(node)
+        for name in names.sorted() { hash.update(data: Data("\u{0}\(name)=\(environment[name] ?? "")".utf8)) }
+        return hash.finalize().map { String(format: "%02x", $0) }.joined()
     }
+
+    static let digestBudget = 100_000
 }
 
 struct RawDestinationHead: Decodable {
