@@ -14,10 +14,11 @@ public final class S3Destination: Destination, @unchecked Sendable {
         if let (key, message) = config.crossCheck() { throw setup.invalid(key, message) }
         let settings: S3Settings
         do {
-            settings = try S3Settings(config: config, environment: setup.environment)
+            settings = try S3Settings(config: config, environment: setup.environment, requireCredentials: !setup.readsLedgerOnly)
         } catch let error as S3Settings.MissingCredentials {
             throw setup.invalid(error.key, error.description)
         }
+        setup.describe("credentials: \(settings.credentialsDescription)")
         return { S3Destination(settings: settings, logger: setup.logger) }
     })
 

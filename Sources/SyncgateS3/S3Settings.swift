@@ -71,7 +71,9 @@ public struct S3Settings: Sendable {
         self.requestTimeout = requestTimeout
     }
 
-    public init(config: S3Config, environment: [String: String]) throws {
+    /// `requireCredentials: false` (a command that reads only the ledger) accepts a config whose credentials cannot
+    /// be found; asking for them then blocks the destination with the reason.
+    public init(config: S3Config, environment: [String: String], requireCredentials: Bool = true) throws {
         let region = config.region ?? environment["AWS_REGION"].flatMap { $0.isEmpty ? nil : $0 }
             ?? environment["AWS_DEFAULT_REGION"].flatMap { $0.isEmpty ? nil : $0 } ?? "us-east-1"
         let fromEnvironment = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty }
@@ -84,7 +86,8 @@ public struct S3Settings: Sendable {
         do {
             source = try AWSCredentialChain.resolve(keys: keys, profile: config.profile, region: region, environment: environment)
         } catch let failure as AWSCredentialChain.Failure {
-            throw MissingCredentials(key: failure.key, message: failure.description)
+            guard !requireCredentials else { throw MissingCredentials(key: failure.key, message: failure.description) }
+            source = .missing(reason: failure.description)
         }
         let host = endpoint.host ?? ""
         let isAWS = host.hasSuffix(".amazonaws.com")

@@ -10,6 +10,8 @@ public struct DestinationConfig: Sendable {
     public var settings: DeliverySettings
     /// A digest of the destination's mapping as written, with the environment variables it names.
     public var configDigest: String
+    /// What its plugin said about it at load (``DestinationSetup/describe(_:)``), for `syncgate validate`.
+    public var details: [String] = []
     private let plugin: LazyDestination
 
     public init(name: String, type: String, settings: DeliverySettings, build: @escaping @Sendable () -> any Destination,

@@ -65,10 +65,11 @@ extension GatewayConfig {
     /// Reads, parses and validates a config file, building every destination through `registry`.
     /// Every problem is a ``ConfigError`` naming the file, line, column and key. `checkingFiles` (for `validate`)
     /// also has plugins read and check the files their settings name, such as a key file (see
-    /// ``DestinationSetup/checksFiles``).
+    /// ``DestinationSetup/checksFiles``). `readingLedgerOnly` (for `status`, `forget`) tells plugins no destination
+    /// will be used, so that missing credentials are no error (``DestinationSetup/readsLedgerOnly``).
     public static func load(
         path: String, registry: PluginRegistry, environment: [String: String] = ProcessInfo.processInfo.environment,
-        logger: Logger = Logger(label: "syncgate"), checkingFiles: Bool = false
+        logger: Logger = Logger(label: "syncgate"), checkingFiles: Bool = false, readingLedgerOnly: Bool = false
     ) throws -> GatewayConfig {
         let displayName = path
         let url = URL(fileURLWithPath: path)
@@ -82,7 +83,8 @@ extension GatewayConfig {
         }
         return try parse(
             text: text, file: displayName, baseDirectory: url.deletingLastPathComponent().standardizedFileURL,
-            registry: registry, environment: environment, logger: logger, checkingFiles: checkingFiles
+            registry: registry, environment: environment, logger: logger, checkingFiles: checkingFiles,
+            readingLedgerOnly: readingLedgerOnly
         )
     }
 
@@ -90,7 +92,7 @@ extension GatewayConfig {
     public static func parse(
         text: String, file: String, baseDirectory: URL, registry: PluginRegistry,
         environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "syncgate"),
-        checkingFiles: Bool = false
+        checkingFiles: Bool = false, readingLedgerOnly: Bool = false
     ) throws -> GatewayConfig {
         let root: Node
         do {
@@ -188,6 +190,7 @@ extension GatewayConfig {
             let setup = DestinationSetup(
                 name: head.name, type: head.type, baseDirectory: baseDirectory, environment: environment,
                 logger: pluginLogger, node: node, path: path, decoder: decoder, checksFiles: checkingFiles,
+                readsLedgerOnly: readingLedgerOnly,
                 delivery: head.delivery.applied(to: defaults)
             )
             let build: @Sendable () -> any Destination
@@ -214,10 +217,12 @@ extension GatewayConfig {
             if case .mapping(let mapping) = node {
                 decoder.markRead(mapping, at: path, keys: coreDestinationKeys)
             }
-            destinations.append(DestinationConfig(
+            var destination = DestinationConfig(
                 name: head.name, type: head.type, settings: head.delivery.applied(to: defaults), build: build,
                 configDigest: DestinationConfig.digest(of: node, environment: environment)
-            ))
+            )
+            destination.details = setup.details.lines
+            destinations.append(destination)
         }
         if destinationNodes?.isEmpty == true {
             load.note(decoder.error(at: child("destinations") ?? root, keyPath: "destinations", "at least one destination is needed"))

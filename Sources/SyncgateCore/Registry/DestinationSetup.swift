@@ -24,18 +24,30 @@ public struct DestinationSetup: @unchecked Sendable {
         var value = false
     }
 
+    /// Lines ``describe(_:)`` added, for `syncgate validate`.
+    let details = Details()
+
+    final class Details: @unchecked Sendable {
+        var lines: [String] = []
+    }
+
     /// Whether the plugin should read and check the files its settings name (a key file) now: `syncgate validate`
     /// asks for it, so that a truncated key or a corrupt PEM is a located config error there. Elsewhere such a
     /// problem shows when the destination is used (it is then blocked) and the other destinations go on.
     public let checksFiles: Bool
+
+    /// Whether the command only reads the ledger (`status`, `forget`) and builds no destination: a plugin then
+    /// need not find credentials, and their absence is no error.
+    public let readsLedgerOnly: Bool
 
     /// The delivery settings that will wrap the destination (its `concurrency`, `attempt_timeout`, ...), for a
     /// plugin that sizes itself by them (an external plugin is told them in its `hello`).
     public let delivery: DeliverySettings
 
     init(name: String, type: String, baseDirectory: URL, environment: [String: String], logger: Logger, node: Node, path: [ConfigKey],
-         decoder: ConfigDecoder, checksFiles: Bool = false, delivery: DeliverySettings = .builtIn) {
+         decoder: ConfigDecoder, checksFiles: Bool = false, readsLedgerOnly: Bool = false, delivery: DeliverySettings = .builtIn) {
         self.checksFiles = checksFiles
+        self.readsLedgerOnly = readsLedgerOnly
         self.delivery = delivery
         self.name = name
         self.type = type
@@ -62,6 +74,12 @@ public struct DestinationSetup: @unchecked Sendable {
         var at: Node? = nil
         for length in stride(from: steps.count, through: 0, by: -1) where at == nil { at = node.descend(Array(steps.prefix(length))) }
         return decoder.error(at: at ?? node, keyPath: ConfigKey.text(path + steps), message)
+    }
+
+    /// Adds a line to what `syncgate validate` prints under this destination: where its credentials come from, the
+    /// proxy it goes through. Never a secret: say where a credential is, not what it is.
+    public func describe(_ line: String) {
+        details.lines.append(line)
     }
 
     /// Warns (once, at load) when a file holding secrets can be read by other users of this machine.
