@@ -37,6 +37,11 @@ public struct S3Settings: Sendable {
     /// sending blanks meanwhile) by ``completeTimeout``.
     public var requestTimeout: Duration
 
+    /// Multipart uploads left open longer than this are aborted (nil: never), by ``S3Destination/abortStaleUploads()``.
+    public var abortIncompleteAfter: Duration? = S3Settings.defaultAbortIncompleteAfter
+    /// Seven days, as the AWS documentation's example lifecycle rule `AbortIncompleteMultipartUpload`.
+    public static let defaultAbortIncompleteAfter: Duration? = .seconds(7 * 86400)
+
     /// The default of ``requestTimeout``.
     public static let defaultRequestTimeout: Duration = .seconds(60)
     /// The longest a CompleteMultipartUpload may take in total.
@@ -99,6 +104,7 @@ public struct S3Settings: Sendable {
             pathStyle: pathStyle || !dnsSafe, credentials: SigV4Credentials(accessKeyID: "", secretAccessKey: ""), multipart: config.multipart,
             storageClass: config.storageClass, objects: config.objects, existing: config.existing, requestTimeout: config.requestTimeout ?? S3Settings.defaultRequestTimeout)
         credentialSource = source
+        abortIncompleteAfter = config.abortIncompleteAfter
     }
 
     /// The Host header: the endpoint's host (prefixed with the bucket in virtual-hosted style) and its port when

@@ -167,6 +167,19 @@ public final class S3TestServer: @unchecked Sendable {
         _ = try LoopbackHTTP.request(port: port, "POST", "/moto-api/reset-auth", body: Data(String(count).utf8))
     }
 
+    /// The SHA-256 (hex) and size of an object, read back with boto3 in 1 MiB chunks (for objects too large to hold).
+    public func digest(bucket: String, key: String) async throws -> (sha256: String, size: Int64) {
+        let text = try await helper(["sha256", String(port), bucket, key])
+        let answer = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
+        return ((answer["sha256"] as? String) ?? "", (answer["size"] as? NSNumber)?.int64Value ?? -1)
+    }
+
+    /// Starts a multipart upload of `key` with boto3 and sends one 5 MiB part, never completing it (what a client that
+    /// died leaves behind). Returns its upload id.
+    public func startUnfinishedUpload(bucket: String, key: String) async throws -> String {
+        try await helper(["unfinished", String(port), bucket, key]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Multipart uploads still open in `bucket` (orphans, if any).
     public func openMultipartUploads(bucket: String) async throws -> Int {
         Int(try await helper(["uploads", String(port), bucket]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
@@ -265,6 +278,18 @@ elif cmd == "assume":
     c = client("sts").assume_role(RoleArn=sys.argv[3], RoleSessionName="syncgate-test", DurationSeconds=int(sys.argv[4]))["Credentials"]
     print(json.dumps({"AccessKeyId": c["AccessKeyId"], "SecretAccessKey": c["SecretAccessKey"], "Token": c["SessionToken"],
                       "Expiration": c["Expiration"].strftime("%Y-%m-%dT%H:%M:%SZ")}))
+elif cmd == "sha256":
+    import hashlib
+    digest = hashlib.sha256()
+    answer = client("s3").get_object(Bucket=sys.argv[3], Key=sys.argv[4])
+    for chunk in answer["Body"].iter_chunks(1 << 20):
+        digest.update(chunk)
+    print(json.dumps({"sha256": digest.hexdigest(), "size": answer["ContentLength"]}))
+elif cmd == "unfinished":
+    s3 = client("s3")
+    upload = s3.create_multipart_upload(Bucket=sys.argv[3], Key=sys.argv[4])["UploadId"]
+    s3.upload_part(Bucket=sys.argv[3], Key=sys.argv[4], UploadId=upload, PartNumber=1, Body=b"x" * (5 << 20))
+    print(upload)
 elif cmd == "uploads":
     s3 = client("s3")
     print(len(s3.list_multipart_uploads(Bucket=sys.argv[3]).get("Uploads", [])))
