@@ -18,6 +18,7 @@ public final class S3Destination: Destination, @unchecked Sendable {
         } catch let error as S3Settings.MissingCredentials {
             throw setup.invalid(error.key, error.description)
         }
+        setup.describe("credentials: \(settings.credentialsDescription)")
         return { S3Destination(settings: settings, logger: setup.logger) }
     })
 

@@ -27,6 +27,8 @@ public struct GatewayConfig: Sendable {
 
     /// Largest config file read (a larger one is an error, not a slow start).
     public static let maxFileSize = 1 << 20
+    /// Where the ledger is without a `state:` key, relative to the config file.
+    static let defaultStatePath = ".syncgate/state.sqlite"
 
     public func destination(named name: String) -> DestinationConfig? {
         destinations.first { $0.name == name }
@@ -188,7 +190,8 @@ extension GatewayConfig {
             let setup = DestinationSetup(
                 name: head.name, type: head.type, baseDirectory: baseDirectory, environment: environment,
                 logger: pluginLogger, node: node, path: path, decoder: decoder, checksFiles: checkingFiles,
-                delivery: head.delivery.applied(to: defaults)
+                delivery: head.delivery.applied(to: defaults),
+                stateDirectory: URL(fileURLWithPath: resolve(state ?? defaultStatePath, against: baseDirectory)).deletingLastPathComponent().path
             )
             let build: @Sendable () -> any Destination
             do {
@@ -214,10 +217,12 @@ extension GatewayConfig {
             if case .mapping(let mapping) = node {
                 decoder.markRead(mapping, at: path, keys: coreDestinationKeys)
             }
-            destinations.append(DestinationConfig(
+            var destination = DestinationConfig(
                 name: head.name, type: head.type, settings: head.delivery.applied(to: defaults), build: build,
                 configDigest: DestinationConfig.digest(of: node, environment: environment)
-            ))
+            )
+            destination.details = setup.details.lines
+            destinations.append(destination)
         }
         if destinationNodes?.isEmpty == true {
             load.note(decoder.error(at: child("destinations") ?? root, keyPath: "destinations", "at least one destination is needed"))
@@ -254,7 +259,7 @@ extension GatewayConfig {
 
         return GatewayConfig(
             file: file, baseDirectory: baseDirectory,
-            statePath: resolve(state ?? ".syncgate/state.sqlite", against: baseDirectory),
+            statePath: resolve(state ?? defaultStatePath, against: baseDirectory),
             sources: sources, artwork: artwork ?? (try! GlobSet(patterns: defaultArtwork)),
             defaults: defaults, destinations: destinations, routes: routes,
             gateway: gateway?.settings ?? .builtIn, http: http?.settings
