@@ -4,7 +4,7 @@ import Logging
 import SyncgateCore
 
 /// Delivers files as rows of a Google spreadsheet, through the Sheets API v4 (`values.append`, authorised by a
-/// service account) or through an Apps Script web app.
+/// service account, a gcloud application-default login or the GCE metadata server) or through an Apps Script web app.
 ///
 /// `rows: records` makes each CSV row / JSON object / NDJSON line one row; `rows: file` makes one row per file.
 /// Appends are made exactly once: every row carries a key (the configured `key` column, or the row id syncgate
@@ -15,23 +15,33 @@ public struct SheetsDestination: Destination {
         type: "sheets", summary: "Google Sheets rows (Sheets API v4 values.append, or an Apps Script web app)"
     , decode: { setup in
         var config = try setup.decode(SheetsConfig.self)
-        if let file = config.credentialsFile {
-            config.credentialsFile = setup.resolvePath(file)
-            setup.warnIfReadableByOthers(setup.resolvePath(file), what: "service-account key file")
-            if setup.checksFiles {
-                // `validate`: the key must read and its private key parse (no network).
-                do {
-                    let key = try ServiceAccountKey(contentsOf: setup.resolvePath(file))
-                    _ = try JWTSigner(pem: key.privateKey.reveal(), keyID: key.privateKeyID)
-                } catch let error as DestinationError {
-                    throw setup.invalid("credentials_file", error.message)
-                } catch {
-                    throw setup.invalid("credentials_file", "\(setup.resolvePath(file)): \(error)")
-                }
-            }
-        }
+        if let file = config.credentialsFile { config.credentialsFile = setup.resolvePath(file) }
         let decoded = config
-        return { SheetsDestination(name: setup.name, config: decoded, logger: setup.logger) }
+        guard !config.usesAppsScript else {
+            return { SheetsDestination(name: setup.name, config: decoded, credentials: nil, tokenCache: nil, logger: setup.logger) }
+        }
+        let source: GoogleCredentialSource
+        do {
+            source = try GoogleCredentialChain.resolve(credentialsFile: config.credentialsFile, environment: setup.environment)
+        } catch let failure as GoogleCredentialChain.Failure {
+            // `status` and `forget` build no destination: credentials that cannot be found are no error there.
+            guard setup.readsLedgerOnly else { throw setup.invalid(failure.key, failure.description) }
+            source = .metadataServer(baseURL: GoogleCredentialChain.metadataBaseURL(setup.environment), lookedAt: [failure.description])
+        }
+        if case .file(let path, _) = source { setup.warnIfReadableByOthers(path, what: "Google credentials file") }
+        let cache = GoogleTokenCache(stateDirectory: setup.stateDirectory)
+        if setup.checksFiles {
+            // `validate`: a credentials file must read, be of a supported type and its key parse (no network).
+            let credentials: GoogleTokenFetcher.Credentials
+            do {
+                credentials = try OAuthTokenProvider.credentials(of: source)
+            } catch let error as DestinationError {
+                throw setup.invalid("credentials_file", error.message)
+            }
+            setup.describe("credentials: " + (credentials.fileType.map { source.description(type: $0) } ?? source.description))
+            setup.describe("token cache: \(cache.directory) (files of mode 0600)")
+        }
+        return { SheetsDestination(name: setup.name, config: decoded, credentials: source, tokenCache: cache, logger: setup.logger) }
     })
 
     public let name: String
@@ -44,14 +54,20 @@ public struct SheetsDestination: Destination {
     let header = SheetHeader()
     let builder: RowBuilder
 
-    public init(name: String, config: SheetsConfig, logger: Logger = Logger(label: "syncgate.sheets")) {
+    /// A destination whose Sheets API requests are authorised by `credentials` (nil in Apps Script mode), with their
+    /// access tokens kept in `tokenCache` between runs when it is given.
+    init(
+        name: String, config: SheetsConfig, credentials: GoogleCredentialSource?, tokenCache: GoogleTokenCache?,
+        logger: Logger = Logger(label: "syncgate.sheets")
+    ) {
         self.name = name
         self.config = config
         self.logger = logger
         let transport = HTTPTransport()
         self.transport = transport
-        if let credentials = config.credentialsFile, !config.usesAppsScript {
-            tokens = OAuthTokenProvider(credentialsPath: credentials, transport: transport, timeout: config.requestTimeout)
+        if let credentials, !config.usesAppsScript {
+            tokens = OAuthTokenProvider(
+                source: credentials, transport: transport, timeout: config.requestTimeout, cache: tokenCache, logger: logger)
         } else {
             tokens = nil
         }
@@ -144,23 +160,26 @@ public struct SheetsDestination: Destination {
         }
     }
 
-    /// Hex SHA-256 of the service-account key file's content (`unreadable` when it cannot be read), or of the Apps
-    /// Script secret: it changes when the credentials do, and tells nothing of them.
+    /// Hex SHA-256 of the credentials file's content (`unreadable` when it cannot be read; for the metadata server,
+    /// of its address), or of the Apps Script secret: it changes when the credentials do, and tells nothing of them.
     public var settingsFingerprint: String {
         if config.usesAppsScript {
             guard let secret = config.secret else { return "" }
             return SheetsDestination.hex(SHA256.hash(data: Array(secret.reveal().utf8)))
         }
-        guard let path = config.credentialsFile else { return "" }
-        guard let data = try? ServiceAccountKey.contents(of: path) else { return "unreadable" }
-        return SheetsDestination.hex(SHA256.hash(data: data))
+        return tokens?.source.fingerprint ?? ""
     }
+
+    /// Where the Sheets API credentials come from (a file and the link of the chain that named it, or the metadata
+    /// server), never what they are; nil in Apps Script mode.
+    public var credentialsDescription: String? { tokens?.source.description }
 
     static func hex(_ digest: SHA256.Digest) -> String {
         digest.map { String(format: "%02x", $0) }.joined()
     }
 
     public func finish() async {
+        await tokens?.shutdown()
         await transport.shutdown()
     }
 

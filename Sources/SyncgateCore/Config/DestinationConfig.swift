@@ -10,7 +10,8 @@ public struct DestinationConfig: Sendable {
     public var settings: DeliverySettings
     /// A digest of the destination's mapping as written, with the environment variables it names.
     public var configDigest: String
-    /// What its plugin said about it at load (``DestinationSetup/describe(_:)``), for `syncgate validate`.
+    /// Lines the plugin gave for `syncgate validate` (``DestinationSetup/describe(_:)``): where its credentials
+    /// come from and the like, never a secret.
     public var details: [String] = []
     private let plugin: LazyDestination
 

@@ -27,6 +27,8 @@ public struct GatewayConfig: Sendable {
 
     /// Largest config file read (a larger one is an error, not a slow start).
     public static let maxFileSize = 1 << 20
+    /// Where the ledger is without a `state:` key, relative to the config file.
+    static let defaultStatePath = ".syncgate/state.sqlite"
 
     public func destination(named name: String) -> DestinationConfig? {
         destinations.first { $0.name == name }
@@ -191,7 +193,8 @@ extension GatewayConfig {
                 name: head.name, type: head.type, baseDirectory: baseDirectory, environment: environment,
                 logger: pluginLogger, node: node, path: path, decoder: decoder, checksFiles: checkingFiles,
                 readsLedgerOnly: readingLedgerOnly,
-                delivery: head.delivery.applied(to: defaults)
+                delivery: head.delivery.applied(to: defaults),
+                stateDirectory: URL(fileURLWithPath: resolve(state ?? defaultStatePath, against: baseDirectory)).deletingLastPathComponent().path
             )
             let build: @Sendable () -> any Destination
             do {
@@ -259,7 +262,7 @@ extension GatewayConfig {
 
         return GatewayConfig(
             file: file, baseDirectory: baseDirectory,
-            statePath: resolve(state ?? ".syncgate/state.sqlite", against: baseDirectory),
+            statePath: resolve(state ?? defaultStatePath, against: baseDirectory),
             sources: sources, artwork: artwork ?? (try! GlobSet(patterns: defaultArtwork)),
             defaults: defaults, destinations: destinations, routes: routes,
             gateway: gateway?.settings ?? .builtIn, http: http?.settings
