@@ -174,12 +174,14 @@ final class DestinationRun: @unchecked Sendable {
             tally.update {
                 $0.planned += plans.filter(\.isUpload).count
                 $0.upToDate += outcome.unverified.count
+                $0.noteTooNew(outcome.tooNew)
             }
             return []
         }
         let readiness = await readiness?.value ?? Readiness()
         plans += confirm(outcome.unverified, listing: readiness.listing)
         tally.update { summary in
+            summary.noteTooNew(outcome.tooNew)
             summary.upToDate += outcome.upToDate
             summary.failedRetryable += outcome.stillFailedRetryable
             summary.failedPermanently += outcome.stillFailedPermanently
