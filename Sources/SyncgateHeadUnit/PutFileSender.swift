@@ -74,6 +74,7 @@ struct PutFileSender {
                 guard bulk.readableBytes > 0 else {
                     throw DestinationError.retryable("\(reader.path) shrank while it was being sent", code: "file-changed")
                 }
+                try await reader.paceSending(bulk.readableBytes)
                 var crc = CRC32()
                 crc.update(bulk)
                 await hasher?.add(bulk)

@@ -105,7 +105,7 @@ public struct LocalDestination: Destination {
             var hasher: SHA256? = item.sha256.isEmpty ? SHA256() : nil
             while true {
                 try Task.checkCancellation()
-                let n = try reader.read(at: offset, into: buffer)
+                let n = try await reader.readToSend(at: offset, into: buffer)
                 if n == 0 { break }
                 hasher?.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 var written = 0

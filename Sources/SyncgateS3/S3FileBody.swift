@@ -31,6 +31,7 @@ struct S3FileBody: AsyncSequence, Sendable {
             if got == 0 {
                 throw FileChangedError(path: reader.path, detail: "it got shorter than \(body.offset + body.length) bytes")
             }
+            try await reader.paceSending(got)
             sent += Int64(got)
             body.progress(sent)
             return buffer

@@ -28,7 +28,8 @@ struct RemoveCommand: AsyncParsableCommand {
         guard let target = config.destination(named: destination) else {
             throw ValidationError("no destination named '\(destination)' (known: \(config.destinations.map(\.name).joined(separator: ", ")))")
         }
-        let layer = DeliveryLayer(destinationName: target.name, destination: target.destination, settings: target.settings)
+        let layer = DeliveryLayer(destinationName: target.name, destination: target.destination, settings: target.settings,
+                                  limits: target.limits)
         let failures = await layer.deleteMany(names)
         await target.destination.finish()
         // A deleted file that is still in a source is missing at the destination now: the ledger forgets it.

@@ -154,6 +154,7 @@ extension SyncRunner {
     static func summaryLines(_ summary: SyncSummary) -> [String] {
         var line = "\(summary.uploaded) uploaded (\(ByteSize.format(summary.bytesUploaded))), \(summary.upToDate) up to date"
         if summary.alreadyPresent > 0 { line += ", \(summary.alreadyPresent) already there" }
+        if summary.tooNew > 0 { line += ", \(summary.tooNew) too new (min_age), left for a later run" }
         if summary.failedPermanently + summary.failedRetryable > 0 {
             line += ", \(summary.failedPermanently + summary.failedRetryable) failed (\(summary.failedRetryable) will be retried)"
         }

@@ -23,13 +23,14 @@ struct ValidateCommand: AsyncParsableCommand {
         for source in config.sources {
             var notes = source.followSymlinks ? " (follows links)" : ""
             if source.optional { notes += source.checkFolder() == nil ? " (optional)" : " (optional, missing now)" }
+            if source.minAge > .zero { notes += " (min_age \(source.minAge.syncgateText))" }
             Console.out("  \(source.name): \(source.path)  include \(source.include.patterns) exclude \(source.exclude.patterns)\(notes)")
         }
         Console.out("artwork: \(config.artwork.patterns)")
         Console.out("destinations:")
         for d in config.destinations {
             let r = d.settings.retry
-            Console.out("  \(d.name) (\(d.type)): concurrency \(d.settings.concurrency), retries file \(r.file) / artwork \(r.artwork), backoff \(r.baseDelay.syncgateText)..\(r.maxDelay.syncgateText) jitter \(r.jitter.rawValue), attempt timeout \(d.settings.attemptTimeout.syncgateText), throttle wait \(d.settings.throttleWait.syncgateText)")
+            Console.out("  \(d.name) (\(d.type)): concurrency \(d.settings.concurrency), retries file \(r.file) / artwork \(r.artwork), backoff \(r.baseDelay.syncgateText)..\(r.maxDelay.syncgateText) jitter \(r.jitter.rawValue), attempt timeout \(d.settings.attemptTimeout.syncgateText), throttle wait \(d.settings.throttleWait.syncgateText)\(limits(d.settings))")
             for line in d.details { Console.out("    \(line)") }
         }
         Console.out("routes:")
@@ -37,5 +38,17 @@ struct ValidateCommand: AsyncParsableCommand {
             let from = route.sources.map { " from \($0.joined(separator: ", "))" } ?? ""
             Console.out("  \(route.match.patterns)\(from) -> \(route.to.joined(separator: ", "))")
         }
+    }
+
+    /// The destination's `rate`, `min_interval` and `bandwidth`, when set.
+    private func limits(_ settings: DeliverySettings) -> String {
+        var text = ""
+        if let rate = settings.rate {
+            let perSecond = rate.requestsPerSecond
+            text += ", rate \(perSecond == perSecond.rounded() ? "\(Int(perSecond))" : "\(perSecond)")/s burst \(rate.burst)"
+        }
+        if settings.minInterval > .zero { text += ", min interval \(settings.minInterval.syncgateText)" }
+        if let bandwidth = settings.bandwidth { text += ", bandwidth \(bandwidth)" }
+        return text
     }
 }

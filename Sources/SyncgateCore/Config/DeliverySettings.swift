@@ -13,6 +13,12 @@ public struct DeliverySettings: Sendable, Hashable {
     public var throttleWait: Duration
     /// The longest wait between two probes of an unavailable destination (by a gateway; a sync probes once at start).
     public var probeIntervalMax: Duration
+    /// Requests syncgate starts at the destination (``DeliveryLimits``); nil: no limit.
+    public var rate: RateLimit? = nil
+    /// The least time between the starts of two uploads (zero: none).
+    public var minInterval: Duration = .zero
+    /// Bytes per second read from disk for all its uploads together; nil: no limit.
+    public var bandwidth: BandwidthSchedule? = nil
 
     public static let builtIn = DeliverySettings(
         concurrency: 4, retry: .builtIn, recentCompleted: .seconds(10), recentFailed: .seconds(60),
@@ -45,16 +51,22 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
     var attemptTimeout: ConfigDuration?
     var throttleWait: ConfigDuration?
     var probeIntervalMax: ConfigDuration?
+    var rate: RateSetting?
+    var minInterval: ConfigDuration?
+    var bandwidth: BandwidthSchedule?
 
     enum CodingKeys: String, CodingKey {
-        case concurrency, retry, recent
+        case concurrency, retry, recent, rate, bandwidth
         case attemptTimeout = "attempt_timeout"
         case throttleWait = "throttle_wait"
         case probeIntervalMax = "probe_interval_max"
+        case minInterval = "min_interval"
     }
 
     /// The keys above, which belong to the core in a destination's mapping.
-    static let keys: Set<String> = ["concurrency", "retry", "recent", "attempt_timeout", "throttle_wait", "probe_interval_max"]
+    static let keys: Set<String> = [
+        "concurrency", "retry", "recent", "attempt_timeout", "throttle_wait", "probe_interval_max", "rate", "min_interval", "bandwidth",
+    ]
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -64,6 +76,9 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         attemptTimeout = try c.decodeIfPresent(ConfigDuration.self, forKey: .attemptTimeout)
         throttleWait = try c.decodeIfPresent(ConfigDuration.self, forKey: .throttleWait)
         probeIntervalMax = try c.decodeIfPresent(ConfigDuration.self, forKey: .probeIntervalMax)
+        rate = try c.decodeIfPresent(RateSetting.self, forKey: .rate)
+        minInterval = try c.decodeIfPresent(ConfigDuration.self, forKey: .minInterval)
+        bandwidth = try c.decodeIfPresent(BandwidthSchedule.self, forKey: .bandwidth)
         if let concurrency, concurrency < 1 || concurrency > 256 {
             throw ConfigValueError("must be between 1 and 256", key: CodingKeys.concurrency)
         }
@@ -87,6 +102,9 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         if let attemptTimeout { result.attemptTimeout = attemptTimeout.duration }
         if let throttleWait { result.throttleWait = throttleWait.duration }
         if let probeIntervalMax { result.probeIntervalMax = probeIntervalMax.duration }
+        if let rate { result.rate = rate.limit }
+        if let minInterval { result.minInterval = minInterval.duration }
+        if let bandwidth { result.bandwidth = bandwidth.isOff ? nil : bandwidth }
         return result
     }
 }

@@ -14,6 +14,7 @@ public struct DestinationConfig: Sendable {
     /// come from and the like, never a secret.
     public var details: [String] = []
     private let plugin: LazyDestination
+    private let sharedLimits = SharedLimits()
 
     public init(name: String, type: String, settings: DeliverySettings, build: @escaping @Sendable () -> any Destination,
                 configDigest: String = "") {
@@ -30,6 +31,10 @@ public struct DestinationConfig: Sendable {
 
     /// The plugin, built on first use (once; every copy of this config shares it).
     public var destination: any Destination { plugin.instance }
+
+    /// Its `rate`, `min_interval` and `bandwidth` limits: one set for every copy of this config, so that every
+    /// pass and command of the process that uses the destination shares them.
+    public var limits: DeliveryLimits { sharedLimits.limits(for: settings) }
 
     /// Ends the plugin's session if it was built (a command that used it), and does nothing otherwise.
     public func finishIfBuilt() async {
@@ -95,6 +100,22 @@ struct RawDestinationHead: Decodable {
         delivery = try DeliveryOverrides(from: decoder)
         guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) else {
             throw ConfigValueError("must be letters, digits, '-', '_' or '.'", key: CodingKeys.name)
+        }
+    }
+}
+
+/// The limits of a destination, made for its settings the first time they are asked for (again if its settings
+/// were changed since).
+final class SharedLimits: @unchecked Sendable {
+    private let lock = NSLock()
+    private var made: DeliveryLimits?
+
+    func limits(for settings: DeliverySettings) -> DeliveryLimits {
+        lock.withLock {
+            if let made, made.match(settings) { return made }
+            let limits = DeliveryLimits(settings)
+            made = limits
+            return limits
         }
     }
 }

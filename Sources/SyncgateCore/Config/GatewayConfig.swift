@@ -162,7 +162,8 @@ extension GatewayConfig {
                 name: raw.name, path: resolve(raw.path, against: baseDirectory),
                 include: raw.include ?? (try! GlobSet(patterns: ["**/*"])), exclude: raw.exclude ?? GlobSet([]),
                 followSymlinks: raw.followSymlinks ?? false, optional: raw.optional ?? false,
-                pathLocation: decoder.error(at: node.descend([.key("path")]), path: path + [.key("path")], "")
+                pathLocation: decoder.error(at: node.descend([.key("path")]), path: path + [.key("path")], ""),
+                minAge: raw.minAge?.duration ?? .zero
             ))
         }
         if sourceNodes?.isEmpty == true {

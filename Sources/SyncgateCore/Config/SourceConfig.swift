@@ -13,9 +13,12 @@ public struct SourceConfig: Sendable, Hashable {
     public var optional: Bool
     /// Where `path` is written in the config (file, line, column, key), for errors about the folder.
     public var pathLocation: ConfigError?
+    /// A file modified less than this long ago is not sent yet (it may be half-written); zero: no wait.
+    public var minAge: Duration = .zero
 
     public init(name: String, path: String, include: GlobSet, exclude: GlobSet, followSymlinks: Bool = false,
-                optional: Bool = false, pathLocation: ConfigError? = nil) {
+                optional: Bool = false, pathLocation: ConfigError? = nil, minAge: Duration = .zero) {
+        self.minAge = minAge
         self.name = name
         self.path = path
         self.include = include
@@ -48,9 +51,11 @@ struct RawSource: Decodable {
     var exclude: GlobSet?
     var followSymlinks: Bool?
     var optional: Bool?
+    var minAge: ConfigDuration?
 
     enum CodingKeys: String, CodingKey {
         case name, path, include, exclude, optional
         case followSymlinks = "follow_symlinks"
+        case minAge = "min_age"
     }
 }

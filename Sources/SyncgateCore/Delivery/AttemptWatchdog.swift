@@ -3,10 +3,17 @@ import Foundation
 /// Ends upload attempts that overrun their time limit. One watchdog serves all of a delivery layer's attempts,
 /// waking at the earliest deadline, instead of a timer task per attempt (which cost more than copying a small
 /// file).
+///
+/// Time an attempt spends waiting for its destination's `bandwidth` limit does not count: while one of its reads
+/// waits (``paused(_:_:)``), its deadline stands still, and it moves on by the time the wait took. Nor does the
+/// time its task waits for a thread before it starts (a process busy elsewhere).
 final class AttemptWatchdog: @unchecked Sendable {
     private struct Running {
         var deadline: ContinuousClock.Instant
         var cancel: (@Sendable () -> Void)?
+        /// Reads of the attempt waiting for the bandwidth limit now, and since when one has been.
+        var pauses = 0
+        var pausedSince: ContinuousClock.Instant? = nil
     }
 
     private let lock = NSLock()
@@ -18,11 +25,18 @@ final class AttemptWatchdog: @unchecked Sendable {
     /// Runs `body` in a task of its own, cancelled when `timeout` passes while it still runs (this then throws
     /// ``AttemptTimeoutError``) or when the caller is cancelled. An attempt that ended before its deadline keeps
     /// its result or its own error.
-    func run<T: Sendable>(timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    /// `limits`, when given, pace the files the attempt reads to send (``SendPacing``), on `clock`.
+    func run<T: Sendable>(
+        timeout: Duration, limits: DeliveryLimits? = nil, clock: any SyncClock = SystemClock(),
+        _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        // Registered paused: the deadline runs from when the attempt's task starts.
         let id = register(deadline: ContinuousClock.now + timeout)
+        let pacing = limits?.pacing(clock: clock) { waiting in self.paused(id, waiting) }
         let task = Task {
+            self.paused(id, false)
             defer { self.ended(id) }
-            return try await body()
+            return try await SendPacing.$current.withValue(pacing) { try await body() }
         }
         setCancel(id) { task.cancel() }
         do {
@@ -38,7 +52,7 @@ final class AttemptWatchdog: @unchecked Sendable {
     private func register(deadline: ContinuousClock.Instant) -> Int {
         lock.withLock {
             nextID += 1
-            running[nextID] = Running(deadline: deadline, cancel: nil)
+            running[nextID] = Running(deadline: deadline, cancel: nil, pauses: 1, pausedSince: ContinuousClock.now)
             if !watching {
                 watching = true
                 Task.detached { await self.watch() }
@@ -53,6 +67,25 @@ final class AttemptWatchdog: @unchecked Sendable {
             return expired.contains(id)
         }
         if expiredAlready { cancel() }
+    }
+
+    /// A read of the attempt starts (`true`) or ends (`false`) a wait for the bandwidth limit.
+    func paused(_ id: Int, _ waiting: Bool) {
+        lock.withLock {
+            guard var attempt = running[id] else { return }
+            let now = ContinuousClock.now
+            if waiting {
+                attempt.pauses += 1
+                if attempt.pauses == 1 { attempt.pausedSince = now }
+            } else if attempt.pauses > 0 {
+                attempt.pauses -= 1
+                if attempt.pauses == 0, let since = attempt.pausedSince {
+                    attempt.deadline += now - since
+                    attempt.pausedSince = nil
+                }
+            }
+            running[id] = attempt
+        }
     }
 
     /// The attempt's work is over (returned or threw): its deadline no longer applies.
@@ -73,17 +106,17 @@ final class AttemptWatchdog: @unchecked Sendable {
             let (cancels, wait): ([@Sendable () -> Void], Duration?) = lock.withLock {
                 let now = ContinuousClock.now
                 var cancels: [@Sendable () -> Void] = []
-                for (id, attempt) in running where attempt.deadline <= now {
+                for (id, attempt) in running where attempt.pauses == 0 && attempt.deadline <= now {
                     expired.insert(id)
                     running[id] = nil
                     if let cancel = attempt.cancel { cancels.append(cancel) }
                 }
-                guard let earliest = running.values.map(\.deadline).min() else {
+                if running.isEmpty {
                     watching = false
                     return (cancels, nil)
                 }
-                // Attempts of one layer share one timeout, so a later registration never has an earlier deadline;
-                // the cap only bounds how late a stray one could be noticed.
+                // A paused attempt's deadline moves on when its wait ends: it is looked at again within a second.
+                let earliest = running.values.filter { $0.pauses == 0 }.map(\.deadline).min() ?? now + .seconds(1)
                 return (cancels, min(earliest - now, .seconds(1)))
             }
             for cancel in cancels { cancel() }

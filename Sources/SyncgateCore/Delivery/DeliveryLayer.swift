@@ -4,7 +4,9 @@ import Foundation
 /// (artwork and other files with their own counts), Retry-After, permanent errors not retried, a per-attempt
 /// timeout, bounded concurrency, byte progress, cancellation, and a per-file error map. Errors about the whole
 /// destination stop every upload there (``CircuitBreaker``); throttling pauses them and lowers the concurrency
-/// (``Throttle``). It reports every step as a ``DeliveryEvent``; the engine turns those into ledger rows and output.
+/// (``Throttle``). The destination's `rate`, `min_interval` and `bandwidth` hold its requests, upload starts and
+/// bytes (``DeliveryLimits``). It reports every step as a ``DeliveryEvent``; the engine turns those into ledger rows
+/// and output.
 public struct DeliveryLayer: Sendable {
     public let destinationName: String
     public let destination: any Destination
@@ -15,12 +17,14 @@ public struct DeliveryLayer: Sendable {
     public let breaker: CircuitBreaker
     /// Pauses and paces the destination while it throttles.
     public let throttle: Throttle
+    /// The destination's rate and bandwidth limits (shared with everything else that uses the destination).
+    public let limits: DeliveryLimits
     let onEvent: @Sendable (DeliveryEvent) async -> Void
     let watchdog = AttemptWatchdog()
 
     public init(
         destinationName: String, destination: any Destination, settings: DeliverySettings,
-        clock: any SyncClock = SystemClock(), breaker: CircuitBreaker = CircuitBreaker(),
+        clock: any SyncClock = SystemClock(), breaker: CircuitBreaker = CircuitBreaker(), limits: DeliveryLimits? = nil,
         random: @escaping @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) },
         onEvent: @escaping @Sendable (DeliveryEvent) async -> Void = { _ in }
     ) {
@@ -31,6 +35,7 @@ public struct DeliveryLayer: Sendable {
         self.backoff = Backoff(settings: settings.retry, random: random)
         self.breaker = breaker
         self.throttle = Throttle(concurrency: settings.concurrency, budget: settings.throttleWait, clock: clock)
+        self.limits = limits ?? DeliveryLimits(settings)
         self.onEvent = onEvent
     }
 
@@ -53,7 +58,7 @@ public struct DeliveryLayer: Sendable {
 
         if let open = breaker.failure { return await wait(item, open, attemptCut: false) }
         if item.outcomeUnknown {
-            switch await existingCopy(of: item) {
+            switch await existingCopy(of: item, cancellation: cancellation) {
             case .found(let receipt):
                 await emit(item, .synced(receipt: receipt, attempts: 0, uploaded: false))
                 return .success(receipt)
@@ -77,7 +82,14 @@ public struct DeliveryLayer: Sendable {
             } catch {
                 continue  // cancelled while paused: the checks above end it
             }
+            do {
+                // Waiting for `min_interval` and `rate` is no attempt: it starts once they let it.
+                try await limits.beforeUpload(clock: clock, cancellation: cancellation)
+            } catch {
+                continue
+            }
             if let open = breaker.failure { return await wait(item, open, attemptCut: attempt > 0) }
+            if cancellation.isCancelled || Task.isCancelled { continue }
             attempt += 1
             await emit(item, .started(attempt: attempt))
             do {
@@ -173,8 +185,13 @@ public struct DeliveryLayer: Sendable {
 
     /// Asks the destination whether it holds the file already (after an attempt whose outcome was not recorded),
     /// under the attempt's deadline. Anything but a clear answer means "send it".
-    private func existingCopy(of item: UploadItem) async -> ExistingCopy {
+    private func existingCopy(of item: UploadItem, cancellation: CancellationHandle) async -> ExistingCopy {
         let destination = self.destination
+        do {
+            try await limits.beforeRequest(clock: clock, cancellation: cancellation)
+        } catch {
+            return .unknown  // cancelled: the upload loop ends it
+        }
         do {
             guard var receipt = try await watchdog.run(timeout: settings.attemptTimeout, { try await destination.existingCopy(of: item) }) else {
                 return .unknown
@@ -198,8 +215,11 @@ public struct DeliveryLayer: Sendable {
 
     private func attemptUpload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
         let destination = self.destination
-        // The attempt timeout is a safety net in real time, whatever clock backoff uses.
-        return try await watchdog.run(timeout: settings.attemptTimeout) { try await destination.upload(item, progress: progress) }
+        // The attempt timeout is a safety net in real time, whatever clock backoff uses; time its reads wait for the
+        // bandwidth limit does not count.
+        return try await watchdog.run(timeout: settings.attemptTimeout, limits: limits, clock: clock) {
+            try await destination.upload(item, progress: progress)
+        }
     }
 
     private func emit(_ item: UploadItem, _ kind: DeliveryEvent.Kind) async {
@@ -319,6 +339,12 @@ public struct DeliveryLayer: Sendable {
                 for name in remaining { failures[name] = open }
                 break
             }
+            do {
+                try await limits.beforeRequest(clock: clock, cancellation: cancellation)
+            } catch {
+                for name in remaining { failures[name] = .cancelled(attempts: attempt) }
+                break
+            }
             attempt += 1
             var retryable: [String: DeliveryFailure] = [:]
             var after: Duration? = nil
@@ -353,6 +379,11 @@ public struct DeliveryLayer: Sendable {
         while true {
             if cancellation.isCancelled { return .cancelled(attempts: attempt) }
             if let open = breaker.failure { return open }
+            do {
+                try await limits.beforeRequest(clock: clock, cancellation: cancellation)
+            } catch {
+                return .cancelled(attempts: attempt)
+            }
             attempt += 1
             do {
                 try await destination.delete(remoteName: name)

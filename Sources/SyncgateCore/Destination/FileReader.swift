@@ -9,12 +9,20 @@ import Foundation
 
 /// Reads a local file in bounded chunks at explicit offsets (`pread`), so no plugin ever needs the whole
 /// file in memory. Thread-safe: `pread` keeps no shared file position.
+///
+/// A reader opened inside an upload (``Destination/upload(_:progress:)``) also carries its destination's
+/// `bandwidth` limit: a plugin calls ``paceSending(_:)`` with each chunk it reads to send (or reads with
+/// ``readToSend(at:into:)``), and every upload of the destination shares the limit. Reads to hash or check a
+/// file are not paced.
 public final class FileReader: Sendable {
     public let path: String
     private let fd: Int32
+    /// The destination's bandwidth limit, when opened inside one of its uploads.
+    private let pacing: SendPacing?
 
     public init(path: String) throws {
         self.path = path
+        self.pacing = SendPacing.current
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let code = POSIXErrorCode(rawValue: errno) ?? .EIO
@@ -64,7 +72,21 @@ public final class FileReader: Sendable {
         }
     }
 
-    /// The file as consecutive chunks of at most `chunkSize` bytes from `offset` to the end.
+    /// Waits, when the upload this reader was opened in has a bandwidth limit, until `bytes` just read may be sent
+    /// (at once otherwise). Throws `CancellationError` when the task is cancelled while it waits.
+    public func paceSending(_ bytes: Int) async throws {
+        try await pacing?.pace(bytes)
+    }
+
+    /// Reads into caller-owned memory to send: ``read(at:into:)`` then ``paceSending(_:)``.
+    public func readToSend(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) async throws -> Int {
+        let n = try read(at: offset, into: buffer)
+        try await paceSending(n)
+        return n
+    }
+
+    /// The file as consecutive chunks of at most `chunkSize` bytes from `offset` to the end, each paced to send
+    /// (``paceSending(_:)``).
     public func chunks(size chunkSize: Int, from offset: Int64 = 0) -> FileChunks {
         FileChunks(reader: self, chunkSize: chunkSize, offset: offset)
     }
@@ -91,6 +113,7 @@ public struct FileChunks: AsyncSequence, Sendable {
         public mutating func next() async throws -> [UInt8]? {
             let chunk = try reader.read(at: position, count: chunkSize)
             if chunk.isEmpty { return nil }
+            try await reader.paceSending(chunk.count)
             position += Int64(chunk.count)
             return chunk
         }

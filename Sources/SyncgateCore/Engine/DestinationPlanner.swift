@@ -25,6 +25,10 @@ final class DestinationPlanner {
     private(set) var upToDate = 0, stillFailedRetryable = 0, stillFailedPermanently = 0
     /// Files touched with the same bytes: their size and time are refreshed in the ledger.
     private(set) var touched: [ScannedFile] = []
+    /// Files younger than their source's `min_age`, with the time they are old enough.
+    private(set) var tooNew: [FileKey: Date] = [:]
+    /// `min_age` of the sources that have one.
+    private let minAges: [String: Duration]
     /// Files the ledger says are delivered, kept until the destination's listing confirms it (only with
     /// ``verifiesListingLater``): the destination's run sends those the listing lacks, and reports the others.
     private(set) var unverified: [PlannedDelivery] = []
@@ -53,6 +57,7 @@ final class DestinationPlanner {
         self.now = now
         self.skipped = skipped
         self.tracksNames = !(destination.destination.remoteNamesAreDistinct && config.sources(routedTo: destination.name).count <= 1)
+        self.minAges = Dictionary(config.sources.filter { $0.minAge > .zero }.map { ($0.name, $0.minAge) }) { a, _ in a }
     }
 
     /// Decides one file. `rows` is positioned on the file's row for this destination when `found`.
@@ -106,6 +111,13 @@ final class DestinationPlanner {
     /// false when the file is left out of this run altogether (`--failed` runs skip files that never failed).
     private func decide(_ plan: inout PlannedDelivery, entry: LedgerEntry?) -> Bool {
         let file = plan.file
+        if let minAge = minAges[file.source], case let readyAt = file.modificationTime.addingTimeInterval(minAge.seconds), readyAt > now {
+            // Not read, not recorded: it may still be being written. (A `--failed` run leaves out files that never
+            // failed, as below.)
+            if options.onlyFailed && (entry == nil || entry?.status == .synced) { return false }
+            plan.action = .skip(.tooNew(minAge: minAge, readyAt: readyAt))
+            return true
+        }
         let hashLater = destination.destination.hashesWhileSending
         let sameStat = entry.map { $0.size == file.size && FileStat.sameModificationTime($0.modificationTime, file.modificationTime) } ?? false
         func unreadable(_ error: any Error) {
@@ -182,6 +194,12 @@ final class DestinationPlanner {
 
     private func skip(_ plan: PlannedDelivery) throws {
         guard case .skip(let reason) = plan.action else { return }
+        if case .tooNew(_, let readyAt) = reason {
+            tooNew[plan.file.key] = readyAt
+            if keepSkipped { keep(plan) }
+            try skipped(plan)
+            return
+        }
         if verifiesListingLater, reason == .upToDate || reason == .touched {
             if reason == .touched { touched.append(plan.file) }
             var kept = plan
@@ -207,6 +225,8 @@ final class DestinationPlanner {
         var touched: [ScannedFile]
         /// Delivered files whose presence the destination's listing is to confirm (see ``unverified``).
         var unverified: [PlannedDelivery] = []
+        /// Files younger than their source's `min_age`, with the time they are old enough (see ``tooNew``).
+        var tooNew: [FileKey: Date] = [:]
     }
 
     /// The plans and counts gathered since the last wave, handed over and forgotten here (only where
@@ -217,19 +237,20 @@ final class DestinationPlanner {
             plans.removeAll()
             touched.removeAll()
             unverified.removeAll()
+            tooNew.removeAll()
             upToDate = 0
             stillFailedRetryable = 0
             stillFailedPermanently = 0
         }
         return Outcome(destination: destination, plans: plans, upToDate: upToDate, stillFailedRetryable: stillFailedRetryable,
-                       stillFailedPermanently: stillFailedPermanently, touched: touched, unverified: unverified)
+                       stillFailedPermanently: stillFailedPermanently, touched: touched, unverified: unverified, tooNew: tooNew)
     }
 
     /// The plans to act on (see ``finish(rescan:)``), with the counts.
     func outcome(rescan: ((ScannedFile) throws -> Void) throws -> Void) rethrows -> Outcome {
         Outcome(destination: destination, plans: try finish(rescan: rescan), upToDate: upToDate,
                 stillFailedRetryable: stillFailedRetryable, stillFailedPermanently: stillFailedPermanently, touched: touched,
-                unverified: unverified)
+                unverified: unverified, tooNew: tooNew)
     }
 
     /// The plans to act on, after failing every file that would be stored under the same remote name as another:

@@ -87,8 +87,10 @@ final class DestinationRun: @unchecked Sendable {
                 message: record.lastError ?? "unavailable", failureClass: .retryable(), scope: .destination, code: record.errorCode, attempts: 0))
             return Readiness()
         }
+        let limits = destination.limits
         if let record, record.state != .available {
             do {
+                try? await limits.beforeRequest(clock: clock, cancellation: cancellation)  // cancelled: the probe ends too
                 try await AttemptWatchdog().run(timeout: destination.settings.attemptTimeout) { try await plugin.probe() }
                 contact.set()
                 logger.info("\(name): the destination answers again (it was \(record.state.rawValue) since \(JSONText.time(record.since)))")
@@ -102,6 +104,7 @@ final class DestinationRun: @unchecked Sendable {
         }
         guard plugin.listingIsAuthoritative else { return Readiness() }
         do {
+            try? await limits.beforeRequest(clock: clock, cancellation: cancellation)
             let listing = try await AttemptWatchdog().run(timeout: destination.settings.attemptTimeout) { try await plugin.list() }
             contact.set()
             guard listing.isComplete else {
@@ -175,12 +178,14 @@ final class DestinationRun: @unchecked Sendable {
             tally.update {
                 $0.planned += plans.filter(\.isUpload).count
                 $0.upToDate += outcome.unverified.count
+                $0.noteTooNew(outcome.tooNew)
             }
             return []
         }
         let readiness = await readiness?.value ?? Readiness()
         plans += confirm(outcome.unverified, listing: readiness.listing)
         tally.update { summary in
+            summary.noteTooNew(outcome.tooNew)
             summary.upToDate += outcome.upToDate
             summary.failedRetryable += outcome.stillFailedRetryable
             summary.failedPermanently += outcome.stillFailedPermanently
@@ -327,7 +332,7 @@ final class DestinationRun: @unchecked Sendable {
                                       }, logger: logger)
         let layer = DeliveryLayer(
             destinationName: destination.name, destination: plugin, settings: destination.settings, clock: clock, breaker: breaker,
-            random: random, onEvent: { event in await recorder.record(event) }
+            limits: destination.limits, random: random, onEvent: { event in await recorder.record(event) }
         )
         delivery = (layer, recorder)
         return (layer, recorder)

@@ -28,11 +28,13 @@ public enum SkipReason: Sendable, Hashable, CustomStringConvertible {
     case retryScheduled(at: Date)
     /// Failed for longer than `give_up_after`: only `syncgate retry` sends it again.
     case gaveUp(failingSince: Date?)
+    /// Modified less than its source's `min_age` ago: it waits (not recorded) until `readyAt`.
+    case tooNew(minAge: Duration, readyAt: Date)
 
     /// How the file still stands when it is skipped: nil when it is delivered, else the class of its failure.
     public var stillFailed: FailureClass? {
         switch self {
-        case .upToDate, .touched: nil
+        case .upToDate, .touched, .tooNew: nil
         case .retryScheduled: .retryable()
         case .failedPermanently, .gaveUp: .permanent
         }
@@ -45,6 +47,7 @@ public enum SkipReason: Sendable, Hashable, CustomStringConvertible {
         case .failedPermanently(let error): "failed permanently: \(error) (fix it, then run syncgate retry)"
         case .retryScheduled(let at): "retry scheduled at \(JSONText.time(at))"
         case .gaveUp(let since): "gave up after failing since \(since.map { "\(JSONText.time($0))" } ?? "?") (run syncgate retry)"
+        case .tooNew(let minAge, _): "too new (min_age \(minAge.syncgateText))"
         }
     }
 }

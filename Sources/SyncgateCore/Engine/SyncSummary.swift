@@ -8,6 +8,10 @@ public struct SyncSummary: Sendable {
     /// Found already at the destination (no upload needed).
     public var alreadyPresent: Int = 0
     public var upToDate: Int = 0
+    /// Files not sent because they were modified less than their source's `min_age` ago (per destination).
+    public var tooNew: Int = 0
+    /// When each of those is old enough (a gateway looks at them again then).
+    public var tooNewReadyAt: [FileKey: Date] = [:]
     public var failed: Int = 0
     /// Failures (this run's or earlier runs' still standing) that will not be retried automatically.
     public var failedPermanently: Int = 0
@@ -36,6 +40,11 @@ public struct SyncSummary: Sendable {
     }
 
     public init() {}
+
+    mutating func noteTooNew(_ files: [FileKey: Date]) {
+        tooNew += files.count
+        tooNewReadyAt.merge(files) { max($0, $1) }
+    }
 
     /// 0 everything routed is synced; 1 some file failed, a source is missing or a destination is blocked; 75 only
     /// retryable failures remain, scheduled, or files wait for an unavailable destination; 130 interrupted.

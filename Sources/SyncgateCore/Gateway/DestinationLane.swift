@@ -16,6 +16,9 @@ final class DestinationLane: @unchecked Sendable {
 
     private let lock = NSLock()
     private var paths: Set<FileKey> = []
+    /// Files a pass found younger than their source's `min_age`, with the time they are old enough: looked at again
+    /// then (not at the next rescan).
+    private var tooNew: [FileKey: Date] = [:]
     private var fullPassWanted = true  // the first pass sends everything pending, failed and due, or new
     private var stopping = false
     private var lastFullPassEnd: Date?
@@ -69,6 +72,7 @@ final class DestinationLane: @unchecked Sendable {
     /// Runs passes until ``stop()``.
     func run() async {
         while true {
+            takeFilesOldEnough()
             let (work, handle): (Work?, CancellationHandle) = lock.withLock {
                 if stopping { return (nil, passCancellation) }
                 passCancellation = CancellationHandle()
@@ -104,6 +108,7 @@ final class DestinationLane: @unchecked Sendable {
         do {
             let summary = try await engine.run(options, cancellation: cancellation, observe: observe)
             lock.withLock {
+                tooNew.merge(summary.tooNewReadyAt) { max($0, $1) }
                 passCount += 1
                 if case .full = work, !summary.interrupted { lastFullPassEnd = Date() }
             }
@@ -117,8 +122,9 @@ final class DestinationLane: @unchecked Sendable {
     }
 
     /// The next time something falls due without a file event: a failed file's retry, or a probe of the
-    /// destination while it is away.
-    private func nextTimer() -> ContinuousClock.Instant? {
+    /// destination while it is away (for both, a full pass), or, with `tooNew`, a file that was too new being old
+    /// enough (a pass over it).
+    private func nextTimer(tooNew includeTooNew: Bool = true) -> ContinuousClock.Instant? {
         let ledger = engine.ledger
         var due: [Date] = []
         if let retry = try? ledger.nextRetryDue(destination: destination.name) { due.append(retry) }
@@ -127,14 +133,29 @@ final class DestinationLane: @unchecked Sendable {
         }
         // A time that fell due before the last full pass started was that pass's to act on (a failed file no longer
         // in its source keeps a retry time in the past): waking for it again would spin.
-        let considered = lock.withLock { lastFullPassStart }
-        guard let earliest = due.filter({ considered == nil || $0 > considered! }).min() else { return nil }
+        let (considered, oldEnough) = lock.withLock { (lastFullPassStart, tooNew.values.min()) }
+        due = due.filter { considered == nil || $0 > considered! }
+        // A file too new is taken out of `tooNew` when it is old enough (``takeFilesOldEnough()``): no spin.
+        if includeTooNew, let oldEnough { due.append(oldEnough) }
+        guard let earliest = due.min() else { return nil }
         return .now + .milliseconds(max(0, Int64(earliest.timeIntervalSinceNow * 1000)) + 10)
     }
 
     private func timerIsDue() -> Bool {
-        guard let next = nextTimer() else { return false }
+        guard let next = nextTimer(tooNew: false) else { return false }
         return next <= .now + .milliseconds(20)
+    }
+
+    /// The files that were too new and are old enough now: a pass over them comes next (a full pass where names can
+    /// clash).
+    private func takeFilesOldEnough() {
+        let now = Date()
+        lock.withLock {
+            let ready = tooNew.filter { $0.value <= now }.map(\.key)
+            guard !ready.isEmpty else { return }
+            for key in ready { tooNew[key] = nil }
+            if namesCanClash { fullPassWanted = true } else { paths.formUnion(ready) }
+        }
     }
 
     private func wantFullPassQuietly() {

@@ -41,6 +41,7 @@ public enum EventJSON {
             if let code = failure.code { object["code"] = code }
         case .skipped(let reason):
             object["reason"] = Redactor.shared.redact(reason.description)
+            if case .tooNew(_, let readyAt) = reason { object["ready_at"] = JSONText.time(readyAt) }
         }
         return object
     }
@@ -50,7 +51,7 @@ public enum EventJSON {
     public static func summaryLine(_ summary: SyncSummary) -> String {
         JSONText.encode([
             "event": "summary", "files": summary.files, "planned": summary.planned, "uploaded": summary.uploaded,
-            "already_present": summary.alreadyPresent, "up_to_date": summary.upToDate, "failed": summary.failed,
+            "already_present": summary.alreadyPresent, "up_to_date": summary.upToDate, "too_new": summary.tooNew, "failed": summary.failed,
             "failed_permanently": summary.failedPermanently, "failed_retryable": summary.failedRetryable,
             "waiting": summary.waiting, "sources_failed": summary.sourcesFailed,
             "interrupted": summary.interrupted, "bytes_uploaded": summary.bytesUploaded, "warnings": summary.warnings,
