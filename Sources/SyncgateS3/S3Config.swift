@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateCore
+import SyncgateNetwork
 
 /// The `s3` destination's keys in `plugins.yaml` (snake_case). Credentials left out here come from the standard
 /// AWS environment variables (see ``S3Settings``).
@@ -22,6 +23,8 @@ public struct S3Config: Decodable, Sendable {
     public var existing: S3Settings.Existing
     /// `request_timeout`: how long a request may wait for an answer or stall (see ``S3Settings/requestTimeout``).
     public var requestTimeout: Duration?
+    /// `proxy` and `ca_file` (docs/network.md).
+    public var network: NetworkConfig
 
     enum CodingKeys: String, CodingKey {
         case endpoint, region, bucket, prefix
@@ -81,6 +84,7 @@ public struct S3Config: Decodable, Sendable {
             throw ConfigValueError("'\(storageClass)' is not a storage class (e.g. STANDARD, STANDARD_IA)", key: CodingKeys.storageClass)
         }
         objects = try S3ObjectSettings(from: decoder)
+        network = try NetworkConfig(from: decoder)
         let existingText = try c.decodeIfPresent(String.self, forKey: .existing) ?? "ledger"
         guard let existing = S3Settings.Existing(rawValue: existingText) else {
             throw ConfigValueError("'\(existingText)' is not ledger or check", key: CodingKeys.existing)
