@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import SyncgateCore
+import SyncgateNetwork
 
 /// Delivers files as rows of a Google spreadsheet, through the Sheets API v4 (`values.append`, authorised by a
 /// service account) or through an Apps Script web app.
@@ -30,12 +31,21 @@ public struct SheetsDestination: Destination {
                 }
             }
         }
+        let network: NetworkSettings
+        do {
+            network = try NetworkSettings.resolve(
+                config.network, caFile: config.network.caFile.map(setup.resolvePath), environment: setup.environment, awsCABundle: false)
+        } catch let error as NetworkSettingsError {
+            throw setup.invalid(error.key, error.message)
+        }
         let decoded = config
-        return { SheetsDestination(name: setup.name, config: decoded, logger: setup.logger) }
+        return { SheetsDestination(name: setup.name, config: decoded, network: network, logger: setup.logger) }
     })
 
     public let name: String
     public let config: SheetsConfig
+    /// The proxy and CAs of every request (docs/network.md).
+    public let network: NetworkSettings
     let logger: Logger
     let transport: HTTPTransport
     let tokens: OAuthTokenProvider?
@@ -44,11 +54,12 @@ public struct SheetsDestination: Destination {
     let header = SheetHeader()
     let builder: RowBuilder
 
-    public init(name: String, config: SheetsConfig, logger: Logger = Logger(label: "syncgate.sheets")) {
+    public init(name: String, config: SheetsConfig, network: NetworkSettings = .direct, logger: Logger = Logger(label: "syncgate.sheets")) {
         self.name = name
         self.config = config
+        self.network = network
         self.logger = logger
-        let transport = HTTPTransport()
+        let transport = HTTPTransport(network: network, logger: logger)
         self.transport = transport
         if let credentials = config.credentialsFile, !config.usesAppsScript {
             tokens = OAuthTokenProvider(credentialsPath: credentials, transport: transport, timeout: config.requestTimeout)
@@ -145,8 +156,15 @@ public struct SheetsDestination: Destination {
     }
 
     /// Hex SHA-256 of the service-account key file's content (`unreadable` when it cannot be read), or of the Apps
-    /// Script secret: it changes when the credentials do, and tells nothing of them.
+    /// Script secret, followed by the network settings' own fingerprint when there are any (a proxy, `NO_PROXY`, a
+    /// CA bundle): it changes when the credentials or those do, and tells nothing of them.
     public var settingsFingerprint: String {
+        let credentials = credentialsFingerprint
+        let networkPart = network.fingerprint
+        return networkPart.isEmpty ? credentials : credentials + ":" + networkPart
+    }
+
+    private var credentialsFingerprint: String {
         if config.usesAppsScript {
             guard let secret = config.secret else { return "" }
             return SheetsDestination.hex(SHA256.hash(data: Array(secret.reveal().utf8)))
