@@ -18,11 +18,14 @@ struct S3NetworkWorkspace {
         "ALL_PROXY": "", "all_proxy": "", "AWS_CA_BUNDLE": "", "SSL_CERT_FILE": "",
     ]
 
-    init(endpoint: String, bucket: String, server: S3TestServer, destinationKeys: String = "") throws {
+    /// Without `keys`, the config names no credentials: they come from the environment's chain.
+    init(endpoint: String, bucket: String, server: S3TestServer, destinationKeys: String = "", keys: Bool = true) throws {
         dir = try TemporaryDirectory("s3-net")
         environment = S3NetworkWorkspace.neutralEnvironment.merging(
             ["S3_TEST_KEY": server.accessKeyID, "S3_TEST_SECRET": server.secretAccessKey]) { $1 }
-        let extra = destinationKeys.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n")
+        var extraKeys = destinationKeys
+        if keys { extraKeys = "access_key_id: ${S3_TEST_KEY}\nsecret_access_key: ${S3_TEST_SECRET}\n" + extraKeys }
+        let extra = extraKeys.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n")
         try dir.write("plugins.yaml", """
             version: 1
             state: .syncgate/state.sqlite
@@ -35,8 +38,6 @@ struct S3NetworkWorkspace {
                 endpoint: \(endpoint)
                 region: us-east-1
                 bucket: \(bucket)
-                access_key_id: ${S3_TEST_KEY}
-                secret_access_key: ${S3_TEST_SECRET}
                 request_timeout: 20s
                 retry: { file: 1, base_delay: 10ms, max_delay: 50ms }
             \(extra)

@@ -139,6 +139,32 @@ struct S3ProxyTests {
         #expect(database.range(of: Data(password.utf8)) == nil && database.range(of: Data("Wrong-Passw0rd-Zq81".utf8)) == nil, "a password reached the ledger")
     }
 
+    /// Web identity: STS (moto's, at the same made-up name) is asked through the destination's proxy too, so the
+    /// credentials arrive only through squid. moto checks no signatures here (it would refuse the role's fresh keys).
+    @Test func stsIsAskedThroughTheProxy() async throws {
+        let server = try await S3TestServer(auth: false, buckets: ["federated"], pathStyleOnly: true)
+        defer { server.stop() }
+        let squid = try await SquidProxy(hosts: [Self.host: "127.0.0.1"])
+        defer { squid.stop() }
+        let origin = "http://\(Self.host):\(server.port)"
+        var work = try S3NetworkWorkspace(endpoint: origin, bucket: "federated", server: server, keys: false)
+        defer { work.remove() }
+        let token = try work.dir.write("token", "eyJhbGciOiJSUzI1NiJ9.test-web-identity-token.signature")
+        work.environment.merge([
+            "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": "", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+            "AWS_WEB_IDENTITY_TOKEN_FILE": token.path, "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/uploader",
+            "AWS_ENDPOINT_URL_STS": origin, "AWS_EC2_METADATA_DISABLED": "true", "HTTP_PROXY": squid.url,
+        ]) { $1 }
+        try work.dir.write("outbox/f.txt", "federated")
+        let sent = try await work.run(["sync", "--json"])
+        #expect(sent.status == 0, "\(sent.output)")
+        let readBack = try TemporaryDirectory("s3-federated")
+        defer { readBack.remove() }
+        #expect(try await server.objects(bucket: "federated", into: readBack.url)["f.txt"]?.data == Data("federated".utf8))
+        #expect(server.requests("POST").contains { $0.contains("\"POST / ") }, "STS was asked: \(server.log().suffix(2000))")
+        #expect(await squid.accessLog(waitingFor: "CONNECT").contains { $0.contains("CONNECT \(Self.host):\(server.port)") })
+    }
+
     /// An https endpoint through the proxy: a CONNECT tunnel to nginx (TLS, a certificate of the test's CA) in front
     /// of moto, trusted through AWS_CA_BUNDLE; HTTP_PROXY (dead) is not the one https uses.
     @Test func httpsThroughTheProxyTunnel() async throws {
