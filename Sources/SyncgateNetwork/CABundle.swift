@@ -4,7 +4,8 @@ import NIOSSL
 
 /// A PEM file of CA certificates a destination trusts, read and checked when the config is loaded: a file that is
 /// missing, not a regular file, larger than ``maxSize`` or without a single certificate is refused there, naming
-/// the file.
+/// the file. The same bytes are parsed once per process however many destinations name them (Debian's whole store,
+/// 140 certificates, takes tens of milliseconds in a debug build).
 public struct CABundle: Sendable, Hashable {
     public let path: String
     public let certificates: [NIOSSLCertificate]
@@ -18,8 +19,14 @@ public struct CABundle: Sendable, Hashable {
         public var description: String
     }
 
-    public init(path: String) throws(LoadError) {
+    private init(path: String, certificates: [NIOSSLCertificate], sha256: String) {
         self.path = path
+        self.certificates = certificates
+        self.sha256 = sha256
+    }
+
+    /// Reads and parses the bundle at `path` (bytes parsed before in this process are not parsed again).
+    public static func load(_ path: String) throws(LoadError) -> CABundle {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
             throw LoadError(description: "the CA bundle \(path) does not exist")
@@ -48,9 +55,12 @@ public struct CABundle: Sendable, Hashable {
             throw LoadError(description: "the CA bundle \(path) is larger than \(CABundle.maxSize >> 20) MiB")
         }
         let bytes = Array(data)
+        let sha256 = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        if let known = CABundle.parsed.withLock({ $0[sha256] }) { return CABundle(path: path, certificates: known, sha256: sha256) }
         guard String(decoding: bytes, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
             throw LoadError(description: "the CA bundle \(path) holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
         }
+        let certificates: [NIOSSLCertificate]
         do {
             certificates = try NIOSSLCertificate.fromPEMBytes(bytes)
         } catch {
@@ -59,7 +69,22 @@ public struct CABundle: Sendable, Hashable {
         guard !certificates.isEmpty else {
             throw LoadError(description: "the CA bundle \(path) holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
         }
-        sha256 = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        CABundle.parsed.withLock { $0[sha256] = certificates }
+        return CABundle(path: path, certificates: certificates, sha256: sha256)
+    }
+
+    /// The certificates of the bundles parsed so far, by the SHA-256 of the file's bytes.
+    private static let parsed = LockedDictionary()
+
+    private final class LockedDictionary: @unchecked Sendable {
+        private let lock = NSLock()
+        private var entries: [String: [NIOSSLCertificate]] = [:]
+
+        func withLock<T>(_ body: (inout [String: [NIOSSLCertificate]]) -> T) -> T {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&entries)
+        }
     }
 
     public static func == (a: CABundle, b: CABundle) -> Bool { a.path == b.path && a.sha256 == b.sha256 }

@@ -20,7 +20,7 @@ public enum TLSTrust: Sendable, Hashable, CustomStringConvertible {
         if let path = environment["SSL_CERT_FILE"], !path.isEmpty { candidates.append(("SSL_CERT_FILE", path)) }
         guard let chosen = candidates.first else { return .system }
         do {
-            return .bundle(try CABundle(path: chosen.path), origin: chosen.origin)
+            return .bundle(try CABundle.load(chosen.path), origin: chosen.origin)
         } catch {
             let note = chosen.origin == "ca_file" ? "" : " (\(chosen.origin) names it; set ca_file on the destination to use another)"
             throw NetworkSettingsError(key: "ca_file", error.description + note)
