@@ -38,6 +38,10 @@ public struct HeadUnitConfig: Decodable, Sendable, Hashable {
     public var responseTimeout: ConfigDuration
     /// PutFile chunks of one file in flight at once.
     public var pipeline: Int
+    /// `language`: the app's language (RegisterAppInterface `languageDesired`), one of the SDL spec's (`EN-US`).
+    public var language: String = "EN-US"
+    /// `hmi_language`: the language of what the app shows (`hmiDisplayLanguageDesired`); `language` unless set.
+    public var hmiLanguage: String = "EN-US"
 
     public static let defaultPort = 12345
 
@@ -46,6 +50,8 @@ public struct HeadUnitConfig: Decodable, Sendable, Hashable {
         case connectTimeout = "connect_timeout"
         case responseTimeout = "response_timeout"
         case pipeline
+        case language
+        case hmiLanguage = "hmi_language"
     }
 
     public init(
@@ -79,5 +85,14 @@ public struct HeadUnitConfig: Decodable, Sendable, Hashable {
         guard responseTimeout.duration > .zero else { throw ConfigValueError("must be more than 0s", key: CodingKeys.responseTimeout) }
         pipeline = try container.decodeIfPresent(Int.self, forKey: .pipeline) ?? 8
         guard (1...64).contains(pipeline) else { throw ConfigValueError("must be between 1 and 64", key: CodingKeys.pipeline) }
+        func spelled(_ key: CodingKeys) throws -> String? {
+            guard let text = try container.decodeIfPresent(String.self, forKey: key) else { return nil }
+            guard let named = SDLLanguage.named(text) else {
+                throw ConfigValueError("'\(text)' is not a language of the SDL spec (\(SDLLanguage.all.prefix(6).joined(separator: ", ")), ...)", key: key)
+            }
+            return named
+        }
+        language = try spelled(.language) ?? "EN-US"
+        hmiLanguage = try spelled(.hmiLanguage) ?? language
     }
 }

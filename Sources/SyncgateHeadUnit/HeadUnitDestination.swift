@@ -156,6 +156,7 @@ public final class HeadUnitDestination: Destination {
         guard let space = await connection.spaceAvailable else { return rejected }
         var remaining = space
         let present = await connection.files
+        var waiting: [UploadItem] = []
         for item in candidates where !present.contains(item.remoteName) {
             if item.size <= remaining {
                 remaining -= item.size
@@ -166,10 +167,15 @@ public final class HeadUnitDestination: Destination {
                     "\(item.relativePath) needs \(ByteSize.format(item.size)) but the head unit gives this app \(ByteSize.format(space)) in all",
                     code: "FILE_TOO_LARGE")
             } else {
-                rejected[item.remoteName] = .unavailable(
-                    "\(item.relativePath) needs \(ByteSize.format(item.size)) but the head unit has only \(ByteSize.format(remaining)) free for this app: it waits until space is freed",
-                    code: "OUT_OF_MEMORY")
+                waiting.append(item)
             }
+        }
+        // One message for all that wait, as `status` shows the destination: the head unit is full, not each file bad.
+        let waitingBytes = waiting.reduce(Int64(0)) { $0 + $1.size }
+        for item in waiting {
+            rejected[item.remoteName] = .unavailable(
+                "head unit full: \(ByteSize.format(remaining)) free for this app, \(ByteSize.format(waitingBytes)) waiting (\(waiting.count) file\(waiting.count == 1 ? "" : "s")); \(item.relativePath) needs \(ByteSize.format(item.size)): the files wait until space is freed",
+                code: "OUT_OF_MEMORY")
         }
         return rejected
     }

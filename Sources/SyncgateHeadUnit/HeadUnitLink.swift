@@ -142,7 +142,7 @@ actor HeadUnitLink {
             responseTimeout: config.responseTimeout.duration, logger: logger)
         do {
             try await connection.startService()
-            try await connection.register(app: config.app)
+            try await connection.register(app: config.app, language: config.language, hmiLanguage: config.hmiLanguage)
             try await connection.refreshListing()
         } catch {
             let scoped = HeadUnitLink.setupError(error)

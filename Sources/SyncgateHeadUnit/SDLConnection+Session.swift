@@ -68,18 +68,24 @@ extension SDLConnection {
 
     /// RegisterAppInterface. A refusal is the destination's: ``ResultClassifier/registrationError(_:info:app:)``
     /// says which refusals block the app and which only make the head unit unavailable for now.
-    func register(app: HeadUnitConfig.App) async throws {
+    func register(app: HeadUnitConfig.App, language: String, hmiLanguage: String) async throws {
         let response = try await request(
             FunctionID.registerAppInterface,
             [
                 "syncMsgVersion": .object(["majorVersion": .int(8), "minorVersion": .int(0), "patchVersion": .int(0)]),
-                "appName": .string(app.name), "isMediaApplication": .bool(false), "languageDesired": .string("EN-US"),
-                "hmiDisplayLanguageDesired": .string("EN-US"), "appID": .string(app.id),
+                "appName": .string(app.name), "isMediaApplication": .bool(false), "languageDesired": .string(language),
+                "hmiDisplayLanguageDesired": .string(hmiLanguage), "appID": .string(app.id),
             ])
         guard response.isSuccess else {
             let error = ResultClassifier.registrationError(response.code, info: response.info, app: app.name)
             markClosed(error)
             throw error
+        }
+        if response.code == .wrongLanguage {
+            // Registered all the same (success: true); files do not depend on the language.
+            let spoken = response.parameters["language"]?.stringValue ?? "?"
+            let shown = response.parameters["hmiDisplayLanguage"]?.stringValue ?? "?"
+            logger.info("the head unit speaks \(spoken) and shows \(shown), not \(language) / \(hmiLanguage) as configured; registered anyway")
         }
     }
 

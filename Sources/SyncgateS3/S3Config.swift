@@ -23,6 +23,8 @@ public struct S3Config: Decodable, Sendable {
     public var existing: S3Settings.Existing
     /// `request_timeout`: how long a request may wait for an answer or stall (see ``S3Settings/requestTimeout``).
     public var requestTimeout: Duration?
+    /// `abort_incomplete_after`: multipart uploads left open longer are aborted (nil: never, `off`).
+    public var abortIncompleteAfter: Duration? = S3Settings.defaultAbortIncompleteAfter
     /// `proxy` and `ca_file` (docs/network.md).
     public var network: NetworkConfig
 
@@ -40,6 +42,7 @@ public struct S3Config: Decodable, Sendable {
         case storageClass = "storage_class"
         case requestTimeout = "request_timeout"
         case existing
+        case abortIncompleteAfter = "abort_incomplete_after"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -95,6 +98,15 @@ public struct S3Config: Decodable, Sendable {
                 throw ConfigValueError("must be between 100ms and 1h", key: CodingKeys.requestTimeout)
             }
             requestTimeout = value.duration
+        }
+        if let text = try c.decodeIfPresent(String.self, forKey: .abortIncompleteAfter) {
+            if text == "off" {
+                abortIncompleteAfter = nil
+            } else if let value = ConfigDuration.parse(text), value.duration >= .seconds(1) {
+                abortIncompleteAfter = value.duration
+            } else {
+                throw ConfigValueError("'\(text)' is not a duration of 1s or more, or off", key: CodingKeys.abortIncompleteAfter)
+            }
         }
     }
 

@@ -15,19 +15,25 @@ public final class S3Destination: Destination, @unchecked Sendable {
         if let (key, message) = config.crossCheck() { throw setup.invalid(key, message) }
         let settings: S3Settings
         do {
-            settings = try S3Settings(config: config, environment: setup.environment, resolvePath: setup.resolvePath)
+            settings = try S3Settings(
+                config: config, environment: setup.environment, requireCredentials: !setup.readsLedgerOnly, resolvePath: setup.resolvePath)
         } catch let error as S3Settings.MissingCredentials {
             throw setup.invalid(error.key, error.description)
         } catch let error as NetworkSettingsError {
             throw setup.invalid(error.key, error.message)
         }
+        setup.describe("credentials: \(settings.credentialsDescription)")
+        if let origin = URL(string: settings.origin) { setup.describe("network: \(settings.network.describe(origin))") }
         return { S3Destination(settings: settings, logger: setup.logger) }
     })
 
     public let settings: S3Settings
     let client: S3Client
     let logger: Logger
-    let resumeStore = S3MultipartResumeStore()
+    let resumeStore: S3MultipartResumeStore
+    /// When ``abortStaleUploads()`` last looked (it looks at most hourly).
+    private let staleCheck = NSLock()
+    private var staleCheckedAt: Date?
     /// What the bucket holds in the folders of this pass's new files (``S3Settings/existing`` `check`).
     let existing = S3ExistingObjects()
 
@@ -35,6 +41,12 @@ public final class S3Destination: Destination, @unchecked Sendable {
         self.settings = settings
         self.logger = logger
         self.client = S3Client(settings: settings, logger: logger)
+        self.resumeStore = S3MultipartResumeStore(logger: { logger.warning("\($0)") })
+    }
+
+    /// Multipart uploads are kept in the ledger from now on, so that a later run resumes them.
+    public func useResumeStore(_ store: ResumeStore) {
+        resumeStore.use(store)
     }
 
     /// The largest key S3 accepts, in UTF-8 bytes.
@@ -151,6 +163,7 @@ public final class S3Destination: Destination, @unchecked Sendable {
     /// to the ledger), one ListObjectsV2 each, so that ``existingCopy(of:)`` needs no HEAD per file. A folder that
     /// cannot be listed is left to HEAD.
     public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] {
+        if items.contains(where: { $0.size >= settings.multipart.threshold }) { await abortStaleUploads() }
         guard settings.existing == .check else { return [:] }
         let folders = existing.unlisted(items.filter(\.outcomeUnknown).map(\.remoteName))
         for folder in folders.sorted() {
@@ -163,6 +176,44 @@ public final class S3Destination: Destination, @unchecked Sendable {
             }
         }
         return [:]
+    }
+
+    /// Aborts the multipart uploads under the prefix left without progress for more than `abort_incomplete_after`
+    /// (one ListMultipartUploads, paged): this destination's own by the time its ledger record was last written, any
+    /// other client's by its start, as a bucket lifecycle rule `AbortIncompleteMultipartUpload` would. At most once an hour, before a batch with a file
+    /// large enough for multipart; a failure is logged and changes nothing else.
+    func abortStaleUploads(now: Date = Date()) async {
+        guard let limit = settings.abortIncompleteAfter, resumeStore.persists else { return }
+        let due = staleCheck.withLock { () -> Bool in
+            if let last = staleCheckedAt, now.timeIntervalSince(last) < 3600 { return false }
+            staleCheckedAt = now
+            return true
+        }
+        guard due else { return }
+        let cutoff = now.addingTimeInterval(-limit.seconds)
+        // An upload this destination recorded is judged by its last progress, not its start: a large file on a slow
+        // link may take longer than the limit in all, and some servers answer a made-up Initiated (moto's is fixed).
+        var ours: [String: (uploadID: String, updatedAt: Date)] = [:]
+        for entry in resumeStore.recorded() {
+            if let upload = entry.upload { ours[entry.key] = (upload.uploadID, entry.updatedAt) }
+            if entry.upload == nil && entry.updatedAt < cutoff { resumeStore.forget(entry.key) }
+        }
+        do {
+            let uploads = try await S3Listing(client: client).multipartUploads(prefix: settings.prefix)
+            let listed = Set(uploads.map(\.uploadID))
+            for (key, own) in ours where !listed.contains(own.uploadID) && own.updatedAt < cutoff { resumeStore.forget(key) }
+            for upload in uploads {
+                let isOurs = ours[upload.key]?.uploadID == upload.uploadID
+                let lastProgress = isOurs ? ours[upload.key]!.updatedAt : upload.initiated
+                guard lastProgress < cutoff else { continue }
+                if await S3MultipartUpload.abort(client: client, key: upload.key, uploadID: upload.uploadID) {
+                    if isOurs { resumeStore.forget(upload.key) }
+                    logger.info("aborted the multipart upload of \(settings.display(key: upload.key)): no progress since \(JSONText.time(lastProgress)), longer than abort_incomplete_after")
+                }
+            }
+        } catch {
+            logger.info("cannot list the bucket's unfinished multipart uploads (\(DeliveryLayer.describe(error))); none aborted this time")
+        }
     }
 
     /// A new pass: what was listed may have changed since.

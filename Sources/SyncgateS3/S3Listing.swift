@@ -97,6 +97,61 @@ struct S3Listing: Sendable {
         return (entries, true)
     }
 
+    /// A multipart upload not yet completed or aborted, as ListMultipartUploads names it.
+    struct Upload: Sendable {
+        var key: String
+        var uploadID: String
+        var initiated: Date
+    }
+
+    /// The unfinished multipart uploads under `prefix` (ListMultipartUploads, following its markers), bounded as the
+    /// object listing is: at most ``maximumPages`` pages and ``maximumEntries`` uploads, markers that move on.
+    func multipartUploads(prefix: String) async throws -> [Upload] {
+        let context = "ListMultipartUploads s3://\(settings.bucket)/\(prefix)"
+        var uploads: [Upload] = []
+        var markers: (key: String, uploadID: String)? = nil
+        var seen: Set<String> = []
+        for _ in 0..<S3Listing.maximumPages {
+            try Task.checkCancellation()
+            var query: [(name: String, value: String)] = [("uploads", ""), ("encoding-type", "url")]
+            if !prefix.isEmpty { query.append(("prefix", prefix)) }
+            if let markers {
+                query.append(("key-marker", markers.key))
+                query.append(("upload-id-marker", markers.uploadID))
+            }
+            let response = try await client.send(.GET, key: nil, query: query, context: context, maxResponseBytes: S3Listing.maximumPageBytes)
+            guard let root = S3XMLElement.parse(response.body), root.name == "ListMultipartUploadsResult" else {
+                throw DestinationError.retryable("\(context): the answer is not a ListMultipartUploadsResult", code: "MalformedXML")
+            }
+            let encoded = root.value("EncodingType") == "url"
+            for upload in root.all("Upload") {
+                guard let raw = upload.value("Key"), let id = upload.value("UploadId"),
+                      let initiated = upload.value("Initiated").flatMap(S3Listing.parseTime) else { continue }
+                uploads.append(Upload(key: encoded ? S3URIEncoding.decode(raw, plusIsSpace: true) : raw, uploadID: id, initiated: initiated))
+                guard uploads.count <= maximumEntriesHere else {
+                    throw failure(context, "more than \(maximumEntriesHere) unfinished uploads", code: "ListingTooLong")
+                }
+            }
+            guard root.value("IsTruncated") == "true" else { return uploads }
+            guard let key = root.value("NextKeyMarker"), let id = root.value("NextUploadIdMarker"), !key.isEmpty || !id.isEmpty,
+                  seen.insert(key + "\u{0}" + id).inserted
+            else {
+                throw failure(context, "a truncated answer whose markers do not move on", code: "ListingLoop")
+            }
+            markers = (encoded ? S3URIEncoding.decode(key, plusIsSpace: true) : key, id)
+        }
+        throw failure(context, "the server is still paginating after \(S3Listing.maximumPages) pages", code: "ListingTooLong")
+    }
+
+    /// An S3 timestamp (`2026-11-24T09:12:03.000Z`).
+    static func parseTime(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+
     private func failure(_ context: String, _ text: String, code: String) -> DestinationError {
         DestinationError.retryable(Redactor.shared.redact("\(context): \(text)"), code: code)
     }

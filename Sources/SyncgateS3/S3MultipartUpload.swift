@@ -28,15 +28,23 @@ struct S3MultipartUpload: Sendable {
     let verifyUnchanged: @Sendable () throws -> Void
 
     func run(progress: @escaping @Sendable (Int64) -> Void) async throws -> S3ETag {
-        if let previous = resumeStore.take(key) {
+        if let (previous, fromLedger) = resumeStore.take(key) {
             if previous.size == size && previous.partSize == partSize && previous.sha256 == sha256 {
                 do {
-                    return try await run(resuming: previous, progress: progress)
+                    var upload = previous
+                    if fromLedger { upload.etags = try await partsTheServerHolds(previous) }
+                    return try await run(resuming: upload, progress: progress)
                 } catch let error as DestinationError where error.code == "NoSuchUpload" {
                     // The server forgot the upload (aborted, expired): start afresh.
+                    resumeStore.forget(key)
                 }
-            } else if !(await S3MultipartUpload.abort(client: client, key: key, uploadID: previous.uploadID)) {
-                resumeStore.abandon(key, uploadID: previous.uploadID)
+            } else {
+                // Another version of the file, or another part size: its parts are of no use.
+                if await S3MultipartUpload.abort(client: client, key: key, uploadID: previous.uploadID) {
+                    resumeStore.forget(key)
+                } else {
+                    resumeStore.abandon(key, uploadID: previous.uploadID)
+                }
             }
         }
         let display = client.settings.display(key: key)
@@ -47,14 +55,55 @@ struct S3MultipartUpload: Sendable {
             throw DestinationError.retryable("CreateMultipartUpload \(display): the answer holds no UploadId", code: "MalformedXML")
         }
         let fresh = S3MultipartResumeStore.Pending(uploadID: uploadID, size: size, partSize: partSize, sha256: sha256, etags: [:])
+        resumeStore.record(key, fresh)
         return try await run(resuming: fresh, progress: progress)
+    }
+
+    /// The parts of an upload recorded by an earlier run that still count: those the server lists (ListParts) with
+    /// the right size and an ETag that is the MD5 of the file's bytes at that place now (read from disk: the ledger
+    /// may have missed the last parts before a crash, and a file rewritten in place with the same size and time
+    /// must not keep parts of its old bytes).
+    private func partsTheServerHolds(_ upload: S3MultipartResumeStore.Pending) async throws -> [Int: String] {
+        let display = client.settings.display(key: key)
+        var listed: [Int: (etag: String, size: Int64)] = [:]
+        var marker: String? = nil
+        repeat {
+            var query: [(name: String, value: String)] = [("uploadId", upload.uploadID)]
+            if let marker { query.append(("part-number-marker", marker)) }
+            let response = try await client.send(.GET, key: key, query: query, context: "ListParts \(display)")
+            guard let root = S3XMLElement.parse(response.body) else {
+                throw DestinationError.retryable("ListParts \(display): the answer is not XML", code: "MalformedXML")
+            }
+            for part in root.all("Part") {
+                guard let number = part.value("PartNumber").flatMap(Int.init), let etag = part.value("ETag"),
+                      let size = part.value("Size").flatMap(Int64.init) else { continue }
+                listed[number] = (etag, size)
+            }
+            let next = root.value("NextPartNumberMarker")
+            marker = root.value("IsTruncated") == "true" && next != marker ? next : nil
+        } while marker != nil
+        var holds: [Int: String] = [:]
+        for number in 1...partCount {
+            guard let part = listed[number], part.size == partLength(number) else { continue }
+            let etag = S3ETag(part.etag)
+            guard etag.isMD5 else { continue }
+            let digest = try S3RangeDigest.compute(reader, offset: Int64(number - 1) * partSize, length: partLength(number), sha256: false)
+            if digest.md5Hex == etag.value { holds[number] = part.etag }
+        }
+        client.logger.info("resuming the multipart upload of \(display): \(holds.count) of \(partCount) parts are already there")
+        return holds
     }
 
     /// Sends the parts `upload` does not hold yet, then completes it. On a retryable failure or a cancellation the
     /// upload and its acknowledged parts are kept for the next attempt (or ``S3Destination/finish()``'s abort); on
     /// any other failure it is aborted.
     private func run(resuming upload: S3MultipartResumeStore.Pending, progress: @escaping @Sendable (Int64) -> Void) async throws -> S3ETag {
-        let parts = S3PartLedger(upload.etags)
+        let resumeStore = self.resumeStore, key = self.key
+        let parts = S3PartLedger(upload.etags) { etags in
+            var progressed = upload
+            progressed.etags = etags
+            resumeStore.record(key, progressed)
+        }
         let etags: [String]
         let completed: S3ETag
         do {
@@ -70,11 +119,14 @@ struct S3MultipartUpload: Sendable {
                 var kept = upload
                 kept.etags = parts.snapshot
                 resumeStore.keep(key, kept)
-            } else if !(await S3MultipartUpload.abort(client: client, key: key, uploadID: upload.uploadID)) {
+            } else if await S3MultipartUpload.abort(client: client, key: key, uploadID: upload.uploadID) {
+                resumeStore.forget(key)
+            } else {
                 resumeStore.abandon(key, uploadID: upload.uploadID)
             }
             throw error
         }
+        resumeStore.forget(key)
         try verifyCompleted(completed, partETags: etags)
         return completed
     }

@@ -41,6 +41,11 @@ public struct S3Settings: Sendable {
     /// docs/network.md).
     public var network: NetworkSettings
 
+    /// Multipart uploads left open longer than this are aborted (nil: never), by ``S3Destination/abortStaleUploads()``.
+    public var abortIncompleteAfter: Duration? = S3Settings.defaultAbortIncompleteAfter
+    /// Seven days, as the AWS documentation's example lifecycle rule `AbortIncompleteMultipartUpload`.
+    public static let defaultAbortIncompleteAfter: Duration? = .seconds(7 * 86400)
+
     /// The default of ``requestTimeout``.
     public static let defaultRequestTimeout: Duration = .seconds(60)
     /// The longest a CompleteMultipartUpload may take in total.
@@ -76,9 +81,13 @@ public struct S3Settings: Sendable {
         self.network = network
     }
 
-    /// Throws ``MissingCredentials`` and, for `proxy` / `ca_file` or the variables they override, a
-    /// `NetworkSettingsError`. `resolvePath` resolves `ca_file` against the config file's folder.
-    public init(config: S3Config, environment: [String: String], resolvePath: (String) -> String = { $0 }) throws {
+    /// `requireCredentials: false` (a command that reads only the ledger) accepts a config whose credentials cannot
+    /// be found; asking for them then blocks the destination with the reason. Throws ``MissingCredentials`` and, for
+    /// `proxy` / `ca_file` or the variables they override, a `NetworkSettingsError`. `resolvePath` resolves `ca_file`
+    /// against the config file's folder.
+    public init(
+        config: S3Config, environment: [String: String], requireCredentials: Bool = true, resolvePath: (String) -> String = { $0 }
+    ) throws {
         let region = config.region ?? environment["AWS_REGION"].flatMap { $0.isEmpty ? nil : $0 }
             ?? environment["AWS_DEFAULT_REGION"].flatMap { $0.isEmpty ? nil : $0 } ?? "us-east-1"
         let fromEnvironment = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty }
@@ -91,7 +100,8 @@ public struct S3Settings: Sendable {
         do {
             source = try AWSCredentialChain.resolve(keys: keys, profile: config.profile, region: region, environment: environment)
         } catch let failure as AWSCredentialChain.Failure {
-            throw MissingCredentials(key: failure.key, message: failure.description)
+            guard !requireCredentials else { throw MissingCredentials(key: failure.key, message: failure.description) }
+            source = .missing(reason: failure.description)
         }
         let host = endpoint.host ?? ""
         let isAWS = host.hasSuffix(".amazonaws.com")
@@ -105,6 +115,7 @@ public struct S3Settings: Sendable {
             network: try NetworkSettings.resolve(
                 config.network, caFile: config.network.caFile.map(resolvePath), environment: environment, awsCABundle: true))
         credentialSource = source
+        abortIncompleteAfter = config.abortIncompleteAfter
     }
 
     /// The Host header: the endpoint's host (prefixed with the bucket in virtual-hosted style) and its port when

@@ -1,109 +1,149 @@
 import Foundation
+import Logging
 import SyncgateCore
 
-/// An OAuth2 access token and when it stops being valid.
+/// An OAuth2 access token, when it stops being valid, and when it is replaced (a margin before that).
 struct AccessToken: Sendable {
     var value: Secret
     var expiresAt: Date
+    /// Used until this moment, then replaced: ``OAuthTokenProvider/refreshMargin(lifetime:)`` before it expires.
+    var refreshAt: Date
+
+    init(value: Secret, expiresAt: Date, refreshAt: Date) {
+        self.value = value
+        self.expiresAt = expiresAt
+        self.refreshAt = refreshAt
+    }
+
+    /// A token just issued, valid for `lifetime` seconds from `issuedAt`.
+    init(value: Secret, lifetime: TimeInterval, issuedAt: Date) {
+        let lifetime = max(0, lifetime)
+        self.init(
+            value: value, expiresAt: issuedAt.addingTimeInterval(lifetime),
+            refreshAt: issuedAt.addingTimeInterval(lifetime - OAuthTokenProvider.refreshMargin(lifetime: lifetime)))
+    }
 }
 
-/// Exchanges a signed service-account JWT for an access token at the key's `token_uri` (the OAuth2 JWT-bearer
-/// grant, RFC 7523) and caches it until shortly before it expires. Concurrent callers share one exchange.
+/// The access tokens of a Sheets API destination, from its ``GoogleCredentialSource`` (a service-account key, a
+/// gcloud application-default login, the GCE metadata server; see ``GoogleTokenFetcher``). A token is kept in
+/// memory and, with a ``GoogleTokenCache``, on disk, until shortly before it expires; concurrent callers share one
+/// exchange. The credentials file is read at the first token (so `validate` and `status` need no network and a
+/// broken file blocks only its destination).
 actor OAuthTokenProvider {
     static let scope = "https://www.googleapis.com/auth/spreadsheets"
 
-    private let credentialsPath: String
+    let source: GoogleCredentialSource
     private let transport: HTTPTransport
+    /// The metadata server's own client: a short connect timeout, so that a machine off Google Cloud fails fast.
+    private let metadataTransport: HTTPTransport
+    private let cache: GoogleTokenCache?
     private let timeout: Duration
+    private let logger: Logger?
     private let now: @Sendable () -> Date
-    private var loaded: (key: ServiceAccountKey, signer: JWTSigner)?
+    private var loaded: GoogleTokenFetcher.Credentials?
     private var cached: AccessToken?
     private var pending: Task<AccessToken, any Error>?
-    /// Tokens fetched so far (for tests and logs).
+    /// Tokens fetched from Google so far (for tests and logs); tokens read from the disk cache are not counted.
     private(set) var exchanges = 0
+    /// Why the last token could not be stored on disk, if it could not (for tests and a debug log).
+    private(set) var cacheProblem: String?
 
-    init(credentialsPath: String, transport: HTTPTransport, timeout: Duration, now: @escaping @Sendable () -> Date = { Date() }) {
-        self.credentialsPath = credentialsPath
+    init(
+        source: GoogleCredentialSource, transport: HTTPTransport, timeout: Duration, cache: GoogleTokenCache? = nil,
+        logger: Logger? = nil, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.logger = logger
+        self.source = source
         self.transport = transport
+        // The metadata server is the machine's own (link-local): never through a proxy (docs/network.md).
+        self.metadataTransport = HTTPTransport(connectTimeout: GoogleTokenFetcher.metadataConnectTimeout, network: .direct)
+        self.cache = cache
         self.timeout = timeout
         self.now = now
+    }
+
+    init(credentialsPath: String, transport: HTTPTransport, timeout: Duration, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.init(source: .file(path: credentialsPath, origin: .config), transport: transport, timeout: timeout, now: now)
     }
 
     /// How long before expiry a cached token is replaced: a minute, or half the lifetime of a short-lived one.
     static func refreshMargin(lifetime: TimeInterval) -> TimeInterval { min(60, lifetime / 2) }
 
-    /// A valid token: the cached one, or a fresh one.
+    /// A valid token: the one in memory, the one cached on disk, or a fresh one.
     func token() async throws -> AccessToken {
-        if let cached, now() < cached.expiresAt { return cached }
+        if let cached, now() < cached.refreshAt { return cached }
         if let pending { return try await pending.value }
-        let (key, signer) = try loadKey()
+        let credentials = try load()
+        let scope = OAuthTokenProvider.scope
+        if let cache, let stored = cache.read(identity: credentials.identity, scope: scope, now: now()) {
+            cached = stored
+            return stored
+        }
         let transport = self.transport
+        let metadataTransport = self.metadataTransport
         let timeout = self.timeout
         let issuedAt = now()
-        let task = Task { try await OAuthTokenProvider.exchange(key: key, signer: signer, transport: transport, timeout: timeout, issuedAt: issuedAt) }
+        let task = Task {
+            try await GoogleTokenFetcher.fetch(
+                credentials, scope: scope, transport: transport, metadataTransport: metadataTransport, timeout: timeout, issuedAt: issuedAt)
+        }
         pending = task
         defer { pending = nil }
         let token = try await task.value
         exchanges += 1
         cached = token
+        if let cache {
+            cacheProblem = cache.write(token, identity: credentials.identity, scope: scope)
+            if let cacheProblem { logger?.debug("the access token is not cached on disk: \(cacheProblem)") }
+        }
         return token
     }
 
-    /// Forgets `token` after the API refused it (401), so that the next ``token()`` exchanges a new one.
+    /// Forgets `token` after the API refused it (401), in memory and on disk, so that the next ``token()``
+    /// exchanges a new one.
     func invalidate(_ token: AccessToken) {
         if let cached, cached.value == token.value { self.cached = nil }
+        if let cache, let loaded { cache.remove(token, identity: loaded.identity, scope: OAuthTokenProvider.scope) }
     }
 
-    private func loadKey() throws -> (ServiceAccountKey, JWTSigner) {
+    /// The project billed for the requests of user credentials (`quota_project_id`), sent as `x-goog-user-project`.
+    var quotaProject: String? { loaded?.quotaProject }
+
+    func shutdown() async {
+        await metadataTransport.shutdown()
+    }
+
+    private func load() throws -> GoogleTokenFetcher.Credentials {
         if let loaded { return loaded }
-        let key = try ServiceAccountKey(contentsOf: credentialsPath)
-        let signer: JWTSigner
-        do {
-            signer = try JWTSigner(pem: key.privateKey.reveal(), keyID: key.privateKeyID)
-        } catch {
-            throw DestinationError.blocked("\(credentialsPath): \(error)", code: "credentials")
-        }
-        loaded = (key, signer)
-        return (key, signer)
+        let credentials = try OAuthTokenProvider.credentials(of: source)
+        loaded = credentials
+        return credentials
     }
 
-    /// Exchanges one assertion. The endpoint unreachable: the destination is unavailable. The grant refused
-    /// (`invalid_grant`, `invalid_client`, `unauthorized_client`, any other 4xx): blocked, the key or the account
-    /// is wrong. 429, or 503 with Retry-After: throttled. Other 5xx: retryable.
-    private static func exchange(
-        key: ServiceAccountKey, signer: JWTSigner, transport: HTTPTransport, timeout: Duration, issuedAt: Date
-    ) async throws -> AccessToken {
-        let assertion = try signer.assertion(issuer: key.clientEmail, scope: scope, audience: key.tokenURI, issuedAt: issuedAt)
-        let form = "grant_type=" + formEncode("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion=" + formEncode(assertion)
-        let answer: HTTPAnswer
-        do {
-            answer = try await transport.send(
-                method: .POST, url: key.tokenURI, headers: [("content-type", "application/x-www-form-urlencoded")],
-                body: Array(form.utf8), timeout: timeout)
-        } catch let error as TransportError {
-            throw error.destinationError("token exchange")
-        }
-        let object = (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any]
-        guard answer.status == 200 else {
-            let error = (object?["error"] as? String).map { Redactor.shared.snippet($0, limit: 64) } ?? "http-\(answer.status)"
-            let detail = Redactor.shared.snippet(object?["error_description"] as? String ?? answer.text)
-            let message = "token exchange at \(HTTPTransport.redactQuery(key.tokenURI)) refused (HTTP \(answer.status) \(error)): \(detail)"
-            let after = SheetsErrorMapper.retryAfter(answer.headers)
-            switch answer.status {
-            case 429: throw DestinationError.throttled(message, code: error, after: after)
-            case 503 where after != nil: throw DestinationError.throttled(message, code: error, after: after)
-            case 408, 500...599: throw DestinationError.retryable(message, code: error, after: after)
-            default: throw DestinationError.blocked(message, code: error)
+    /// The source's credentials, read and checked (a file's key parsed): what an exchange needs. Errors block the
+    /// destination and name the file, never its content.
+    static func credentials(of source: GoogleCredentialSource) throws -> GoogleTokenFetcher.Credentials {
+        switch source {
+        case .metadataServer(let base, let lookedAt):
+            return .metadataServer(baseURL: base, lookedAt: lookedAt)
+        case .file(let path, let origin):
+            let file: GoogleCredentialsFile
+            do {
+                file = try GoogleCredentialsFile(contentsOf: path)
+            } catch let error as DestinationError where origin != .config {
+                throw DestinationError.blocked("\(error.message) (named by \(origin.rawValue))", code: error.code)
+            }
+            switch file {
+            case .serviceAccount(let key):
+                do {
+                    return .serviceAccount(key, try JWTSigner(pem: key.privateKey.reveal(), keyID: key.privateKeyID), path: path)
+                } catch {
+                    throw DestinationError.blocked("\(path): \(error)", code: "credentials")
+                }
+            case .authorizedUser(let user):
+                return .authorizedUser(user, path: path)
             }
         }
-        guard let value = object?["access_token"] as? String, !value.isEmpty else {
-            throw DestinationError.blocked(
-                "token exchange at \(HTTPTransport.redactQuery(key.tokenURI)) answered without an access_token (is token_uri an OAuth2 token endpoint?)",
-                code: "token-response")
-        }
-        let lifetime = (object?["expires_in"] as? NSNumber)?.doubleValue ?? 3600
-        let usable = max(0, lifetime - refreshMargin(lifetime: lifetime))
-        return AccessToken(value: Secret(value), expiresAt: issuedAt.addingTimeInterval(usable))
     }
 
     static func formEncode(_ text: String) -> String {

@@ -8,7 +8,8 @@ struct AppendResult: Sendable {
     var updatedRows: Int
 }
 
-/// The three Sheets API v4 calls syncgate makes, authorised with the service account's bearer token:
+/// The three Sheets API v4 calls syncgate makes, authorised with the credentials' bearer token (and, for user
+/// credentials that name one, the quota project in `x-goog-user-project`, as Google's libraries send it):
 /// `spreadsheets.values.append`, `spreadsheets.values.get` and (for ``SheetsDestination/probe()``)
 /// `spreadsheets.get` with a field mask. A 401 drops the cached token and the call is made once more with a fresh
 /// one; every other failure is returned to the caller, never retried here. Redirects are not followed (the bearer
@@ -156,6 +157,7 @@ struct SheetsClient: Sendable {
         while true {
             let token = try await tokens.token()
             var headers = [("authorization", "Bearer \(token.value.reveal())"), ("accept", "application/json")]
+            if let project = await tokens.quotaProject { headers.append(("x-goog-user-project", project)) }
             if body != nil { headers.append(("content-type", "application/json; charset=utf-8")) }
             let answer = try await transport.send(method: method, url: url, headers: headers, body: body, timeout: timeout, maxBody: maxBody)
             if answer.status == 401 && !refreshed {

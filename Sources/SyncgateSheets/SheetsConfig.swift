@@ -4,7 +4,8 @@ import SyncgateNetwork
 
 /// The `sheets` destination's own keys in `plugins.yaml` (the core keys `name`, `type`, `retry`, ... are the core's).
 ///
-/// Two modes: the Sheets API (`spreadsheet_id` + `credentials_file`) or an Apps Script web app (`apps_script_url`).
+/// Two modes: the Sheets API (`spreadsheet_id`, with `credentials_file` or Google's Application Default
+/// Credentials) or an Apps Script web app (`apps_script_url`).
 public struct SheetsConfig: Decodable, Sendable {
     public enum RowsMode: String, Sendable, Decodable {
         /// Each CSV row / JSON object / NDJSON line is one row.
@@ -99,13 +100,14 @@ public struct SheetsConfig: Decodable, Sendable {
             }
         } else {
             guard let id = spreadsheetID else {
-                throw ConfigValueError("a sheets destination needs spreadsheet_id (with credentials_file) or apps_script_url")
+                throw ConfigValueError("a sheets destination needs spreadsheet_id (Sheets API) or apps_script_url")
             }
             if id.isEmpty || id.contains("/") {
                 throw ConfigValueError("'\(id)' is not a spreadsheet id (the part of the sheet's URL after /d/)", key: CodingKeys.spreadsheetID)
             }
-            guard let file = credentialsFile, !file.isEmpty else {
-                throw ConfigValueError("credentials_file (a service-account key JSON) is required with spreadsheet_id", key: CodingKeys.credentialsFile)
+            // No credentials_file: Google's Application Default Credentials (see GoogleCredentialChain).
+            if credentialsFile?.isEmpty == true {
+                throw ConfigValueError("must be the path of a Google credentials file (or leave the key out to use Application Default Credentials)", key: CodingKeys.credentialsFile)
             }
             if secret != nil {
                 throw ConfigValueError("secret is only for apps_script_url", key: CodingKeys.secret)

@@ -5,7 +5,7 @@ import SyncgateCore
 import SyncgateNetwork
 
 /// Delivers files as rows of a Google spreadsheet, through the Sheets API v4 (`values.append`, authorised by a
-/// service account) or through an Apps Script web app.
+/// service account, a gcloud application-default login or the GCE metadata server) or through an Apps Script web app.
 ///
 /// `rows: records` makes each CSV row / JSON object / NDJSON line one row; `rows: file` makes one row per file.
 /// Appends are made exactly once: every row carries a key (the configured `key` column, or the row id syncgate
@@ -16,21 +16,8 @@ public struct SheetsDestination: Destination {
         type: "sheets", summary: "Google Sheets rows (Sheets API v4 values.append, or an Apps Script web app)"
     , decode: { setup in
         var config = try setup.decode(SheetsConfig.self)
-        if let file = config.credentialsFile {
-            config.credentialsFile = setup.resolvePath(file)
-            setup.warnIfReadableByOthers(setup.resolvePath(file), what: "service-account key file")
-            if setup.checksFiles {
-                // `validate`: the key must read and its private key parse (no network).
-                do {
-                    let key = try ServiceAccountKey(contentsOf: setup.resolvePath(file))
-                    _ = try JWTSigner(pem: key.privateKey.reveal(), keyID: key.privateKeyID)
-                } catch let error as DestinationError {
-                    throw setup.invalid("credentials_file", error.message)
-                } catch {
-                    throw setup.invalid("credentials_file", "\(setup.resolvePath(file)): \(error)")
-                }
-            }
-        }
+        if let file = config.credentialsFile { config.credentialsFile = setup.resolvePath(file) }
+        let decoded = config
         let network: NetworkSettings
         do {
             network = try NetworkSettings.resolve(
@@ -38,8 +25,32 @@ public struct SheetsDestination: Destination {
         } catch let error as NetworkSettingsError {
             throw setup.invalid(error.key, error.message)
         }
-        let decoded = config
-        return { SheetsDestination(name: setup.name, config: decoded, network: network, logger: setup.logger) }
+        if let url = URL(string: config.appsScriptURL ?? config.apiBase) { setup.describe("network: \(network.describe(url))") }
+        guard !config.usesAppsScript else {
+            return { SheetsDestination(name: setup.name, config: decoded, credentials: nil, tokenCache: nil, network: network, logger: setup.logger) }
+        }
+        let source: GoogleCredentialSource
+        do {
+            source = try GoogleCredentialChain.resolve(credentialsFile: config.credentialsFile, environment: setup.environment)
+        } catch let failure as GoogleCredentialChain.Failure {
+            // `status` and `forget` build no destination: credentials that cannot be found are no error there.
+            guard setup.readsLedgerOnly else { throw setup.invalid(failure.key, failure.description) }
+            source = .metadataServer(baseURL: GoogleCredentialChain.metadataBaseURL(setup.environment), lookedAt: [failure.description])
+        }
+        if case .file(let path, _) = source { setup.warnIfReadableByOthers(path, what: "Google credentials file") }
+        let cache = GoogleTokenCache(stateDirectory: setup.stateDirectory)
+        if setup.checksFiles {
+            // `validate`: a credentials file must read, be of a supported type and its key parse (no network).
+            let credentials: GoogleTokenFetcher.Credentials
+            do {
+                credentials = try OAuthTokenProvider.credentials(of: source)
+            } catch let error as DestinationError {
+                throw setup.invalid("credentials_file", error.message)
+            }
+            setup.describe("credentials: " + (credentials.fileType.map { source.description(type: $0) } ?? source.description))
+            setup.describe("token cache: \(cache.directory) (files of mode 0600)")
+        }
+        return { SheetsDestination(name: setup.name, config: decoded, credentials: source, tokenCache: cache, network: network, logger: setup.logger) }
     })
 
     public let name: String
@@ -54,15 +65,21 @@ public struct SheetsDestination: Destination {
     let header = SheetHeader()
     let builder: RowBuilder
 
-    public init(name: String, config: SheetsConfig, network: NetworkSettings = .direct, logger: Logger = Logger(label: "syncgate.sheets")) {
+    /// A destination whose Sheets API requests are authorised by `credentials` (nil in Apps Script mode), with their
+    /// access tokens kept in `tokenCache` between runs when it is given; `network`: its proxies and CAs.
+    init(
+        name: String, config: SheetsConfig, credentials: GoogleCredentialSource?, tokenCache: GoogleTokenCache?,
+        network: NetworkSettings = .direct, logger: Logger = Logger(label: "syncgate.sheets")
+    ) {
         self.name = name
         self.config = config
         self.network = network
         self.logger = logger
         let transport = HTTPTransport(network: network, logger: logger)
         self.transport = transport
-        if let credentials = config.credentialsFile, !config.usesAppsScript {
-            tokens = OAuthTokenProvider(credentialsPath: credentials, transport: transport, timeout: config.requestTimeout)
+        if let credentials, !config.usesAppsScript {
+            tokens = OAuthTokenProvider(
+                source: credentials, transport: transport, timeout: config.requestTimeout, cache: tokenCache, logger: logger)
         } else {
             tokens = nil
         }
@@ -155,9 +172,10 @@ public struct SheetsDestination: Destination {
         }
     }
 
-    /// Hex SHA-256 of the service-account key file's content (`unreadable` when it cannot be read), or of the Apps
-    /// Script secret, followed by the network settings' own fingerprint when there are any (a proxy, `NO_PROXY`, a
-    /// CA bundle): it changes when the credentials or those do, and tells nothing of them.
+    /// Hex SHA-256 of the credentials file's content (`unreadable` when it cannot be read; for the metadata server,
+    /// of its address), or of the Apps Script secret, followed by the network settings' own fingerprint when there
+    /// are any (a proxy, `NO_PROXY`, a CA bundle): it changes when the credentials or those do, and tells nothing of
+    /// them.
     public var settingsFingerprint: String {
         let credentials = credentialsFingerprint
         let networkPart = network.fingerprint
@@ -169,16 +187,19 @@ public struct SheetsDestination: Destination {
             guard let secret = config.secret else { return "" }
             return SheetsDestination.hex(SHA256.hash(data: Array(secret.reveal().utf8)))
         }
-        guard let path = config.credentialsFile else { return "" }
-        guard let data = try? ServiceAccountKey.contents(of: path) else { return "unreadable" }
-        return SheetsDestination.hex(SHA256.hash(data: data))
+        return tokens?.source.fingerprint ?? ""
     }
+
+    /// Where the Sheets API credentials come from (a file and the link of the chain that named it, or the metadata
+    /// server), never what they are; nil in Apps Script mode.
+    public var credentialsDescription: String? { tokens?.source.description }
 
     static func hex(_ digest: SHA256.Digest) -> String {
         digest.map { String(format: "%02x", $0) }.joined()
     }
 
     public func finish() async {
+        await tokens?.shutdown()
         await transport.shutdown()
     }
 

@@ -41,6 +41,10 @@ struct HeadUnitSimulator: ParsableCommand {
         "Answer every RegisterAppInterface with this result code (DISALLOWED, TOO_MANY_APPLICATIONS, ...) instead of "
             + "registering the app.", valueName: "code"))
     var refuseRegistration: String?
+    @Option(help: ArgumentHelp(
+        "The head unit's language (and HMI display language): a registration that asks for another is answered "
+            + "WRONG_LANGUAGE with success, as Core does.", valueName: "code"))
+    var language = "EN-US"
     @Flag(help: "Never answer StartService (a head unit whose HMI is not ready).") var noAck = false
     @Flag(help: "Answer SetAppIcon with UNSUPPORTED_RESOURCE, as a Core without UI does.") var noUi = false
     @Option(help: "Also listen for control commands on this port (0: none).") var controlPort = 0
@@ -66,7 +70,7 @@ struct HeadUnitSimulator: ParsableCommand {
             activateAfterRefusal: activateAfterRefusal, noneLimit: noneLimit, heartbeatInterval: heartbeatInterval,
             delayMilliseconds: delayMs, genericErrors: genericErrors, corruptPuts: corruptPuts,
             cutAfterBytes: cutAfterBytes, cutConnections: cutConnections, refuseRegistration: refuseRegistration,
-            verbose: verbose)
+            language: language, verbose: verbose)
         let store = try FileStore(folder: URL(fileURLWithPath: storage), quota: quota)
         let registry = SessionRegistry()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)

@@ -70,12 +70,16 @@ extension SimulatorSession {
         noneDeletes = 0
         noneLists = 0
         activationScheduled = false
-        log(request, "app=\(params["appName"]?.stringValue ?? "?") id=\(params["appID"]?.stringValue ?? "?") -> SUCCESS")
+        // Core registers an app that asks for another language, and says so: WRONG_LANGUAGE with success true.
+        let desired = params["languageDesired"]?.stringValue ?? "?"
+        let shown = params["hmiDisplayLanguageDesired"]?.stringValue ?? "?"
+        let code: ResultCode = desired == settings.language && shown == settings.language ? .success : .wrongLanguage
+        log(request, "app=\(params["appName"]?.stringValue ?? "?") id=\(params["appID"]?.stringValue ?? "?") lang=\(desired) hmi=\(shown) -> \(code.rawValue)")
         respond(
-            to: request, .success,
+            to: request, code, success: true,
             extra: [
                 "syncMsgVersion": .object(["majorVersion": .int(8), "minorVersion": .int(0), "patchVersion": .int(0)]),
-                "language": .string("EN-US"), "hmiDisplayLanguage": .string("EN-US"),
+                "language": .string(settings.language), "hmiDisplayLanguage": .string(settings.language),
                 "systemSoftwareVersion": .string("syncgate-sim"),
             ])
         notify(

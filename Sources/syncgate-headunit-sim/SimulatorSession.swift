@@ -205,10 +205,10 @@ final class SimulatorSession: ChannelInboundHandler {
     }
 
     func respond(
-        to request: RPCMessage, _ code: ResultCode, info: String? = nil, extra: [String: JSONValue] = [:]
+        to request: RPCMessage, _ code: ResultCode, success: Bool? = nil, info: String? = nil, extra: [String: JSONValue] = [:]
     ) {
         var params = extra
-        params["success"] = .bool(code.isSuccess)
+        params["success"] = .bool(success ?? code.isSuccess)
         params["resultCode"] = .string(code.rawValue)
         if let info { params["info"] = .string(info) }
         let json = (try? prettyJSON(params)) ?? Array("{}".utf8)

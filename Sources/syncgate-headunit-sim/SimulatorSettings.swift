@@ -15,6 +15,8 @@ final class SimulatorSettings: @unchecked Sendable {
     let heartbeatInterval: Double
     /// The result code every RegisterAppInterface gets instead of SUCCESS (nil: register).
     let refuseRegistration: String?
+    /// The head unit's language and HMI display language (`--language`).
+    let language: String
     let verbose: Bool
 
     private var _delayMilliseconds: Int
@@ -31,8 +33,9 @@ final class SimulatorSettings: @unchecked Sendable {
     init(
         protocolVersion: UInt8, mtu: Int, noACK: Bool, noUI: Bool, activateAfter: Double, activateAfterRefusal: Double,
         noneLimit: Int, heartbeatInterval: Double, delayMilliseconds: Int, genericErrors: Int, corruptPuts: Int,
-        cutAfterBytes: Int, cutConnections: Int, refuseRegistration: String?, verbose: Bool
+        cutAfterBytes: Int, cutConnections: Int, refuseRegistration: String?, language: String = "EN-US", verbose: Bool
     ) {
+        self.language = language
         self.protocolVersion = protocolVersion
         self.mtu = mtu
         self.noACK = noACK

@@ -36,9 +36,11 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Loads the config; config errors print one line each, `file:line:col: key: message`, and exit 78.
-    func loadConfig(logger: Logger, checkingFiles: Bool = false) throws -> GatewayConfig {
+    func loadConfig(logger: Logger, checkingFiles: Bool = false, readingLedgerOnly: Bool = false) throws -> GatewayConfig {
         do {
-            return try GatewayConfig.load(path: config, registry: BuiltinPlugins.registry, logger: logger, checkingFiles: checkingFiles)
+            return try GatewayConfig.load(
+                path: config, registry: BuiltinPlugins.registry, logger: logger, checkingFiles: checkingFiles,
+                readingLedgerOnly: readingLedgerOnly)
         } catch let error as ConfigError {
             let all = error.all
             for each in all { Console.error(each.description) }

@@ -41,7 +41,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = global.makeLogger()
-        let config = try global.loadConfig(logger: logger)
+        let config = try global.loadConfig(logger: logger, readingLedgerOnly: true)
         if let destination, config.destination(named: destination) == nil {
             throw ValidationError("no destination named '\(destination)' (known: \(config.destinations.map(\.name).joined(separator: ", ")))")
         }

@@ -5,9 +5,16 @@ for syncgate's tests and examples. Standard library plus `cryptography` (RS256 v
     python3 Tests/SheetsServer/sheets_server.py --port 8089 --write-key /tmp/sheets-key.json
 
 It generates a throwaway RSA service-account key at start (written to --write-key; the server keeps only the
-public half to verify JWT signatures) and serves, on 127.0.0.1 only:
+public half to verify JWT signatures), and with --write-adc a throwaway gcloud application-default file
+(`"type": "authorized_user"`: client_id, client_secret, refresh_token, quota_project_id, and token_uri pointing
+here), and serves, on 127.0.0.1 only:
 
-  POST /token                                              OAuth2 JWT-bearer grant (RFC 7523), RS256 verified
+  POST /token                                              OAuth2 JWT-bearer grant (RFC 7523), RS256 verified; and
+                                                           the refresh-token grant (RFC 6749 section 6) of the
+                                                           generated authorized_user credentials (--write-adc)
+  GET  /computeMetadata/v1/instance/service-accounts/default/token
+                                                           a GCE metadata server stand-in: `Metadata-Flavor: Google`
+                                                           required on the request and sent on every answer
   POST /v4/spreadsheets/{id}/values/{range}:append         spreadsheets.values.append
   GET  /v4/spreadsheets/{id}/values/{range}                spreadsheets.values.get
   GET  /v4/spreadsheets/{id}                               spreadsheets.get (with the `fields` mask)
@@ -324,9 +331,18 @@ class State:
         self.log = []
         self.write_times = []
         self.max_writes_in_window = 0
+        # tokens: access tokens issued by any flow; token_requests: every request for one (/token and the metadata
+        # server's token path), refused ones included.
         self.counters = {"appends": 0, "gets": 0, "tokens": 0, "rejected_tokens": 0, "unauthorized": 0,
                          "quota_429": 0, "injected": 0, "dropped": 0, "apps_script_posts": 0,
-                         "metadata_reads": 0}
+                         "metadata_reads": 0, "token_requests": 0, "jwt_grants": 0, "refresh_grants": 0,
+                         "metadata_tokens": 0, "metadata_refused": 0}
+        # The authorized_user credentials (--write-adc): the OAuth client and the refresh tokens still valid.
+        self.oauth_client_id = "32555940559.apps.googleusercontent.com"
+        self.oauth_client_secret = "test-client-secret-" + secrets.token_urlsafe(12)
+        self.refresh_tokens = {"1//test-refresh-" + secrets.token_urlsafe(32)}
+        # What a user's login granted, and the instance's service account scopes (metadata server).
+        self.granted_scopes = {SCOPE, "https://www.googleapis.com/auth/cloud-platform"}
         self.echo = {}  # user_content_key -> (status, content_type, body)
         self.received = []  # every request but /_control: method, path, headers, body
         self.token_ttl = args.token_ttl
@@ -427,6 +443,8 @@ class Handler(BaseHTTPRequestHandler):
                                        "body": body.decode("utf-8", "replace")})
             if path == "/token" and method == "POST":
                 return self.token(body)
+            if path.startswith("/computeMetadata/"):
+                return self.metadata(method, path, query)
             if path.startswith("/macros/"):
                 return self.apps_script(method, path, query, body)
             m = re.fullmatch(r"/v4/spreadsheets/([^/]+)/values/([^/]+?)(:append)?", path)
@@ -452,12 +470,15 @@ class Handler(BaseHTTPRequestHandler):
             self.send(400, {"error": error, "error_description": description})
 
         with STATE.lock:
+            STATE.counters["token_requests"] += 1
             fault = STATE.take_fault("token")
         if fault:
             status = fault.get("status", 503)
             headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else None
             return self.send(status, {"error": fault.get("error", "internal_failure"),
                                       "error_description": fault.get("message", "Backend error")}, headers=headers)
+        if grant == "refresh_token":
+            return self.refresh_grant(form, refuse)
         if grant != "urn:ietf:params:oauth:grant-type:jwt-bearer":
             return refuse("unsupported_grant_type", "Invalid grant_type: " + grant)
         parts = assertion.split(".")
@@ -489,11 +510,74 @@ class Handler(BaseHTTPRequestHandler):
             return refuse("invalid_grant", "Invalid JWT: iat and exp must be integers")
         if iat > now + 300 or exp < now - 300 or exp - iat > 3600:
             return refuse("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
+        token = self.issue("jwt_grants")
+        self.send(200, {"access_token": token, "expires_in": STATE.token_ttl, "token_type": "Bearer"})
+
+    def issue(self, counter):
+        """A new access token, valid for --token-ttl seconds."""
         token = "ya29.test-" + secrets.token_urlsafe(24)
         with STATE.lock:
-            STATE.tokens[token] = now + STATE.token_ttl
+            STATE.tokens[token] = time.time() + STATE.token_ttl
             STATE.counters["tokens"] += 1
-        self.send(200, {"access_token": token, "expires_in": STATE.token_ttl, "token_type": "Bearer"})
+            STATE.counters[counter] += 1
+        return token
+
+    def refresh_grant(self, form, refuse):
+        """The refresh-token grant as Google's token endpoint answers it: a client it does not know is 401
+        invalid_client; a refresh token it does not know (or revoked) is 400 invalid_grant "Token has been expired or
+        revoked."; a scope the login did not grant is 400 invalid_scope."""
+        def one(name):
+            values = form.get(name, [])
+            return values[0] if len(values) == 1 else None
+
+        client_id, client_secret, refresh_token = one("client_id"), one("client_secret"), one("refresh_token")
+        if refresh_token is None:
+            return refuse("invalid_request", "Missing required parameter: refresh_token")
+        if client_id != STATE.oauth_client_id or client_secret != STATE.oauth_client_secret:
+            with STATE.lock:
+                STATE.counters["rejected_tokens"] += 1
+            return self.send(401, {"error": "invalid_client", "error_description": "Unauthorized"})
+        with STATE.lock:
+            known = refresh_token in STATE.refresh_tokens
+        if not known:
+            return refuse("invalid_grant", "Token has been expired or revoked.")
+        requested = set(one("scope").split(" ")) if one("scope") else set()
+        if not requested <= STATE.granted_scopes:
+            return refuse("invalid_scope", "Bad Request")
+        token = self.issue("refresh_grants")
+        scope = " ".join(sorted(requested or STATE.granted_scopes))
+        self.send(200, {"access_token": token, "expires_in": STATE.token_ttl, "scope": scope, "token_type": "Bearer"})
+
+    # --- GCE metadata server
+
+    def metadata(self, method, path, query):
+        """What Compute Engine's metadata server answers (cloud.google.com/compute/docs/metadata): a request without
+        `Metadata-Flavor: Google`, or with `X-Forwarded-For`, is refused with 403; every answer carries
+        `Metadata-Flavor: Google`; the default service account's token is {"access_token", "expires_in",
+        "token_type"}."""
+        flavor = {"Metadata-Flavor": "Google"}
+        token_path = "/computeMetadata/v1/instance/service-accounts/default/token"
+        if path == token_path:
+            with STATE.lock:
+                STATE.counters["token_requests"] += 1
+        if self.headers.get("Metadata-Flavor") != "Google" or self.headers.get("X-Forwarded-For") is not None:
+            with STATE.lock:
+                STATE.counters["metadata_refused"] += 1
+            return self.send(403, b"Missing required header \"Metadata-Flavor\": \"Google\"\n",
+                             content_type="text/html; charset=UTF-8", headers=flavor)
+        if method != "GET":
+            return self.send(405, b"Method not allowed\n", content_type="text/html; charset=UTF-8", headers=flavor)
+        if path == token_path:
+            requested = {s for part in query.get("scopes", []) for s in part.split(",") if s}
+            if requested and not requested <= STATE.granted_scopes:
+                return self.send(400, b"Scopes not granted to this instance\n", content_type="text/html; charset=UTF-8",
+                                 headers=flavor)
+            token = self.issue("metadata_tokens")
+            return self.send(200, {"access_token": token, "expires_in": STATE.token_ttl, "token_type": "Bearer"},
+                             headers=flavor)
+        if path == "/computeMetadata/v1/instance/service-accounts/default/email":
+            return self.send(200, STATE.client_email.encode("utf-8"), content_type="application/text", headers=flavor)
+        self.send(404, b"Not Found\n", content_type="text/html; charset=UTF-8", headers=flavor)
 
     def authorised(self):
         auth = self.headers.get("Authorization", "")
@@ -899,6 +983,9 @@ class Handler(BaseHTTPRequestHandler):
             elif name == "expire-tokens" and method == "POST":
                 STATE.tokens.clear()
                 answer = {"ok": True}
+            elif name == "revoke-refresh-tokens" and method == "POST":
+                STATE.refresh_tokens.clear()
+                answer = {"ok": True}
             elif name == "sheet" and method == "POST":
                 # Sets a tab's rows (a header typed by hand, rows already there): {"spreadsheet", "sheet", "values"}.
                 sid = payload.get("spreadsheet", "test-spreadsheet")
@@ -930,6 +1017,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, default=8089)
     parser.add_argument("--write-key", required=True, help="where to write the generated service-account key JSON")
+    parser.add_argument("--write-adc", default="",
+                        help="where to write generated authorized_user credentials (gcloud's application-default file)")
     parser.add_argument("--client-email", default="syncgate-test@syncgate-test.iam.gserviceaccount.com")
     parser.add_argument("--spreadsheet", action="append", default=[], help="a spreadsheet id that exists (repeatable)")
     parser.add_argument("--forbidden", action="append", default=[], help="a spreadsheet id answered with 403")
@@ -970,6 +1059,22 @@ def main():
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(key_file, f, indent=2)
+    if args.write_adc:
+        adc = {
+            "account": "",
+            "client_id": STATE.oauth_client_id,
+            "client_secret": STATE.oauth_client_secret,
+            "quota_project_id": "syncgate-test-quota",
+            "refresh_token": next(iter(STATE.refresh_tokens)),
+            "token_uri": f"http://127.0.0.1:{args.port}/token",
+            "type": "authorized_user",
+            "universe_domain": "googleapis.com",
+        }
+        fd = os.open(args.write_adc + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(adc, f, indent=2)
+        os.replace(args.write_adc + ".tmp", args.write_adc)
+    # The key file last: the client waits for it to know the server is ready.
     os.replace(tmp, args.write_key)
     del private_key, pem, key_file
     print(f"sheets loopback server on http://127.0.0.1:{args.port} (key: {args.write_key})", flush=True)

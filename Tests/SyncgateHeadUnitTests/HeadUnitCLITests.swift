@@ -191,7 +191,7 @@ struct HeadUnitCLITests {
             #expect(rows.first?["status"] as? String == "pending", "\(rows)")
             let waited = events(result.events, "waiting").filter { $0["path"] as? String == waiting }
             let error = waited.first?["error"] as? String ?? ""
-            #expect(error.contains("OUT_OF_MEMORY") && error.contains("free for this app"), "\(waited)")
+            #expect(error.contains("OUT_OF_MEMORY") && error.contains("head unit full: ") && error.contains("free for this app") && error.contains("waiting (1 file)"), "\(waited)")
 
             // Larger than all the room the head unit gives the app (it holds none of its files): permanent.
             try await HeadUnitTestEnvironment.withSimulator(["--quota", "100000"]) { empty in
@@ -206,6 +206,32 @@ struct HeadUnitCLITests {
                 #expect(empty.rpcLines("PutFile").isEmpty)
             }
         }
+    }
+
+    @Test("language: RegisterAppInterface asks for the configured one; a head unit speaking another answers WRONG_LANGUAGE and the files still go; an unknown language is a located config error")
+    func language() async throws {
+        try await HeadUnitTestEnvironment.withSimulator(["--language", "DE-DE"]) { sim in
+            let german = try HeadUnitCLIRun(sim: sim, extra: "    language: de_de")
+            defer { german.remove() }
+            try german.source("a.txt", Data("hallo".utf8))
+            let result = try await german.sync()
+            #expect(result.status == 0, "\(result.result.output)")
+            #expect(sim.rpcLines("RegisterAppInterface").contains { $0.contains("lang=DE-DE hmi=DE-DE -> SUCCESS") }, "\(sim.rpcLines("RegisterAppInterface"))")
+
+            let english = try HeadUnitCLIRun(sim: sim, extra: "    language: EN-GB\n    hmi_language: FR-FR")
+            defer { english.remove() }
+            try english.source("b.txt", Data("hello".utf8))
+            let other = try await english.run(["sync", "-v"])
+            #expect(other.status == 0, "\(other.output)")
+            #expect(sim.rpcLines("RegisterAppInterface").contains { $0.contains("lang=EN-GB hmi=FR-FR -> WRONG_LANGUAGE") })
+            #expect(other.stderr.contains("the head unit speaks DE-DE and shows DE-DE, not EN-GB / FR-FR as configured; registered anyway"), "\(other.stderr)")
+            #expect(try sim.storage.read("b.txt") == Data("hello".utf8))
+        }
+        let bad = try HeadUnitCLIRun(port: 9, extra: "    language: Klingon")
+        defer { bad.remove() }
+        let refused = try await bad.run(["validate"])
+        #expect(refused.status == 78)
+        #expect(refused.stderr.contains("plugins.yaml:") && refused.stderr.contains("destinations[0].language: 'Klingon' is not a language of the SDL spec"), "\(refused.stderr)")
     }
 
     @Test("syncgate validate accepts the example config and rejects a bad port with its location")

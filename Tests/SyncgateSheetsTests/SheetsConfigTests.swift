@@ -66,7 +66,7 @@ struct SheetsConfigTests {
         #expect(e1?.keyPath == "destinations[0].max_rows_per_request")
         #expect(e1?.line == 11)
         #expect(configError("credentials_file: k.json")?.message.contains("spreadsheet_id") == true)
-        #expect(configError("spreadsheet_id: abc")?.keyPath == "destinations[0].credentials_file")
+        #expect(configError("spreadsheet_id: abc\ncredentials_file: \"\"")?.keyPath == "destinations[0].credentials_file")
         #expect(configError("spreadsheet_id: abc\ncredentials_file: k\nkey: id")?.message.contains("needs `columns`") == true)
         #expect(configError("spreadsheet_id: abc\ncredentials_file: k\ncolumns: [a]\nkey: b")?.keyPath == "destinations[0].key")
         #expect(configError("spreadsheet_id: abc\ncredentials_file: k\nrows: file\ncolumns: [name, colour]")?.message.contains("colour") == true)

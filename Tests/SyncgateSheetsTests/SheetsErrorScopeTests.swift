@@ -149,7 +149,9 @@ struct SheetsErrorScopeTests {
         #expect(write?.message.contains("Quota exceeded") == true)
         try server.fault(["kind": "status", "status": 503, "count": 1, "retry_after": 3, "method": "POST"])
         #expect(await SheetsFixtures.uploadError(destination, item)?.classification == throttled(3))
-        let fresh = try SheetsFixtures.apiDestination(server, extra: "rows: file", base: dir.url)
+        // A fresh destination with a state folder of its own (the first one's token is cached in its state folder).
+        try FileManager.default.createDirectory(at: dir.file("fresh"), withIntermediateDirectories: true)
+        let fresh = try SheetsFixtures.apiDestination(server, extra: "rows: file", base: dir.file("fresh"))
         try server.fault(["kind": "token", "status": 429, "retry_after": 5, "error": "rate_limit_exceeded"])
         #expect(await SheetsFixtures.uploadError(fresh, item)?.classification == throttled(5))
         await fresh.finish()

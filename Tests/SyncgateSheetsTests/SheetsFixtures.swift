@@ -28,10 +28,22 @@ enum SheetsFixtures {
         """
     }
 
-    static func destination(_ keys: String, base: URL) throws -> SheetsDestination {
+    /// A destination of `keys`, loaded with `environment` as syncgate's (none by default: a destination without
+    /// `credentials_file` then ends its credential chain at the metadata server; pass `NO_GCE_CHECK` or
+    /// `GCE_METADATA_HOST` to keep it off the network).
+    static func destination(_ keys: String, base: URL, environment: [String: String] = [:], checkingFiles: Bool = false) throws -> SheetsDestination {
         let gateway = try GatewayConfig.parse(
-            text: config(keys, base: base), file: "plugins.yaml", baseDirectory: base, registry: registry, environment: [:])
+            text: config(keys, base: base), file: "plugins.yaml", baseDirectory: base, registry: registry, environment: environment,
+            checkingFiles: checkingFiles)
         return try #require(gateway.destinations.first?.destination as? SheetsDestination)
+    }
+
+    /// The config as `syncgate validate` loads it (its destinations' details, their errors).
+    static func validated(_ keys: String, base: URL, environment: [String: String]) throws -> DestinationConfig {
+        let gateway = try GatewayConfig.parse(
+            text: config(keys, base: base), file: "plugins.yaml", baseDirectory: base, registry: registry, environment: environment,
+            checkingFiles: true)
+        return try #require(gateway.destinations.first)
     }
 
     /// The usual Sheets API destination against `server`.

@@ -76,21 +76,11 @@ public final class FaultProxy: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// A minimal blocking HTTP/1.1 request to the control port.
     private func request(_ method: String, _ path: String, body: Data) throws -> Data {
-        guard let fd = Loopback.connect(port: controlPort) else { throw ProxyError("cannot reach the fault proxy's control port") }
-        defer { close(fd) }
-        var message = Data("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8)
-        message.append(body)
-        _ = message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-        var response = Data()
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { break }
-            response.append(contentsOf: buffer[0..<n])
+        do {
+            return try LoopbackHTTP.request(port: controlPort, method, path, body: body)
+        } catch {
+            throw ProxyError("the fault proxy's control port: \(error)")
         }
-        guard let split = response.range(of: Data("\r\n\r\n".utf8)) else { throw ProxyError("bad answer from the fault proxy") }
-        return response[split.upperBound...]
     }
 }

@@ -12,6 +12,9 @@ public final class S3TestServer: @unchecked Sendable {
     /// With `writeOnlyUser: true`: the keys of a second IAM user allowed `s3:PutObject` and nothing else.
     public private(set) var writeOnlyAccessKeyID: String?
     public private(set) var writeOnlySecretAccessKey: String?
+    /// With signature checking on: a role the main user may assume (`sts:AssumeRole`), allowed `s3:*`, and any
+    /// principal may assume.
+    public private(set) var roleARN: String?
     private var process: Process?
     private let python: URL
     /// Variables moto is started with, besides the test's own.
@@ -50,6 +53,7 @@ public final class S3TestServer: @unchecked Sendable {
                 accessKeyID = id
                 secretAccessKey = secret
             }
+            roleARN = answer["role_arn"]
             writeOnlyAccessKeyID = answer["writer_access_key_id"]
             writeOnlySecretAccessKey = answer["writer_secret_access_key"]
         } catch {
@@ -85,7 +89,7 @@ public final class S3TestServer: @unchecked Sendable {
     }
 
     /// SIGTERM, then SIGKILL after 5 s, then reaps the process (the S3 test servers' way to stop).
-    static func terminate(_ process: Process) {
+    public static func terminate(_ process: Process) {
         if process.isRunning {
             process.terminate()
             let deadline = Date().addingTimeInterval(5)
@@ -153,6 +157,34 @@ public final class S3TestServer: @unchecked Sendable {
             tags: entry["tags"] as? [String: String] ?? [:], grants: entry["grants"] as? [String] ?? [])
     }
 
+    /// Temporary credentials of ``roleARN`` from moto's STS (AssumeRole, signed as the main user), as the AWS
+    /// credential endpoints hand them out: AccessKeyId, SecretAccessKey, Token, Expiration (ISO 8601).
+    public func assumeRole(seconds: Int = 3600) async throws -> [String: String] {
+        guard let roleARN else { throw S3TestServerError("no role: start the server with auth: true") }
+        let text = try await helper(["assume", String(port), roleARN, String(seconds)])
+        return (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String]) ?? [:]
+    }
+
+    /// Lets the next `count` requests through without a signature (moto's `/moto-api/reset-auth` with that count),
+    /// then checks signatures again. moto, unlike AWS, refuses an unsigned STS AssumeRoleWithWebIdentity when
+    /// checking is on; a test of web identity lets exactly that first request through.
+    public func allowUnsignedRequests(_ count: Int) throws {
+        _ = try LoopbackHTTP.request(port: port, "POST", "/moto-api/reset-auth", body: Data(String(count).utf8))
+    }
+
+    /// The SHA-256 (hex) and size of an object, read back with boto3 in 1 MiB chunks (for objects too large to hold).
+    public func digest(bucket: String, key: String) async throws -> (sha256: String, size: Int64) {
+        let text = try await helper(["sha256", String(port), bucket, key])
+        let answer = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
+        return ((answer["sha256"] as? String) ?? "", (answer["size"] as? NSNumber)?.int64Value ?? -1)
+    }
+
+    /// Starts a multipart upload of `key` with boto3 and sends one 5 MiB part, never completing it (what a client that
+    /// died leaves behind). Returns its upload id.
+    public func startUnfinishedUpload(bucket: String, key: String) async throws -> String {
+        try await helper(["unfinished", String(port), bucket, key]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Multipart uploads still open in `bucket` (orphans, if any).
     public func openMultipartUploads(bucket: String) async throws -> Int {
         Int(try await helper(["uploads", String(port), bucket]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
@@ -209,9 +241,16 @@ if cmd == "setup":
         iam.create_user(UserName="syncgate")
         iam.put_user_policy(UserName="syncgate", PolicyName="s3-all", PolicyDocument=json.dumps({
             "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Action": ["s3:*"], "Resource": "*"}]}))
+            "Statement": [{"Effect": "Allow", "Action": ["s3:*", "sts:AssumeRole"], "Resource": "*"}]}))
         key = iam.create_access_key(UserName="syncgate")["AccessKey"]
         answer.update({"access_key_id": key["AccessKeyId"], "secret_access_key": key["SecretAccessKey"]})
+        role = iam.create_role(RoleName="syncgate-uploader", AssumeRolePolicyDocument=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:*"}]}))["Role"]
+        iam.put_role_policy(RoleName="syncgate-uploader", PolicyName="s3-all", PolicyDocument=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": ["s3:*"], "Resource": "*"}]}))
+        answer["role_arn"] = role["Arn"]
         request = urllib.request.Request(url + "/moto-api/reset-auth", data=b"0", method="POST",
                                          headers={"Content-Type": "text/plain"})
         urllib.request.urlopen(request, timeout=30).read()
@@ -240,6 +279,22 @@ elif cmd == "describe":
     print(json.dumps({"content_type": head.get("ContentType"), "cache_control": head.get("CacheControl"),
                       "sse": head.get("ServerSideEncryption"), "kms_key_id": head.get("SSEKMSKeyId"),
                       "tags": {t["Key"]: t["Value"] for t in tags}, "grants": grants}))
+elif cmd == "assume":
+    c = client("sts").assume_role(RoleArn=sys.argv[3], RoleSessionName="syncgate-test", DurationSeconds=int(sys.argv[4]))["Credentials"]
+    print(json.dumps({"AccessKeyId": c["AccessKeyId"], "SecretAccessKey": c["SecretAccessKey"], "Token": c["SessionToken"],
+                      "Expiration": c["Expiration"].strftime("%Y-%m-%dT%H:%M:%SZ")}))
+elif cmd == "sha256":
+    import hashlib
+    digest = hashlib.sha256()
+    answer = client("s3").get_object(Bucket=sys.argv[3], Key=sys.argv[4])
+    for chunk in answer["Body"].iter_chunks(1 << 20):
+        digest.update(chunk)
+    print(json.dumps({"sha256": digest.hexdigest(), "size": answer["ContentLength"]}))
+elif cmd == "unfinished":
+    s3 = client("s3")
+    upload = s3.create_multipart_upload(Bucket=sys.argv[3], Key=sys.argv[4])["UploadId"]
+    s3.upload_part(Bucket=sys.argv[3], Key=sys.argv[4], UploadId=upload, PartNumber=1, Body=b"x" * (5 << 20))
+    print(upload)
 elif cmd == "uploads":
     s3 = client("s3")
     print(len(s3.list_multipart_uploads(Bucket=sys.argv[3]).get("Uploads", [])))

@@ -1,12 +1,16 @@
 import Foundation
 
 /// The loopback Sheets server of the tests (`Tests/SheetsServer/sheets_server.py`): the Sheets API v4 values
-/// methods, an OAuth2 token endpoint verifying RS256 JWTs, and an Apps Script web app. It generates a throwaway
-/// service-account key at start (``keyFile``). Always ``stop()`` it (use `defer`).
+/// methods, an OAuth2 token endpoint verifying RS256 JWTs and answering the refresh-token grant, a GCE metadata
+/// server stand-in, and an Apps Script web app. It generates a throwaway service-account key (``keyFile``) and
+/// gcloud application-default credentials (``adcFile``, `authorized_user`) at start. Always ``stop()`` it (use
+/// `defer`).
 public final class SheetsTestServer: @unchecked Sendable {
     public let port: Int
     public let directory: TemporaryDirectory
     public let keyFile: URL
+    /// gcloud's application-default file for a user of this server (`authorized_user`, its `token_uri` here).
+    public let adcFile: URL
     public let logFile: URL
     private let process: Process
 
@@ -32,8 +36,9 @@ public final class SheetsTestServer: @unchecked Sendable {
         if let reason = SheetsTestServer.unavailableReason { throw SheetsTestServerError(message: "cannot start the Sheets test server: \(reason)") }
         directory = try TemporaryDirectory("sheets-server")
         keyFile = directory.file("service-account.json")
+        adcFile = directory.file("application_default_credentials.json")
         logFile = directory.file("server.log")
-        var options = ["--write-quota", String(writeQuota), "--quota-window", String(quotaWindow), "--retry-after", String(retryAfter), "--token-ttl", String(tokenTTL)]
+        var options = ["--write-adc", adcFile.path, "--write-quota", String(writeQuota), "--quota-window", String(quotaWindow), "--retry-after", String(retryAfter), "--token-ttl", String(tokenTTL)]
         for id in spreadsheets { options += ["--spreadsheet", id] }
         for id in forbidden { options += ["--forbidden", id] }
         if let appsScriptSecret { options += ["--apps-script-secret", appsScriptSecret] }
@@ -105,6 +110,12 @@ public final class SheetsTestServer: @unchecked Sendable {
     public func fault(_ fault: [String: Any]) throws { try control("POST", "fault", fault) }
 
     public func expireTokens() throws { try control("POST", "expire-tokens") }
+
+    /// Revokes the refresh token of ``adcFile``: the refresh-token grant then answers `invalid_grant`.
+    public func revokeRefreshTokens() throws { try control("POST", "revoke-refresh-tokens") }
+
+    /// `GCE_METADATA_HOST` for the metadata server stand-in (`host:port`).
+    public var metadataHost: String { "127.0.0.1:\(port)" }
 
     /// The sheet's rows as stored (cells as sent).
     public func rows(spreadsheet: String = "test-spreadsheet", sheet: String = "Sheet1") throws -> [[Any]] {

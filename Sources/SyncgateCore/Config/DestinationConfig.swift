@@ -10,6 +10,9 @@ public struct DestinationConfig: Sendable {
     public var settings: DeliverySettings
     /// A digest of the destination's mapping as written, with the environment variables it names.
     public var configDigest: String
+    /// Lines the plugin gave for `syncgate validate` (``DestinationSetup/describe(_:)``): where its credentials
+    /// come from and the like, never a secret.
+    public var details: [String] = []
     private let plugin: LazyDestination
 
     public init(name: String, type: String, settings: DeliverySettings, build: @escaping @Sendable () -> any Destination,

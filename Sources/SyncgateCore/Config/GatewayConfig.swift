@@ -27,6 +27,8 @@ public struct GatewayConfig: Sendable {
 
     /// Largest config file read (a larger one is an error, not a slow start).
     public static let maxFileSize = 1 << 20
+    /// Where the ledger is without a `state:` key, relative to the config file.
+    static let defaultStatePath = ".syncgate/state.sqlite"
 
     public func destination(named name: String) -> DestinationConfig? {
         destinations.first { $0.name == name }
@@ -65,10 +67,11 @@ extension GatewayConfig {
     /// Reads, parses and validates a config file, building every destination through `registry`.
     /// Every problem is a ``ConfigError`` naming the file, line, column and key. `checkingFiles` (for `validate`)
     /// also has plugins read and check the files their settings name, such as a key file (see
-    /// ``DestinationSetup/checksFiles``).
+    /// ``DestinationSetup/checksFiles``). `readingLedgerOnly` (for `status`, `forget`) tells plugins no destination
+    /// will be used, so that missing credentials are no error (``DestinationSetup/readsLedgerOnly``).
     public static func load(
         path: String, registry: PluginRegistry, environment: [String: String] = ProcessInfo.processInfo.environment,
-        logger: Logger = Logger(label: "syncgate"), checkingFiles: Bool = false
+        logger: Logger = Logger(label: "syncgate"), checkingFiles: Bool = false, readingLedgerOnly: Bool = false
     ) throws -> GatewayConfig {
         let displayName = path
         let url = URL(fileURLWithPath: path)
@@ -82,7 +85,8 @@ extension GatewayConfig {
         }
         return try parse(
             text: text, file: displayName, baseDirectory: url.deletingLastPathComponent().standardizedFileURL,
-            registry: registry, environment: environment, logger: logger, checkingFiles: checkingFiles
+            registry: registry, environment: environment, logger: logger, checkingFiles: checkingFiles,
+            readingLedgerOnly: readingLedgerOnly
         )
     }
 
@@ -90,7 +94,7 @@ extension GatewayConfig {
     public static func parse(
         text: String, file: String, baseDirectory: URL, registry: PluginRegistry,
         environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "syncgate"),
-        checkingFiles: Bool = false
+        checkingFiles: Bool = false, readingLedgerOnly: Bool = false
     ) throws -> GatewayConfig {
         let root: Node
         do {
@@ -188,7 +192,9 @@ extension GatewayConfig {
             let setup = DestinationSetup(
                 name: head.name, type: head.type, baseDirectory: baseDirectory, environment: environment,
                 logger: pluginLogger, node: node, path: path, decoder: decoder, checksFiles: checkingFiles,
-                delivery: head.delivery.applied(to: defaults)
+                readsLedgerOnly: readingLedgerOnly,
+                delivery: head.delivery.applied(to: defaults),
+                stateDirectory: URL(fileURLWithPath: resolve(state ?? defaultStatePath, against: baseDirectory)).deletingLastPathComponent().path
             )
             let build: @Sendable () -> any Destination
             do {
@@ -214,10 +220,12 @@ extension GatewayConfig {
             if case .mapping(let mapping) = node {
                 decoder.markRead(mapping, at: path, keys: coreDestinationKeys)
             }
-            destinations.append(DestinationConfig(
+            var destination = DestinationConfig(
                 name: head.name, type: head.type, settings: head.delivery.applied(to: defaults), build: build,
                 configDigest: DestinationConfig.digest(of: node, environment: environment)
-            ))
+            )
+            destination.details = setup.details.lines
+            destinations.append(destination)
         }
         if destinationNodes?.isEmpty == true {
             load.note(decoder.error(at: child("destinations") ?? root, keyPath: "destinations", "at least one destination is needed"))
@@ -254,7 +262,7 @@ extension GatewayConfig {
 
         return GatewayConfig(
             file: file, baseDirectory: baseDirectory,
-            statePath: resolve(state ?? ".syncgate/state.sqlite", against: baseDirectory),
+            statePath: resolve(state ?? defaultStatePath, against: baseDirectory),
             sources: sources, artwork: artwork ?? (try! GlobSet(patterns: defaultArtwork)),
             defaults: defaults, destinations: destinations, routes: routes,
             gateway: gateway?.settings ?? .builtIn, http: http?.settings

@@ -72,6 +72,11 @@ public protocol Destination: Sendable {
     /// ``existingCopy(of:)`` first, as files whose last outcome is unknown do. Default: `false`.
     var checksNewFiles: Bool { get }
 
+    /// Hands the destination its ``ResumeStore`` in the ledger, before its first upload of each run or pass (the same
+    /// store each time): a plugin whose uploads can be resumed (S3 multipart) keeps their progress there, so that the
+    /// next run sends only what is missing. Default: nothing kept.
+    func useResumeStore(_ store: ResumeStore)
+
     /// Called at the start of each pass of a gateway (whose destinations stay open across passes): forget what is
     /// only good for one pass (a cache of what the destination holds). Default: nothing.
     func startPass() async
@@ -114,6 +119,7 @@ extension Destination {
     public func existingCopy(of item: UploadItem) async throws -> Receipt? { nil }
     public func finish() async {}
     public func startPass() async {}
+    public func useResumeStore(_ store: ResumeStore) {}
     public var checksNewFiles: Bool { false }
     public var connectionGeneration: Int { get async { 0 } }
     public var supportsBatchDelete: Bool { false }

@@ -72,6 +72,7 @@ final class DestinationRun: @unchecked Sendable {
     private func getReady() async -> Readiness {
         let plugin = destination.destination
         let name = destination.name
+        plugin.useResumeStore(ResumeStore(ledger: ledger, destination: name))
         if options.isGatewayPass { await plugin.startPass() }
         if let record, record.state == .blocked, record.fingerprint == destination.fingerprint {
             awayAsRecorded.set()

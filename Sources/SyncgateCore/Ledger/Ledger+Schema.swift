@@ -17,6 +17,7 @@ extension Ledger {
                 throw LedgerError(path: path, message: "was written by a newer syncgate (schema \(schema), this one reads up to \(Ledger.schemaVersion)); upgrade syncgate")
             }
             if schema < 2 { try createDestinationsTable(db) }
+            if schema < 3 { try createResumeTable(db) }
             if schema < Ledger.schemaVersion {
                 try db.execute(sql: "UPDATE syncgate_meta SET value = ? WHERE key = 'schema'", arguments: [String(Ledger.schemaVersion)])
             }
@@ -54,6 +55,21 @@ extension Ledger {
             CREATE INDEX files_by_destination_status ON files (destination, status);
             """)
         try createDestinationsTable(db)
+        try createResumeTable(db)
+    }
+
+    /// Schema 3: what a destination needs to resume an interrupted upload in a later run (an S3 multipart upload's
+    /// id and finished parts), by destination and remote name, as the plugin wrote it (``ResumeStore``).
+    private static func createResumeTable(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE IF NOT EXISTS resume_state (
+                destination TEXT NOT NULL,
+                name TEXT NOT NULL,
+                value TEXT NOT NULL,
+                updated_at REAL NOT NULL,
+                PRIMARY KEY (destination, name)
+            ) WITHOUT ROWID;
+            """)
     }
 
     /// Schema 2: one row per destination that has been tried, with its state (see ``DestinationRecord``), and an

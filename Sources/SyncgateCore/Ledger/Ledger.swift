@@ -15,8 +15,9 @@ public final class Ledger: Sendable {
     private let committed = CommitSignal()
 
     static let format = "syncgate-ledger"
-    /// The schema this syncgate writes. Version 1 (files only) is upgraded in place; a newer one is refused.
-    static let schemaVersion = 2
+    /// The schema this syncgate writes. Versions 1 (files only) and 2 (destination states) are upgraded in place; a
+    /// newer one is refused.
+    static let schemaVersion = 3
 
     /// Opens (creating if needed) the ledger at `path`. A file that is not SQLite, is damaged, or belongs to another
     /// program is reported, never replaced.

@@ -13,15 +13,27 @@ public struct DestinationSetup: @unchecked Sendable {
     public let baseDirectory: URL
     public let environment: [String: String]
     public let logger: Logger
+    /// The folder of the state ledger (`state:`), where a plugin may keep what must outlive a run (a cached access
+    /// token). It may not exist yet: the ledger creates it at the first run.
+    public let stateDirectory: String
     let node: Node
     let path: [ConfigKey]
     let decoder: ConfigDecoder
     /// Set once ``decode(_:)`` has read the plugin's keys: an error after that is about their values together,
     /// and a key nobody read is then surely unknown.
     let decoded = DecodedFlag()
+    /// What ``describe(_:)`` was told, in order.
+    let details = Details()
 
     final class DecodedFlag: @unchecked Sendable {
         var value = false
+    }
+
+    final class Details: @unchecked Sendable {
+        private let lock = NSLock()
+        private var stored: [String] = []
+        var lines: [String] { lock.withLock { stored } }
+        func append(_ line: String) { lock.withLock { stored.append(line) } }
     }
 
     /// Whether the plugin should read and check the files its settings name (a key file) now: `syncgate validate`
@@ -29,13 +41,20 @@ public struct DestinationSetup: @unchecked Sendable {
     /// problem shows when the destination is used (it is then blocked) and the other destinations go on.
     public let checksFiles: Bool
 
+    /// Whether the command only reads the ledger (`status`, `forget`) and builds no destination: a plugin then
+    /// need not find credentials, and their absence is no error.
+    public let readsLedgerOnly: Bool
+
     /// The delivery settings that will wrap the destination (its `concurrency`, `attempt_timeout`, ...), for a
     /// plugin that sizes itself by them (an external plugin is told them in its `hello`).
     public let delivery: DeliverySettings
 
     init(name: String, type: String, baseDirectory: URL, environment: [String: String], logger: Logger, node: Node, path: [ConfigKey],
-         decoder: ConfigDecoder, checksFiles: Bool = false, delivery: DeliverySettings = .builtIn) {
+         decoder: ConfigDecoder, checksFiles: Bool = false, readsLedgerOnly: Bool = false, delivery: DeliverySettings = .builtIn,
+         stateDirectory: String? = nil) {
         self.checksFiles = checksFiles
+        self.readsLedgerOnly = readsLedgerOnly
+        self.stateDirectory = stateDirectory ?? baseDirectory.path
         self.delivery = delivery
         self.name = name
         self.type = type
@@ -71,6 +90,12 @@ public struct DestinationSetup: @unchecked Sendable {
         if permissions & 0o044 != 0 {
             logger.warning("\(name): the \(what) \(path) can be read by other users (mode \(String(permissions, radix: 8))); run: chmod 600 \(path)")
         }
+    }
+
+    /// A line `syncgate validate` prints under the destination, such as where its credentials come from
+    /// (`credentials: ...`). It must name sources (a file, a variable, an endpoint), never a secret.
+    public func describe(_ line: String) {
+        details.append(line)
     }
 
     /// Resolves a path from the config against the config file's folder (absolute paths stay as they are;

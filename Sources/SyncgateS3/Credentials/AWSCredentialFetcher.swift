@@ -74,6 +74,8 @@ enum AWSCredentialFetcher {
             }
             let body = try await request(.GET, base + "/latest/meta-data/iam/security-credentials/" + role, headers: auth, context: context, timeout: .seconds(2))
             return try credentials(fromJSON: body, context: context)
+        case .missing(let reason):
+            throw DestinationError.blocked(reason, code: "NoCredentials")
         }
     }
 
@@ -168,12 +170,13 @@ enum AWSCredentialFetcher {
         let bytes = Data(data.readableBytesView)
         guard (200..<300).contains(Int(response.status.code)) else {
             var code = "http-\(response.status.code)"
-            var message = String(decoding: bytes.prefix(300), as: UTF8.self)
+            var message = String(decoding: bytes, as: UTF8.self)
             if stsErrors, let root = S3XMLElement.parse(bytes), let error = root.child("Error") {
                 code = error.value("Code") ?? code
                 message = error.value("Message") ?? message
             }
-            let text = Redactor.shared.redact("\(context): \(response.status.code) \(code): \(message)")
+            // Redacted before it is cut, so that a secret the answer echoes cannot straddle the cut.
+            let text = String(Redactor.shared.redact("\(context): \(response.status.code) \(code): \(message)").prefix(400))
             if response.status.code >= 500 || response.status.code == 429 { throw DestinationError.unavailable(text, code: code) }
             throw DestinationError.blocked(text, code: code)
         }

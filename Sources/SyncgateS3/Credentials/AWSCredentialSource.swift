@@ -19,6 +19,8 @@ indirect enum AWSCredentialSource: Sendable, CustomStringConvertible {
     case container(url: String, token: Secret?, tokenFile: String?)
     /// EC2 instance metadata, IMDSv2: a token by PUT, then the role's credentials.
     case instanceMetadata(endpoint: String)
+    /// None found, for a command that builds no destination (`status`): why, should one be asked for after all.
+    case missing(reason: String)
 
     var description: String {
         switch self {
@@ -31,6 +33,7 @@ indirect enum AWSCredentialSource: Sendable, CustomStringConvertible {
         case .process(let profile, _): "profile \(profile): its credential_process"
         case .container(let url, _, _): "the container credentials endpoint \(url)"
         case .instanceMetadata(let endpoint): "EC2 instance metadata (IMDSv2) at \(endpoint)"
+        case .missing: "none found"
         }
     }
 

@@ -1,0 +1,235 @@
+import Foundation
+@testable import SyncgateS3
+import SyncgateTestSupport
+import Testing
+
+/// The credential chain against real servers: moto's STS (web identity, a profile that assumes a role), a
+/// `credential_process`, and the instance-metadata and container endpoints of `CredentialsStandIn`, each driving the
+/// real `syncgate` binary to a moto S3 server that checks every signature, so an upload proves the credentials the
+/// chain found are the ones S3 accepted. No AWS keys are in the environment of these runs (and `HOME` is a fresh
+/// folder), so nothing else could have signed.
+@Suite("AWS credential sources against servers", .enabled(if: S3TestGate.motoEnabled, S3TestGate.motoComment))
+struct AWSCredentialServerTests {
+    /// A folder with `plugins.yaml` (an s3 destination without keys) and three files in `outbox/`.
+    struct Workspace {
+        let dir: TemporaryDirectory
+        let server: S3TestServer
+        let bucket: String
+
+        init(server: S3TestServer, bucket: String, extra: String = "") throws {
+            self.server = server
+            self.bucket = bucket
+            dir = try TemporaryDirectory("aws-creds")
+            try dir.write("plugins.yaml", """
+                version: 1
+                state: .syncgate/state.sqlite
+                sources:
+                  - name: outbox
+                    path: outbox
+                destinations:
+                  - name: bucket
+                    type: s3
+                    endpoint: \(server.endpoint)
+                    region: us-east-1
+                    bucket: \(bucket)
+                    retry: { file: 0, artwork: 0 }
+                \(extra)
+                routes:
+                  - match: ["**/*"]
+                    to: [bucket]
+                """)
+            for name in ["a.txt", "b/c.txt", "d.bin"] {
+                try dir.write("outbox/" + name, "contents of \(name)\n")
+            }
+        }
+
+        /// The test's environment without any AWS setting, and `HOME` here (no ~/.aws of the machine's).
+        func environment(_ extra: [String: String]) -> [String: String] {
+            var environment: [String: String] = ["HOME": dir.url.path, "AWS_EC2_METADATA_DISABLED": "true"]
+            for name in ProcessInfo.processInfo.environment.keys where name.hasPrefix("AWS_") { environment[name] = "" }
+            for (key, value) in extra { environment[key] = value }
+            return environment
+        }
+
+        func run(_ arguments: [String], environment extra: [String: String]) async throws -> ProcessResult {
+            try await ProcessRunner.run(
+                TestPaths.executable("syncgate"), arguments + ["--config", dir.file("plugins.yaml").path],
+                environment: environment(extra), currentDirectory: dir.url, timeout: 120)
+        }
+
+        /// Syncs and checks that the three files are in the bucket.
+        func syncAndCheck(_ extra: [String: String], _ comment: Comment) async throws -> ProcessResult {
+            let result = try await run(["sync"], environment: extra)
+            #expect(result.status == 0, "\(comment): \(result.output)")
+            let objects = try await server.objects(bucket: bucket, into: dir.file("readback"))
+            #expect(Set(objects.keys) == ["a.txt", "b/c.txt", "d.bin"], comment)
+            #expect(objects["b/c.txt"]?.data == Data("contents of b/c.txt\n".utf8), comment)
+            return result
+        }
+    }
+
+    @Test func webIdentityThroughSTS() async throws {
+        let server = try await S3TestServer(buckets: ["webid"])
+        defer { server.stop() }
+        let work = try Workspace(server: server, bucket: "webid")
+        defer { work.dir.remove() }
+        let token = "eyJhbGciOiJSUzI1NiJ9.oidc-token-from-the-ci-system.signature"
+        try work.dir.write("token.jwt", token + "\n")
+        let environment = [
+            "AWS_WEB_IDENTITY_TOKEN_FILE": work.dir.file("token.jwt").path, "AWS_ROLE_ARN": try #require(server.roleARN),
+            "AWS_ROLE_SESSION_NAME": "ci-run-42", "AWS_ENDPOINT_URL_STS": server.endpoint,
+        ]
+        let validate = try await work.run(["validate"], environment: environment)
+        #expect(validate.status == 0, "\(validate.output)")
+        #expect(validate.stdout.contains("credentials: web identity: STS AssumeRoleWithWebIdentity for \(server.roleARN!)"), "\(validate.stdout)")
+        #expect(!validate.output.contains(token))
+        // AWS answers AssumeRoleWithWebIdentity unsigned; moto with checking on wants a signature even there, so its
+        // first request (the STS call, which comes before any S3 request) is let through unsigned. Every S3 request
+        // after it is checked against the role's temporary credentials.
+        try server.allowUnsignedRequests(1)
+        let result = try await work.syncAndCheck(environment, "web identity")
+        #expect(!result.output.contains(token))
+        #expect(server.log().contains("POST / HTTP"), "the STS request is in moto's log")
+    }
+
+    @Test func aProfileAssumesARoleWithItsSourceProfilesKeys() async throws {
+        let server = try await S3TestServer(buckets: ["assume"])
+        defer { server.stop() }
+        let work = try Workspace(server: server, bucket: "assume", extra: "    profile: deploy")
+        defer { work.dir.remove() }
+        try work.dir.write("aws/credentials", """
+            [base]
+            aws_access_key_id = \(server.accessKeyID)
+            aws_secret_access_key = \(server.secretAccessKey)
+            """)
+        try work.dir.write("aws/config", """
+            [profile deploy]
+            role_arn = \(try #require(server.roleARN))
+            source_profile = base
+            role_session_name = syncgate-deploy
+            """)
+        let environment = [
+            "AWS_SHARED_CREDENTIALS_FILE": work.dir.file("aws/credentials").path, "AWS_CONFIG_FILE": work.dir.file("aws/config").path,
+            "AWS_ENDPOINT_URL_STS": server.endpoint,
+        ]
+        let validate = try await work.run(["validate"], environment: environment)
+        #expect(validate.stdout.contains("credentials: profile deploy: STS AssumeRole \(server.roleARN!), signed with profile base (its keys)"),
+                "\(validate.output)")
+        #expect(!validate.output.contains(server.secretAccessKey))
+        let result = try await work.syncAndCheck(environment, "assume role")
+        #expect(!result.output.contains(server.secretAccessKey))
+        #expect(server.log().contains("POST / HTTP"), "the STS AssumeRole request is in moto's log")
+    }
+
+    @Test func aCredentialProcessSuppliesTheKeys() async throws {
+        let server = try await S3TestServer(buckets: ["process"])
+        defer { server.stop() }
+        let work = try Workspace(server: server, bucket: "process")
+        defer { work.dir.remove() }
+        let script = work.dir.file("creds.sh")
+        try work.dir.write("creds.sh", """
+            #!/bin/sh
+            echo "$1" >> "\(work.dir.file("calls").path)"
+            printf '{"Version": 1, "AccessKeyId": "%s", "SecretAccessKey": "%s"}\\n' "\(server.accessKeyID)" "\(server.secretAccessKey)"
+            """)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: script.path)
+        try work.dir.write("aws/config", """
+            [default]
+            credential_process = "\(script.path)" first-arg
+            """)
+        let environment = ["AWS_CONFIG_FILE": work.dir.file("aws/config").path]
+        let validate = try await work.run(["validate"], environment: environment)
+        #expect(validate.stdout.contains("credentials: profile default: its credential_process"), "\(validate.output)")
+        let result = try await work.syncAndCheck(environment, "credential_process")
+        #expect(!result.output.contains(server.secretAccessKey))
+        // Keys without an expiry are asked for once per run, not once per file.
+        let calls = (try? String(contentsOf: work.dir.file("calls"), encoding: .utf8)) ?? ""
+        #expect(calls.split(separator: "\n") == ["first-arg"], "one call per run: \(calls)")
+    }
+
+    @Test func instanceMetadataWithIMDSv2Tokens() async throws {
+        let server = try await S3TestServer(buckets: ["imds"])
+        defer { server.stop() }
+        let metadata = try await CredentialsStandIn.start()
+        defer { metadata.stop() }
+        try metadata.serve(try await server.assumeRole())
+        let work = try Workspace(server: server, bucket: "imds")
+        defer { work.dir.remove() }
+        let environment = ["AWS_EC2_METADATA_DISABLED": "", "AWS_EC2_METADATA_SERVICE_ENDPOINT": metadata.endpoint]
+        let validate = try await work.run(["validate"], environment: environment)
+        #expect(validate.stdout.contains("credentials: EC2 instance metadata (IMDSv2) at \(metadata.endpoint)"), "\(validate.output)")
+        _ = try await work.syncAndCheck(environment, "instance metadata")
+        let counts = try metadata.counts()
+        // One token, one listing of the role, one read of its credentials (they last an hour: no renewal in a run),
+        // and no request without a token.
+        #expect(counts["token"] == 1 && counts["list"] == 1 && counts["credentials"] == 1 && counts["refused"] == 0, "\(counts)")
+    }
+
+    @Test func containerCredentialsWithAnAuthorizationToken() async throws {
+        let server = try await S3TestServer(buckets: ["container"])
+        defer { server.stop() }
+        let endpoint = try await CredentialsStandIn.start()
+        defer { endpoint.stop() }
+        let authorization = "container-authorization-9f8e7d6c5b4a"
+        try endpoint.serve(try await server.assumeRole(), containerToken: authorization)
+        let work = try Workspace(server: server, bucket: "container")
+        defer { work.dir.remove() }
+        let url = "http://127.0.0.1:\(endpoint.port)/v2/credentials/syncgate"
+        let environment = ["AWS_CONTAINER_CREDENTIALS_FULL_URI": url, "AWS_CONTAINER_AUTHORIZATION_TOKEN": authorization]
+        let result = try await work.syncAndCheck(environment, "container credentials")
+        #expect(!result.output.contains(authorization))
+        let counts = try endpoint.counts()
+        #expect(counts["container"] == 1 && counts["refused"] == 0, "\(counts)")
+
+        // A wrong token is refused by the endpoint: the destination is blocked (it waits for new settings), the
+        // files stay pending, and the token is not shown.
+        try work.dir.write("outbox/e.txt", "one more\n")
+        let refused = try await work.run(["sync", "--json"], environment: ["AWS_CONTAINER_CREDENTIALS_FULL_URI": url,
+                                                                          "AWS_CONTAINER_AUTHORIZATION_TOKEN": "wrong-token-0000"])
+        #expect(refused.status != 0)
+        #expect(refused.output.contains("blocked"), "\(refused.output)")
+        #expect(!refused.output.contains("wrong-token-0000"))
+    }
+
+    /// Fetched credentials are kept until five minutes before they expire, then fetched again; a failed renewal
+    /// goes on with the old ones while they are valid. (Time is passed in; the requests are real.)
+    @Test func fetchedCredentialsAreRenewedFiveMinutesBeforeTheyExpire() async throws {
+        let metadata = try await CredentialsStandIn.start()
+        defer { metadata.stop() }
+        let expiry = Date().addingTimeInterval(3600)
+        let stamp = ISO8601DateFormatter().string(from: expiry)
+        try metadata.serve(["AccessKeyId": "ASIAFIRST000000000001", "SecretAccessKey": "first-secret", "Token": "first-token", "Expiration": stamp])
+        let provider = AWSCredentialProvider(source: .instanceMetadata(endpoint: metadata.endpoint), region: "us-east-1")
+        let start = Date()
+        let first = try await provider.current(now: start)
+        #expect(first.accessKeyID.reveal() == "ASIAFIRST000000000001")
+        _ = try await provider.current(now: start.addingTimeInterval(1800))
+        #expect(try metadata.counts()["credentials"] == 1, "half an hour later the cached credentials serve")
+
+        try metadata.serve(["AccessKeyId": "ASIASECOND00000000002", "SecretAccessKey": "second-secret", "Token": "second-token",
+                            "Expiration": ISO8601DateFormatter().string(from: expiry.addingTimeInterval(3600))])
+        let renewed = try await provider.current(now: expiry.addingTimeInterval(-240))
+        #expect(renewed.accessKeyID.reveal() == "ASIASECOND00000000002", "four minutes before expiry they are renewed")
+        #expect(try metadata.counts()["credentials"] == 2)
+
+        // The endpoint fails from now on: the second credentials serve until they expire, then the error shows.
+        try metadata.serve([:], failing: true)
+        let kept = try await provider.current(now: expiry.addingTimeInterval(3600 - 120))
+        #expect(kept.accessKeyID.reveal() == "ASIASECOND00000000002", "a failed renewal keeps credentials that are still valid")
+        await #expect(throws: (any Error).self) { _ = try await provider.current(now: expiry.addingTimeInterval(3600 + 10)) }
+    }
+
+    /// `status` reads the ledger only: it needs no credentials, and finds none without complaint.
+    @Test func statusNeedsNoCredentials() async throws {
+        let server = try await S3TestServer(buckets: ["status"])
+        defer { server.stop() }
+        let work = try Workspace(server: server, bucket: "status")
+        defer { work.dir.remove() }
+        let sync = try await work.run(["sync"], environment: [:])
+        #expect(sync.status == 78, "sync without credentials is a config error: \(sync.output)")
+        #expect(sync.stderr.contains("credentials"), "\(sync.stderr)")
+        let status = try await work.run(["status"], environment: [:])
+        #expect(status.status == 0, "\(status.output)")
+        #expect(status.stdout.contains("bucket"), "\(status.stdout)")
+    }
+}
