@@ -37,6 +37,12 @@ public struct NetworkSettings: Sendable, Hashable {
         return SHA256.hash(data: Array(("network-v1\u{0}" + text).utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
+    /// Whether anything is set: a proxy (by the key or the environment, whether or not it applies to a host) or a CA
+    /// bundle. `validate` describes the route only then.
+    public var isSet: Bool {
+        proxy.override != nil || proxy.https != nil || proxy.http != nil || trust != .system
+    }
+
     /// How requests to `url` travel, for logs and `validate`: `through the proxy http://proxy:3128 (HTTPS_PROXY),
     /// trusting the CA bundle /etc/company.pem (ca_file)`. Never a password.
     public func describe(_ url: URL) -> String {

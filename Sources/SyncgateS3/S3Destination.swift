@@ -23,7 +23,7 @@ public final class S3Destination: Destination, @unchecked Sendable {
             throw setup.invalid(error.key, error.message)
         }
         setup.describe("credentials: \(settings.credentialsDescription)")
-        if let origin = URL(string: settings.origin) { setup.describe("network: \(settings.network.describe(origin))") }
+        if settings.network.isSet, let origin = URL(string: settings.origin) { setup.describe("network: \(settings.network.describe(origin))") }
         return { S3Destination(settings: settings, logger: setup.logger) }
     })
 

@@ -25,8 +25,12 @@ public struct SheetsDestination: Destination {
         } catch let error as NetworkSettingsError {
             throw setup.invalid(error.key, error.message)
         }
-        if let url = URL(string: config.appsScriptURL ?? config.apiBase) { setup.describe("network: \(network.describe(url))") }
+        /// `validate`: how it connects, when a proxy or a CA bundle is set (after the credentials' lines).
+        func describeNetwork() {
+            if network.isSet, let url = URL(string: config.appsScriptURL ?? config.apiBase) { setup.describe("network: \(network.describe(url))") }
+        }
         guard !config.usesAppsScript else {
+            describeNetwork()
             return { SheetsDestination(name: setup.name, config: decoded, credentials: nil, tokenCache: nil, network: network, logger: setup.logger) }
         }
         let source: GoogleCredentialSource
@@ -50,6 +54,7 @@ public struct SheetsDestination: Destination {
             setup.describe("credentials: " + (credentials.fileType.map { source.description(type: $0) } ?? source.description))
             setup.describe("token cache: \(cache.directory) (files of mode 0600)")
         }
+        describeNetwork()
         return { SheetsDestination(name: setup.name, config: decoded, credentials: source, tokenCache: cache, network: network, logger: setup.logger) }
     })
 
