@@ -7,6 +7,7 @@ let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
 let httpClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
+let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
 
 /// What `syncgate --version` says beyond the version: the commit and date of the build, when the build names them
 /// (`scripts/install` does: SYNCGATE_COMMIT=abc1234[-dirty], SYNCGATE_BUILD_DATE=YYYY-MM-DD); a plain `swift build`
@@ -35,6 +36,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // async-http-client's own TLS library, named directly by SyncgateNetwork (trust roots from a CA bundle).
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -55,9 +58,14 @@ let package = Package(
             ]
         ),
 
+        // What every HTTP destination shares: proxies from the environment or the `proxy` key, NO_PROXY, the CA
+        // bundle a destination trusts (`ca_file`, AWS_CA_BUNDLE, SSL_CERT_FILE), and the HTTPClient configuration
+        // made of them (docs/network.md).
+        .target(name: "SyncgateNetwork", dependencies: ["SyncgateCore", httpClient, nioCore, nioSSL, crypto]),
+
         // Destination plugins: one folder each, registered in Sources/syncgate/BuiltinPlugins.swift.
         .target(name: "SyncgateLocal", dependencies: ["SyncgateCore", crypto]),
-        .target(name: "SyncgateS3", dependencies: ["SyncgateCore", httpClient, crypto, nioCore, nioHTTP1, logging]),
+        .target(name: "SyncgateS3", dependencies: ["SyncgateCore", "SyncgateNetwork", httpClient, crypto, nioCore, nioHTTP1, logging]),
         .target(name: "SyncgateSDL", dependencies: [nioCore, "CZlib"]),  // SDL wire format: frames, BSON, RPC messages
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),  // the system's zlib, for its CRC-32
         .systemLibrary(name: "CMalloc"),  // glibc's malloc tuning, for `syncgate run` (ProcessMemory)
@@ -66,7 +74,7 @@ let package = Package(
         .target(
             name: "SyncgateSheets",
             dependencies: [
-                "SyncgateCore", httpClient, crypto, nioCore, nioHTTP1, logging,
+                "SyncgateCore", "SyncgateNetwork", httpClient, crypto, nioCore, nioHTTP1, logging,
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
@@ -107,12 +115,13 @@ let package = Package(
         .target(name: "DestinationConformance", dependencies: ["SyncgateCore", "SyncgateTestSupport"], path: "Tests/DestinationConformance"),
         .testTarget(name: "SyncgateCoreTests", dependencies: ["SyncgateCore", "SyncgateLocal", "SyncgateTestSupport", "DestinationConformance"]),
         .testTarget(name: "SyncgateEndToEndTests", dependencies: ["SyncgateCore", "SyncgateExec", "SyncgateTestSupport", "DestinationConformance", "syncgate", "syncgate-headunit-sim"]),
-        .testTarget(name: "SyncgateS3Tests", dependencies: ["SyncgateS3", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
+        .testTarget(name: "SyncgateNetworkTests", dependencies: ["SyncgateNetwork", "SyncgateCore", "SyncgateTestSupport"]),
+        .testTarget(name: "SyncgateS3Tests", dependencies: ["SyncgateS3", "SyncgateNetwork", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
         .testTarget(
             name: "SyncgateHeadUnitTests",
             dependencies: ["SyncgateHeadUnit", "SyncgateSDL", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate", "syncgate-headunit-sim"]
         ),
         .testTarget(name: "SyncgateHTTPTests", dependencies: ["SyncgateHTTP", "SyncgateCore", "SyncgateLocal", "SyncgateTestSupport", httpClient, nioCore, nioHTTP1, logging]),
-        .testTarget(name: "SyncgateSheetsTests", dependencies: ["SyncgateSheets", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
+        .testTarget(name: "SyncgateSheetsTests", dependencies: ["SyncgateSheets", "SyncgateNetwork", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
     ]
 )

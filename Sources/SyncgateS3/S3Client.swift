@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import SyncgateCore
+import SyncgateNetwork
 
 /// Signs and sends S3 requests over one lazily created `HTTPClient` (shut down by ``shutdown()``), and turns
 /// non-2xx answers and transport failures into classified ``DestinationError``s.
@@ -17,10 +18,14 @@ final class S3Client: @unchecked Sendable {
     /// Clock used to date requests (tests may pin it).
     var now: @Sendable () -> Date = { Date() }
 
+    /// The proxy requests go through (nil: direct), decided once for the endpoint (docs/network.md).
+    let proxy: HTTPProxy?
+
     init(settings: S3Settings, logger: Logger) {
         self.settings = settings
         self.logger = logger
-        self.credentials = AWSCredentialProvider(source: settings.credentialSource, region: settings.region)
+        self.credentials = AWSCredentialProvider(source: settings.credentialSource, region: settings.region, network: settings.network)
+        self.proxy = settings.network.proxy.decision(scheme: settings.scheme, host: settings.connectionHost, port: settings.port).proxy
     }
 
     /// What a request carries.
@@ -73,6 +78,11 @@ final class S3Client: @unchecked Sendable {
         configuration.httpVersion = .automatic
         // A refused connection fails the attempt at once: retrying is the delivery layer's job, not the client's.
         configuration.connectionPool.retryConnectionEstablishment = false
+        configuration = HTTPClientFactory.configuration(
+            configuration, scheme: settings.scheme, host: settings.connectionHost, port: settings.port, network: settings.network)
+        if let origin = URL(string: settings.origin) {
+            logger.debug("S3 connections", metadata: ["endpoint": "\(settings.origin)", "route": "\(settings.network.describe(origin))"])
+        }
         let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         client = made
         return made
@@ -153,7 +163,8 @@ final class S3Client: @unchecked Sendable {
             throw error
         } catch {
             if Task.isCancelled || error is CancellationError { throw CancellationError() }
-            throw S3TransportFailure.error(error, context: context, origin: settings.origin, idleLimit: settings.requestTimeout)
+            throw S3TransportFailure.error(
+                error, context: context, origin: settings.origin, idleLimit: settings.requestTimeout, proxy: proxy, trust: settings.network.trust)
         }
         guard (200..<300).contains(answer.status) else {
             let retryAfter = answer.headers.first(name: "Retry-After").flatMap { S3Client.retryAfter($0, now: now()) }

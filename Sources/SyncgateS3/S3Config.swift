@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateCore
+import SyncgateNetwork
 
 /// The `s3` destination's keys in `plugins.yaml` (snake_case). Credentials left out here come from the standard
 /// AWS environment variables (see ``S3Settings``).
@@ -24,6 +25,8 @@ public struct S3Config: Decodable, Sendable {
     public var requestTimeout: Duration?
     /// `abort_incomplete_after`: multipart uploads left open longer are aborted (nil: never, `off`).
     public var abortIncompleteAfter: Duration? = S3Settings.defaultAbortIncompleteAfter
+    /// `proxy` and `ca_file` (docs/network.md).
+    public var network: NetworkConfig
 
     enum CodingKeys: String, CodingKey {
         case endpoint, region, bucket, prefix
@@ -84,6 +87,7 @@ public struct S3Config: Decodable, Sendable {
             throw ConfigValueError("'\(storageClass)' is not a storage class (e.g. STANDARD, STANDARD_IA)", key: CodingKeys.storageClass)
         }
         objects = try S3ObjectSettings(from: decoder)
+        network = try NetworkConfig(from: decoder)
         let existingText = try c.decodeIfPresent(String.self, forKey: .existing) ?? "ledger"
         guard let existing = S3Settings.Existing(rawValue: existingText) else {
             throw ConfigValueError("'\(existingText)' is not ledger or check", key: CodingKeys.existing)

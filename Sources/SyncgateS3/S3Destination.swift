@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOHTTP1
 import SyncgateCore
+import SyncgateNetwork
 
 /// Delivers files to a bucket of any S3-compatible server (AWS, MinIO, Ceph, OpenStack Swift s3api, moto):
 /// SigV4-signed, streamed PutObject with Content-MD5 and the payload's SHA-256, multipart above the threshold,
@@ -14,11 +15,15 @@ public final class S3Destination: Destination, @unchecked Sendable {
         if let (key, message) = config.crossCheck() { throw setup.invalid(key, message) }
         let settings: S3Settings
         do {
-            settings = try S3Settings(config: config, environment: setup.environment, requireCredentials: !setup.readsLedgerOnly)
+            settings = try S3Settings(
+                config: config, environment: setup.environment, requireCredentials: !setup.readsLedgerOnly, resolvePath: setup.resolvePath)
         } catch let error as S3Settings.MissingCredentials {
             throw setup.invalid(error.key, error.description)
+        } catch let error as NetworkSettingsError {
+            throw setup.invalid(error.key, error.message)
         }
         setup.describe("credentials: \(settings.credentialsDescription)")
+        if settings.network.isSet, let origin = URL(string: settings.origin) { setup.describe("network: \(settings.network.describe(origin))") }
         return { S3Destination(settings: settings, logger: setup.logger) }
     })
 

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import SyncgateCore
+import SyncgateNetwork
 
 /// An `s3` destination's resolved settings: where to connect, how to address the bucket, and the credentials
 /// (from the config, else from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`).
@@ -36,6 +37,9 @@ public struct S3Settings: Sendable {
     /// total by the core's `attempt_timeout`, and CompleteMultipartUpload (which S3 may take minutes to answer,
     /// sending blanks meanwhile) by ``completeTimeout``.
     public var requestTimeout: Duration
+    /// The proxy of the endpoint (and of STS) and the CAs trusted (`proxy`, `ca_file`, the environment:
+    /// docs/network.md).
+    public var network: NetworkSettings
 
     /// Multipart uploads left open longer than this are aborted (nil: never), by ``S3Destination/abortStaleUploads()``.
     public var abortIncompleteAfter: Duration? = S3Settings.defaultAbortIncompleteAfter
@@ -59,7 +63,7 @@ public struct S3Settings: Sendable {
         endpoint: URL, region: String, bucket: String, prefix: String = "", pathStyle: Bool = true,
         credentials: SigV4Credentials, multipart: S3MultipartConfig = S3MultipartConfig(), storageClass: String? = nil,
         objects: S3ObjectSettings = S3ObjectSettings(), existing: Existing = .ledger,
-        requestTimeout: Duration = S3Settings.defaultRequestTimeout
+        requestTimeout: Duration = S3Settings.defaultRequestTimeout, network: NetworkSettings = .direct
     ) {
         scheme = endpoint.scheme?.lowercased() ?? "https"
         host = endpoint.host ?? "localhost"
@@ -74,11 +78,16 @@ public struct S3Settings: Sendable {
         self.objects = objects
         self.existing = existing
         self.requestTimeout = requestTimeout
+        self.network = network
     }
 
     /// `requireCredentials: false` (a command that reads only the ledger) accepts a config whose credentials cannot
-    /// be found; asking for them then blocks the destination with the reason.
-    public init(config: S3Config, environment: [String: String], requireCredentials: Bool = true) throws {
+    /// be found; asking for them then blocks the destination with the reason. Throws ``MissingCredentials`` and, for
+    /// `proxy` / `ca_file` or the variables they override, a `NetworkSettingsError`. `resolvePath` resolves `ca_file`
+    /// against the config file's folder.
+    public init(
+        config: S3Config, environment: [String: String], requireCredentials: Bool = true, resolvePath: (String) -> String = { $0 }
+    ) throws {
         let region = config.region ?? environment["AWS_REGION"].flatMap { $0.isEmpty ? nil : $0 }
             ?? environment["AWS_DEFAULT_REGION"].flatMap { $0.isEmpty ? nil : $0 } ?? "us-east-1"
         let fromEnvironment = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty }
@@ -102,7 +111,9 @@ public struct S3Settings: Sendable {
         self.init(
             endpoint: endpoint, region: region, bucket: config.bucket, prefix: config.prefix,
             pathStyle: pathStyle || !dnsSafe, credentials: SigV4Credentials(accessKeyID: "", secretAccessKey: ""), multipart: config.multipart,
-            storageClass: config.storageClass, objects: config.objects, existing: config.existing, requestTimeout: config.requestTimeout ?? S3Settings.defaultRequestTimeout)
+            storageClass: config.storageClass, objects: config.objects, existing: config.existing, requestTimeout: config.requestTimeout ?? S3Settings.defaultRequestTimeout,
+            network: try NetworkSettings.resolve(
+                config.network, caFile: config.network.caFile.map(resolvePath), environment: environment, awsCABundle: true))
         credentialSource = source
         abortIncompleteAfter = config.abortIncompleteAfter
     }
@@ -116,6 +127,9 @@ public struct S3Settings: Sendable {
         return text
     }
 
+    /// The host connections are made to: the endpoint's, prefixed with the bucket in virtual-hosted style.
+    public var connectionHost: String { pathStyle ? host : "\(bucket).\(host)" }
+
     /// `scheme://host[:port]` of requests.
     public var origin: String { "\(scheme)://\(hostHeader)" }
 
@@ -127,13 +141,15 @@ public struct S3Settings: Sendable {
     }
 
     /// A hex SHA-256 over what the config text may not show: the resolved credentials (from the config or the
-    /// environment) and the endpoint and region they were resolved for. It changes when any of them changes, and
-    /// says nothing about the secrets themselves (each part is length-prefixed, so parts cannot run into each other).
+    /// environment) and the endpoint and region they were resolved for, and the network settings from the
+    /// environment (a proxy, `NO_PROXY`, the CA bundle's content). It changes when any of them changes, and says
+    /// nothing about the secrets themselves (each part is length-prefixed, so parts cannot run into each other).
     public var fingerprint: String {
         var hash = SHA256()
+        let networkPart = network.fingerprint
         let parts = [
             "s3-settings-v2"] + credentialSource.fingerprintParts + [origin, region,
-        ]
+        ] + (networkPart.isEmpty ? [] : [networkPart])
         for part in parts {
             let bytes = Array(part.utf8)
             hash.update(data: Array(String(bytes.count).utf8) + [0x3A] + bytes)

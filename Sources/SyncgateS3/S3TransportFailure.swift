@@ -7,6 +7,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import SyncgateCore
+import SyncgateNetwork
 
 /// A failure before or instead of an HTTP answer (no connection, TLS, a reset, a timeout), classified and worded
 /// for the ledger:
@@ -14,6 +15,7 @@ import SyncgateCore
 /// | failure | class, scope | code |
 /// |---|---|---|
 /// | connection refused, host unreachable, DNS, connect timeout, proxy | retryable, destination (unavailable) | `connection` |
+/// | the proxy refused its credentials (407) | permanent, destination (blocked) | `proxy-auth` |
 /// | TLS handshake or certificate | retryable, destination (unavailable) | `tls` |
 /// | reset, closed or cut mid-request, unreadable answer | retryable, file | `connection` |
 /// | no answer, or a stalled transfer, within `request_timeout` | retryable, file | `timeout` |
@@ -21,16 +23,22 @@ import SyncgateCore
 /// AsyncHTTPClient reports NIO's, NIOSSL's and its own errors; NIOSSL and NIOPosix are not dependencies of this
 /// module, so their errors are recognised by type name.
 enum S3TransportFailure {
-    /// `idleLimit` is the request timeout, which AsyncHTTPClient's read and write timeouts also are.
-    static func error(_ error: any Error, context: String, origin: String, idleLimit: Duration) -> DestinationError {
-        let (classification, code, detail) = classify(error, idleLimit: idleLimit)
-        return DestinationError(classification, code: code, Redactor.shared.redact("\(context): \(detail(origin))"))
+    /// `idleLimit` is the request timeout, which AsyncHTTPClient's read and write timeouts also are. `proxy` is the
+    /// proxy the request went through (named in the message), `trust` the CAs the destination trusts (named when
+    /// the server's certificate is not trusted).
+    static func error(
+        _ error: any Error, context: String, origin: String, idleLimit: Duration, proxy: HTTPProxy? = nil, trust: TLSTrust = .system
+    ) -> DestinationError {
+        let (classification, code, detail) = classify(error, idleLimit: idleLimit, trust: trust)
+        let target = proxy.map { "\(origin) through the proxy \($0)" } ?? origin
+        return DestinationError(classification, code: code, Redactor.shared.redact("\(context): \(detail(target))"))
     }
 
     private static let unavailable = Classification(.retryable(), scope: .destination)
+    private static let blocked = Classification(.permanent, scope: .destination)
     private static let fileRetryable = Classification(.retryable())
 
-    private static func classify(_ error: any Error, idleLimit: Duration) -> (Classification, String, (String) -> String) {
+    private static func classify(_ error: any Error, idleLimit: Duration, trust: TLSTrust) -> (Classification, String, (String) -> String) {
         if let timeout = error as? S3RequestTimeout {
             return (fileRetryable, "timeout", { "no answer from \($0) within \(timeout.limit.syncgateText)" })
         }
@@ -38,7 +46,8 @@ enum S3TransportFailure {
         let text = String(describing: error)
         let short = Redactor.shared.snippet(text)  // redacted before it is cut
         if typeName.contains("NIOSSL") || typeName.contains("BoringSSL") {
-            return (unavailable, "tls", { "cannot reach \($0): TLS handshake failed: \(short)" })
+            let why = TLSFailureHint.text(for: error, trust: trust, keys: "ca_file, AWS_CA_BUNDLE or SSL_CERT_FILE") ?? short
+            return (unavailable, "tls", { "cannot reach \($0): TLS handshake failed: \(why)" })
         }
         if typeName.contains("NIOConnectionError") {
             // Every address was tried and failed (or none resolved).
@@ -57,8 +66,12 @@ enum S3TransportFailure {
                 return (unavailable, "connection", { "cannot reach \($0): connect timed out" })
             case .tlsHandshakeTimeout:
                 return (unavailable, "tls", { "cannot reach \($0): the TLS handshake timed out" })
-            case .socksHandshakeTimeout, .httpProxyHandshakeTimeout, .invalidProxyResponse, .proxyAuthenticationRequired:
-                return (unavailable, "connection", { "cannot reach \($0) through the proxy: \(short)" })
+            case .proxyAuthenticationRequired:
+                return (blocked, "proxy-auth", { "cannot reach \($0): the proxy refused its credentials (407 Proxy Authentication Required); check the proxy's user and password" })
+            case .socksHandshakeTimeout, .httpProxyHandshakeTimeout:
+                return (unavailable, "connection", { "cannot reach \($0): the proxy did not answer in time (\(short))" })
+            case .invalidProxyResponse:
+                return (unavailable, "connection", { "cannot reach \($0): the proxy could not open a tunnel to it (\(short))" })
             case .readTimeout:
                 return (fileRetryable, "timeout", { "no answer from \($0) within \(idleLimit.syncgateText)" })
             case .writeTimeout:

@@ -154,7 +154,8 @@ struct AppsScriptClient: Sendable {
         do {
             answer = try await transport.send(method: .HEAD, url: origin + "/", timeout: timeout, maxBody: 0)
         } catch let error as TransportError {
-            // Any answer proves the host reachable; none at all means it is away.
+            // Any answer proves the host reachable; none at all means it is away (or the proxy refused us).
+            if error.kind == .proxyAuthentication { throw error.destinationError("Apps Script probe") }
             throw DestinationError.unavailable("Apps Script probe: \(error)", code: error.phase == .connect ? "unreachable" : "connection")
         }
         if [500, 502, 503, 504].contains(answer.status) {

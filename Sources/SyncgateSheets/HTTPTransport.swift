@@ -1,8 +1,10 @@
 import AsyncHTTPClient
 import Foundation
+import Logging
 import NIOCore
 import NIOHTTP1
 import SyncgateCore
+import SyncgateNetwork
 
 /// The plugin's HTTP client, created on first use (the factory does no network work) and shut down by
 /// ``shutdown()`` (a later request creates a new one).
@@ -14,33 +16,46 @@ import SyncgateCore
 ///   deadline, so that an unreachable host is reported as such (``TransportError/Phase/connect``).
 /// - Answer bodies are bounded: a success's by `maxBody` (more is an error), an error answer's by
 ///   ``errorBodyLimit`` (the rest is not read).
+/// - The destination talks to several hosts (the API, the token endpoint, an Apps Script and the host it redirects
+///   to), and ``NetworkSettings`` may send some through a proxy and others directly (`NO_PROXY`): there is one client
+///   per route, made by ``HTTPClientFactory`` the first time a host needs it; every client trusts the destination's
+///   CAs.
 actor HTTPTransport {
     /// How much of an error answer's body is kept (enough for any error message; the rest is dropped unread).
     static let errorBodyLimit = 64 << 10
 
-    private var client: HTTPClient?
+    /// A client per proxy (nil: direct).
+    private var clients: [HTTPProxy?: HTTPClient] = [:]
     private let connectTimeout: TimeAmount
+    let network: NetworkSettings
+    private let logger: Logger
 
-    init(connectTimeout: Duration = .seconds(10)) {
+    init(connectTimeout: Duration = .seconds(10), network: NetworkSettings = .direct, logger: Logger = Logger(label: "syncgate.sheets")) {
         self.connectTimeout = .milliseconds(Int64(connectTimeout.seconds * 1000))
+        self.network = network
+        self.logger = logger
     }
 
     deinit {
-        // finish() was not called (e.g. the destination was dropped after `validate`): shut the client down
-        // without waiting, rather than leak it.
-        client?.shutdown { _ in }
+        // finish() was not called (e.g. the destination was dropped after `validate`): shut the clients down
+        // without waiting, rather than leak them.
+        for client in clients.values { client.shutdown { _ in } }
     }
 
-    private func current() -> HTTPClient {
-        if let client { return client }
+    /// The client for `url`'s route, and the proxy it goes through.
+    private func current(for url: URL) -> (client: HTTPClient, proxy: HTTPProxy?) {
+        let proxy = network.proxy.decision(for: url).proxy
+        if let client = clients[proxy] { return (client, proxy) }
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         configuration.timeout.connect = connectTimeout
         configuration.decompression = .disabled
         configuration.connectionPool.retryConnectionEstablishment = false
+        configuration = HTTPClientFactory.configuration(configuration, for: url, network: network)
+        logger.debug("HTTP connections", metadata: ["host": "\(url.host ?? "")", "route": "\(network.describe(url))"])
         let made = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        client = made
-        return made
+        clients[proxy] = made
+        return (made, proxy)
     }
 
     /// Performs one request. Throws ``TransportError`` when no answer came back, `CancellationError` when the task
@@ -49,7 +64,10 @@ actor HTTPTransport {
         method: HTTPMethod, url: String, headers: [(String, String)] = [], body: [UInt8]? = nil, timeout: Duration,
         maxBody: Int = 8 << 20
     ) async throws -> HTTPAnswer {
-        let client = current()
+        guard let parsed = URL(string: url) else {
+            throw TransportError(url: HTTPTransport.redactQuery(url), underlying: "not a URL", phase: .connect)
+        }
+        let (client, proxy) = current(for: parsed)
         var request = HTTPClientRequest(url: url)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
@@ -86,16 +104,17 @@ actor HTTPTransport {
         } catch let error as HTTPClientError where error == .cancelled {
             throw CancellationError()
         } catch {
+            let tls = TLSFailureHint.text(for: error, trust: network.trust, keys: "ca_file or SSL_CERT_FILE")
             throw TransportError(
-                url: HTTPTransport.redactQuery(url), underlying: Redactor.shared.snippet(String(describing: error)),
-                phase: TransportError.phase(of: error))
+                url: HTTPTransport.redactQuery(url), underlying: Redactor.shared.snippet(tls ?? String(describing: error)),
+                phase: TransportError.phase(of: error), kind: TransportError.kind(of: error), proxy: proxy)
         }
     }
 
     func shutdown() async {
-        guard let client else { return }
-        self.client = nil
-        try? await client.shutdown()
+        let all = clients.values
+        clients = [:]
+        for client in all { try? await client.shutdown() }
     }
 
     /// The URL without its query (which may hold a key) for messages.

@@ -55,7 +55,8 @@ actor OAuthTokenProvider {
         self.logger = logger
         self.source = source
         self.transport = transport
-        self.metadataTransport = HTTPTransport(connectTimeout: GoogleTokenFetcher.metadataConnectTimeout)
+        // The metadata server is the machine's own (link-local): never through a proxy (docs/network.md).
+        self.metadataTransport = HTTPTransport(connectTimeout: GoogleTokenFetcher.metadataConnectTimeout, network: .direct)
         self.cache = cache
         self.timeout = timeout
         self.now = now

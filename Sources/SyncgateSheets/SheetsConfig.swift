@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateCore
+import SyncgateNetwork
 
 /// The `sheets` destination's own keys in `plugins.yaml` (the core keys `name`, `type`, `retry`, ... are the core's).
 ///
@@ -47,6 +48,8 @@ public struct SheetsConfig: Decodable, Sendable {
     public var writesPerWindow: Int
     public var writeWindow: Duration
     public var requestTimeout: Duration
+    /// `proxy` and `ca_file` (docs/network.md), for the Sheets API, its token endpoint and an Apps Script alike.
+    public var network: NetworkConfig
 
     enum CodingKeys: String, CodingKey {
         case spreadsheetID = "spreadsheet_id"
@@ -86,6 +89,7 @@ public struct SheetsConfig: Decodable, Sendable {
         writesPerWindow = try c.decodeIfPresent(Int.self, forKey: .writesPerMinute) ?? 60
         writeWindow = try c.decodeIfPresent(ConfigDuration.self, forKey: .writeWindow)?.duration ?? .seconds(60)
         requestTimeout = try c.decodeIfPresent(ConfigDuration.self, forKey: .requestTimeout)?.duration ?? .seconds(60)
+        network = try NetworkConfig(from: decoder)
 
         if appsScriptURL != nil {
             if spreadsheetID != nil {

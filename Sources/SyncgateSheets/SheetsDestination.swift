@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import SyncgateCore
+import SyncgateNetwork
 
 /// Delivers files as rows of a Google spreadsheet, through the Sheets API v4 (`values.append`, authorised by a
 /// service account, a gcloud application-default login or the GCE metadata server) or through an Apps Script web app.
@@ -17,8 +18,20 @@ public struct SheetsDestination: Destination {
         var config = try setup.decode(SheetsConfig.self)
         if let file = config.credentialsFile { config.credentialsFile = setup.resolvePath(file) }
         let decoded = config
+        let network: NetworkSettings
+        do {
+            network = try NetworkSettings.resolve(
+                config.network, caFile: config.network.caFile.map(setup.resolvePath), environment: setup.environment, awsCABundle: false)
+        } catch let error as NetworkSettingsError {
+            throw setup.invalid(error.key, error.message)
+        }
+        /// `validate`: how it connects, when a proxy or a CA bundle is set (after the credentials' lines).
+        func describeNetwork() {
+            if network.isSet, let url = URL(string: config.appsScriptURL ?? config.apiBase) { setup.describe("network: \(network.describe(url))") }
+        }
         guard !config.usesAppsScript else {
-            return { SheetsDestination(name: setup.name, config: decoded, credentials: nil, tokenCache: nil, logger: setup.logger) }
+            describeNetwork()
+            return { SheetsDestination(name: setup.name, config: decoded, credentials: nil, tokenCache: nil, network: network, logger: setup.logger) }
         }
         let source: GoogleCredentialSource
         do {
@@ -41,11 +54,14 @@ public struct SheetsDestination: Destination {
             setup.describe("credentials: " + (credentials.fileType.map { source.description(type: $0) } ?? source.description))
             setup.describe("token cache: \(cache.directory) (files of mode 0600)")
         }
-        return { SheetsDestination(name: setup.name, config: decoded, credentials: source, tokenCache: cache, logger: setup.logger) }
+        describeNetwork()
+        return { SheetsDestination(name: setup.name, config: decoded, credentials: source, tokenCache: cache, network: network, logger: setup.logger) }
     })
 
     public let name: String
     public let config: SheetsConfig
+    /// The proxy and CAs of every request (docs/network.md).
+    public let network: NetworkSettings
     let logger: Logger
     let transport: HTTPTransport
     let tokens: OAuthTokenProvider?
@@ -55,15 +71,16 @@ public struct SheetsDestination: Destination {
     let builder: RowBuilder
 
     /// A destination whose Sheets API requests are authorised by `credentials` (nil in Apps Script mode), with their
-    /// access tokens kept in `tokenCache` between runs when it is given.
+    /// access tokens kept in `tokenCache` between runs when it is given; `network`: its proxies and CAs.
     init(
         name: String, config: SheetsConfig, credentials: GoogleCredentialSource?, tokenCache: GoogleTokenCache?,
-        logger: Logger = Logger(label: "syncgate.sheets")
+        network: NetworkSettings = .direct, logger: Logger = Logger(label: "syncgate.sheets")
     ) {
         self.name = name
         self.config = config
+        self.network = network
         self.logger = logger
-        let transport = HTTPTransport()
+        let transport = HTTPTransport(network: network, logger: logger)
         self.transport = transport
         if let credentials, !config.usesAppsScript {
             tokens = OAuthTokenProvider(
@@ -161,8 +178,16 @@ public struct SheetsDestination: Destination {
     }
 
     /// Hex SHA-256 of the credentials file's content (`unreadable` when it cannot be read; for the metadata server,
-    /// of its address), or of the Apps Script secret: it changes when the credentials do, and tells nothing of them.
+    /// of its address), or of the Apps Script secret, followed by the network settings' own fingerprint when there
+    /// are any (a proxy, `NO_PROXY`, a CA bundle): it changes when the credentials or those do, and tells nothing of
+    /// them.
     public var settingsFingerprint: String {
+        let credentials = credentialsFingerprint
+        let networkPart = network.fingerprint
+        return networkPart.isEmpty ? credentials : credentials + ":" + networkPart
+    }
+
+    private var credentialsFingerprint: String {
         if config.usesAppsScript {
             guard let secret = config.secret else { return "" }
             return SheetsDestination.hex(SHA256.hash(data: Array(secret.reveal().utf8)))

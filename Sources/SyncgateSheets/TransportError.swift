@@ -2,33 +2,52 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import SyncgateCore
+import SyncgateNetwork
 
 /// Thrown when no HTTP answer came back. Its ``phase`` says whether a request can have reached the server:
 /// - ``Phase/connect``: no connection could be made (refused, DNS, TLS handshake, connect timeout, a proxy's
 ///   refusal). Nothing was sent; the host cannot be reached now.
 /// - ``Phase/exchange``: the connection was lost or the answer did not come in time. For a write, whether the
 ///   server applied it is unknown.
+///
+/// A TLS handshake that fails (the server's certificate is not trusted, say) is a ``Phase/connect`` failure: the
+/// destination is unavailable, with a message naming the certificate problem. A proxy that refuses its credentials
+/// (407) blocks the destination until its settings change.
 struct TransportError: Error, Sendable, CustomStringConvertible {
     enum Phase: Sendable { case connect, exchange }
+    /// What failed, where it matters for the classification.
+    enum Kind: Sendable { case other, proxyAuthentication }
 
     var url: String
     var underlying: String
     var phase: Phase
+    var kind: Kind = .other
+    /// The proxy the request went through, named in the message.
+    var proxy: HTTPProxy? = nil
 
     var description: String {
+        let target = proxy.map { "\(url) through the proxy \($0)" } ?? url
         switch phase {
-        case .connect: "cannot connect to \(url): \(underlying)"
-        case .exchange: "no answer from \(url): \(underlying)"
+        case .connect: return "cannot connect to \(target): \(underlying)"
+        case .exchange: return "no answer from \(target): \(underlying)"
         }
     }
 
-    /// The error as the plugin reports it: the destination unavailable when nothing could be sent, the file's
-    /// retryable failure otherwise. `context` names the operation.
+    /// The error as the plugin reports it: the destination unavailable when nothing could be sent (blocked when the
+    /// proxy refused its credentials), the file's retryable failure otherwise. `context` names the operation.
     func destinationError(_ context: String) -> DestinationError {
-        switch phase {
-        case .connect: .unavailable("\(context): \(self)", code: "unreachable")
-        case .exchange: .retryable("\(context): \(self)", code: "connection")
+        if kind == .proxyAuthentication {
+            return .blocked(
+                "\(context): \(self) (407 Proxy Authentication Required: check the proxy's user and password)", code: "proxy-auth")
         }
+        switch phase {
+        case .connect: return .unavailable("\(context): \(self)", code: "unreachable")
+        case .exchange: return .retryable("\(context): \(self)", code: "connection")
+        }
+    }
+
+    static func kind(of error: any Error) -> Kind {
+        (error as? HTTPClientError) == .proxyAuthenticationRequired ? .proxyAuthentication : .other
     }
 
     /// Which phase an error of AsyncHTTPClient or NIO belongs to. Connection establishment is never retried by the

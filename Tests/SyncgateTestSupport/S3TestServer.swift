@@ -17,6 +17,8 @@ public final class S3TestServer: @unchecked Sendable {
     public private(set) var roleARN: String?
     private var process: Process?
     private let python: URL
+    /// Variables moto is started with, besides the test's own.
+    private let serverEnvironment: [String: String]
 
     public var endpoint: String { "http://127.0.0.1:\(port)" }
 
@@ -29,10 +31,13 @@ public final class S3TestServer: @unchecked Sendable {
         return nil
     }()
 
-    /// Starts moto on `port` (a free one by default) and waits (at most 30 s) until it listens.
-    public init(port: Int? = nil, auth: Bool = true, buckets: [String] = [], writeOnlyUser: Bool = false) async throws {
+    /// Starts moto on `port` (a free one by default) and waits (at most 30 s) until it listens. With
+    /// `pathStyleOnly`, moto takes the bucket from the path whatever the Host header says (it would otherwise read
+    /// `s3.syncgate.test` as the bucket `s3` of a virtual-hosted request), for tests that reach it by a made-up name.
+    public init(port: Int? = nil, auth: Bool = true, buckets: [String] = [], writeOnlyUser: Bool = false, pathStyleOnly: Bool = false) async throws {
         guard let python = ProcessRunner.which("python3") else { throw S3TestServerError("python3 not found") }
         self.python = python
+        self.serverEnvironment = pathStyleOnly ? ["S3_IGNORE_SUBDOMAIN_BUCKETNAME": "true"] : [:]
         self.port = port ?? Loopback.freePort()
         self.logFile = try TemporaryDirectory("moto-\(self.port)").file("moto.log")
         self.accessKeyID = "testing"
@@ -59,7 +64,7 @@ public final class S3TestServer: @unchecked Sendable {
 
     private func launch() async throws {
         let script = "from moto.server import main; import sys; sys.argv=['moto_server','-H','127.0.0.1','-p','\(port)']; main()"
-        process = try ProcessRunner.start(python, ["-c", script], environment: ["PYTHONUNBUFFERED": "1"], logFile: logFile)
+        process = try ProcessRunner.start(python, ["-c", script], environment: serverEnvironment.merging(["PYTHONUNBUFFERED": "1"]) { $1 }, logFile: logFile)
         // (Still running once something listens: the listener is this moto, not another program on the port.)
         let started = process
         guard await Loopback.waitForListener(port: port, timeout: 90, while: { started?.isRunning == true }),

@@ -3,11 +3,15 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import SyncgateCore
+import SyncgateNetwork
 
 /// Asks a source that must be asked for credentials: STS (AssumeRoleWithWebIdentity, AssumeRole), a
 /// `credential_process`, the container endpoint, EC2 instance metadata (IMDSv2). A source that cannot be reached
 /// makes the destination unavailable (tried again later); one that refuses (a rejected token or role, a failing
 /// process) blocks it, as rejected keys do.
+///
+/// STS is asked through the destination's proxy and trusts its CAs (``NetworkSettings``); the container endpoint and
+/// instance metadata, link-local or loopback addresses of the machine itself, are always asked directly.
 enum AWSCredentialFetcher {
     struct Fetched: Sendable {
         var credentials: SigV4Credentials
@@ -19,7 +23,7 @@ enum AWSCredentialFetcher {
         }
     }
 
-    static func fetch(_ source: AWSCredentialSource, region: String) async throws -> Fetched {
+    static func fetch(_ source: AWSCredentialSource, region: String, network: NetworkSettings = .direct) async throws -> Fetched {
         switch source {
         case .config(let c), .environment(let c), .profileKeys(_, let c):
             return Fetched(credentials: c, expiration: nil)
@@ -34,13 +38,13 @@ enum AWSCredentialFetcher {
             let form = [("Action", "AssumeRoleWithWebIdentity"), ("Version", "2011-06-15"), ("RoleArn", role),
                         ("RoleSessionName", session), ("WebIdentityToken", token)]
             return try await sts(origin: origin, form: form, signedWith: nil, region: region, result: "AssumeRoleWithWebIdentityResult",
-                                 context: "STS AssumeRoleWithWebIdentity \(role)")
+                                 context: "STS AssumeRoleWithWebIdentity \(role)", network: network)
         case .assumeRole(_, let role, let session, let externalID, let inner, let origin):
-            let signing = try await fetch(inner, region: region).credentials
+            let signing = try await fetch(inner, region: region, network: network).credentials
             var form = [("Action", "AssumeRole"), ("Version", "2011-06-15"), ("RoleArn", role), ("RoleSessionName", session)]
             if let externalID { form.append(("ExternalId", externalID)) }
             return try await sts(origin: origin, form: form, signedWith: signing, region: region, result: "AssumeRoleResult",
-                                 context: "STS AssumeRole \(role)")
+                                 context: "STS AssumeRole \(role)", network: network)
         case .process(let profile, let command):
             return try await AWSCredentialProcess.run(command, profile: profile)
         case .container(let url, let token, let tokenFile):
@@ -78,7 +82,8 @@ enum AWSCredentialFetcher {
     // MARK: STS
 
     static func sts(
-        origin: String, form: [(String, String)], signedWith signing: SigV4Credentials?, region: String, result: String, context: String
+        origin: String, form: [(String, String)], signedWith signing: SigV4Credentials?, region: String, result: String, context: String,
+        network: NetworkSettings = .direct
     ) async throws -> Fetched {
         let body = Data(form.map { formEncode($0.0) + "=" + formEncode($0.1) }.joined(separator: "&").utf8)
         guard let url = URL(string: origin + "/"), let host = url.host else {
@@ -94,7 +99,7 @@ enum AWSCredentialFetcher {
             headers += signature.headers
         }
         let answer = try await request(.POST, origin + "/", headers: headers.filter { $0.name != "Host" }.map { ($0.name, $0.value) },
-                                       body: body, context: context, stsErrors: true)
+                                       body: body, context: context, stsErrors: true, network: network)
         guard let root = S3XMLElement.parse(answer), let credentials = root.child(result)?.child("Credentials"),
               let id = credentials.value("AccessKeyId"), let secret = credentials.value("SecretAccessKey")
         else {
@@ -132,10 +137,12 @@ enum AWSCredentialFetcher {
     }
 
     /// One request to a credentials source: its body on 2xx. Unreachable or 5xx: unavailable; 4xx: blocked (with
-    /// STS's error code when `stsErrors`).
+    /// STS's error code when `stsErrors`). With `network` (STS), the request goes through a client of its own made
+    /// by ``HTTPClientFactory`` (the destination's proxy and CAs), shut down after it; without (the container
+    /// endpoint, instance metadata), directly, through the shared client.
     static func request(
         _ method: HTTPMethod, _ url: String, headers: [(String, String)], body: Data? = nil, context: String,
-        stsErrors: Bool = false, timeout: TimeAmount = .seconds(30)
+        stsErrors: Bool = false, timeout: TimeAmount = .seconds(30), network: NetworkSettings? = nil
     ) async throws -> Data {
         var request = HTTPClientRequest(url: url)
         request.method = method
@@ -143,11 +150,22 @@ enum AWSCredentialFetcher {
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response: HTTPClientResponse
         let data: ByteBuffer
+        var own: HTTPClient? = nil
+        if let network, let parsed = URL(string: url) {
+            var base = HTTPClient.Configuration(redirectConfiguration: .disallow)
+            base.connectionPool.retryConnectionEstablishment = false
+            own = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClientFactory.configuration(base, for: parsed, network: network))
+        }
         do {
-            response = try await HTTPClient.shared.execute(request, timeout: timeout)
+            response = try await (own ?? HTTPClient.shared).execute(request, timeout: timeout)
             data = try await response.body.collect(upTo: 1 << 20)
+            try? await own?.shutdown()
         } catch {
-            throw DestinationError.unavailable("\(context): \(Redactor.shared.redact(String(describing: error)))", code: "CredentialsUnreachable")
+            try? await own?.shutdown()
+            let tls = network.flatMap { TLSFailureHint.text(for: error, trust: $0.trust, keys: "ca_file, AWS_CA_BUNDLE or SSL_CERT_FILE") }
+            let via = network.flatMap { network in URL(string: url).flatMap { network.proxy.decision(for: $0).proxy } }.map { " (through the proxy \($0))" } ?? ""
+            let detail = tls ?? String(describing: error)
+            throw DestinationError.unavailable("\(context)\(via): \(Redactor.shared.redact(detail))", code: "CredentialsUnreachable")
         }
         let bytes = Data(data.readableBytesView)
         guard (200..<300).contains(Int(response.status.code)) else {

@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateCore
+import SyncgateNetwork
 
 /// The credentials a destination signs with, from its ``AWSCredentialSource``: fixed keys as they are; fetched ones
 /// (STS, a process, the container endpoint, instance metadata) asked for at the first request and again
@@ -8,15 +9,18 @@ import SyncgateCore
 actor AWSCredentialProvider {
     let source: AWSCredentialSource
     let region: String
+    /// The proxy and CAs of STS requests (the destination's).
+    let network: NetworkSettings
     private var cached: AWSCredentialFetcher.Fetched?
     private var fetching: Task<AWSCredentialFetcher.Fetched, any Error>?
 
     /// Renewed this long before they expire (the AWS SDKs' five minutes).
     static let refreshWindow: TimeInterval = 300
 
-    init(source: AWSCredentialSource, region: String) {
+    init(source: AWSCredentialSource, region: String, network: NetworkSettings = .direct) {
         self.source = source
         self.region = region
+        self.network = network
     }
 
     func current(now: Date = Date()) async throws -> SigV4Credentials {
@@ -26,8 +30,8 @@ actor AWSCredentialProvider {
         if let fetching {
             task = fetching
         } else {
-            let source = self.source, region = self.region
-            task = Task { try await AWSCredentialFetcher.fetch(source, region: region) }
+            let source = self.source, region = self.region, network = self.network
+            task = Task { try await AWSCredentialFetcher.fetch(source, region: region, network: network) }
             fetching = task
         }
         do {
