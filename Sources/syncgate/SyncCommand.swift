@@ -39,6 +39,12 @@ struct SyncRunner {
     /// gets that change instead of a pass (it acts on it within a second) and the command ends there.
     func run(_ options: SyncOptions, before: ((Ledger) throws -> Void)? = nil, handOverToGateway: Bool = false) async throws -> SyncSummary {
         let logger = global.makeLogger()
+        let json = self.json
+        // Ctrl-C is handled from the start: a signal while the config loads (reading CA bundles, key files) stops
+        // the run before it sends anything, with the same exit code, instead of killing the process.
+        let interrupts = InterruptHandler {
+            if !json { Console.errorRaw("\nsyncgate: interrupted; finishing uploads in flight (Ctrl-C again to stop now)\n") }
+        }
         let config = try global.loadConfig(logger: logger)
         for name in options.destinations where config.destination(named: name) == nil {
             throw ValidationError("no destination named '\(name)' in \(global.config) (known: \(config.destinations.map(\.name).joined(separator: ", ")))")
@@ -82,12 +88,8 @@ struct SyncRunner {
         let ledger = try global.openLedger(effective)
         try before?(ledger)
 
-        let json = self.json
         let dryRun = self.dryRun
         let progressLine = (!json && !dryRun && Console.stderrIsTerminal && !global.quiet) ? ProgressLine() : nil
-        let interrupts = InterruptHandler {
-            if !json { Console.errorRaw("\nsyncgate: interrupted; finishing uploads in flight (Ctrl-C again to stop now)\n") }
-        }
         // A reader of the output that goes away (`syncgate sync --json | head -1`) ends the run as quietly as
         // SIGPIPE would, but with the ledger written.
         Console.onBrokenPipe = { interrupts.stopQuietly() }
