@@ -33,8 +33,12 @@ public final class Ledger: Sendable {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.label = "syncgate-ledger"
+        // Three readers at most (a sync reads from one or two; a gateway adds its status page), each with a 1 MiB page
+        // cache instead of SQLite's 2 MiB: the rows are read in order, once, and the OS caches the file anyway.
+        configuration.maximumReaderCount = 3
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try db.execute(sql: "PRAGMA cache_size = -1024")
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
