@@ -20,24 +20,7 @@ struct AWSCredentialServerTests {
             self.server = server
             self.bucket = bucket
             dir = try TemporaryDirectory("aws-creds")
-            try dir.write("plugins.yaml", """
-                version: 1
-                state: .syncgate/state.sqlite
-                sources:
-                  - name: outbox
-                    path: outbox
-                destinations:
-                  - name: bucket
-                    type: s3
-                    endpoint: \(server.endpoint)
-                    region: us-east-1
-                    bucket: \(bucket)
-                    retry: { file: 0, artwork: 0 }
-                \(extra)
-                routes:
-                  - match: ["**/*"]
-                    to: [bucket]
-                """)
+            try S3BinaryConfig.write(in: dir, server: server, bucket: bucket, keys: false, destination: extra.isEmpty ? [] : [extra])
             for name in ["a.txt", "b/c.txt", "d.bin"] {
                 try dir.write("outbox/" + name, "contents of \(name)\n")
             }
@@ -95,7 +78,7 @@ struct AWSCredentialServerTests {
     @Test func aProfileAssumesARoleWithItsSourceProfilesKeys() async throws {
         let server = try await S3TestServer(buckets: ["assume"])
         defer { server.stop() }
-        let work = try Workspace(server: server, bucket: "assume", extra: "    profile: deploy")
+        let work = try Workspace(server: server, bucket: "assume", extra: "profile: deploy")
         defer { work.dir.remove() }
         try work.dir.write("aws/credentials", """
             [base]

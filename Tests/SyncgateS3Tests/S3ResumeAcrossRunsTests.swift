@@ -17,31 +17,12 @@ struct S3ResumeAcrossRunsTests {
             self.server = server
             self.bucket = bucket
             dir = try TemporaryDirectory("s3-resume")
-            try dir.write("plugins.yaml", """
-                version: 1
-                state: .syncgate/state.sqlite
-                sources:
-                  - name: outbox
-                    path: outbox
-                destinations:
-                  - name: bucket
-                    type: s3
-                    endpoint: \(server.endpoint)
-                    region: us-east-1
-                    bucket: \(bucket)
-                    access_key_id: ${S3_TEST_KEY}
-                    secret_access_key: ${S3_TEST_SECRET}
-                    multipart: { threshold: 16MiB, part_size: 8MiB, concurrency: 4 }
-                    retry: { file: 0, artwork: 0 }
-                \(extra)
-                routes:
-                  - match: ["**/*"]
-                    to: [bucket]
-                """)
-            try FileManager.default.createDirectory(at: dir.file("outbox"), withIntermediateDirectories: true)
+            try S3BinaryConfig.write(
+                in: dir, server: server, bucket: bucket, keys: true,
+                destination: ["multipart: { threshold: 16MiB, part_size: 8MiB, concurrency: 4 }"] + (extra.isEmpty ? [] : [extra]))
         }
 
-        var environment: [String: String] { ["S3_TEST_KEY": server.accessKeyID, "S3_TEST_SECRET": server.secretAccessKey] }
+        var environment: [String: String] { S3BinaryConfig.keys(server) }
 
         func run(_ arguments: [String]) async throws -> ProcessResult {
             try await ProcessRunner.run(
@@ -164,7 +145,7 @@ struct S3ResumeAcrossRunsTests {
     @Test func anotherClientsOldUploadIsAbortedAndOursResumed() async throws {
         let server = try await S3TestServer(buckets: ["resume-stale"])
         defer { server.stop() }
-        let work = try Workspace(server: server, bucket: "resume-stale", extra: "    abort_incomplete_after: 1h")
+        let work = try Workspace(server: server, bucket: "resume-stale", extra: "abort_incomplete_after: 1h")
         defer { work.dir.remove() }
         let sha = try work.writeLarge("ours.bin", size: 96 << 20, seed: 4)
         #expect(try await work.syncKilled(afterParts: 4, of: "ours.bin"), "the sync ended before 4 of its 12 parts")
@@ -183,7 +164,7 @@ struct S3ResumeAcrossRunsTests {
     @Test func ourUploadLeftTooLongIsAbortedAndSentAfresh() async throws {
         let server = try await S3TestServer(buckets: ["resume-old"])
         defer { server.stop() }
-        let work = try Workspace(server: server, bucket: "resume-old", extra: "    abort_incomplete_after: 2s")
+        let work = try Workspace(server: server, bucket: "resume-old", extra: "abort_incomplete_after: 2s")
         defer { work.dir.remove() }
         let sha = try work.writeLarge("old.bin", size: 64 << 20, seed: 5)
         #expect(try await work.syncKilled(afterParts: 3, of: "old.bin"), "the sync ended before 3 of its 8 parts")
