@@ -49,7 +49,7 @@ public final class CredentialsStandIn: @unchecked Sendable {
         return (try JSONSerialization.jsonObject(with: data) as? [String: Int]) ?? [:]
     }
 
-    public func stop() { S3TestServer.terminate(process) }
+    public func stop() { ProcessRunner.stop(process) }
 
     deinit { stop() }
 }

@@ -72,7 +72,7 @@ public final class NginxTLSProxy: @unchecked Sendable {
                 self.process = process
                 return
             }
-            NginxTLSProxy.terminate(process)
+            ProcessRunner.stop(process)
             let log = ((try? String(contentsOf: directory.file("error.log"), encoding: .utf8)) ?? "")
                 + ((try? String(contentsOf: directory.file("nginx.out"), encoding: .utf8)) ?? "")
             failure = "nginx did not listen on 127.0.0.1:\(port): \(log.suffix(1500))"
@@ -91,22 +91,13 @@ public final class NginxTLSProxy: @unchecked Sendable {
     public func stop() {
         if let process {
             self.process = nil
-            NginxTLSProxy.terminate(process)
+            ProcessRunner.stop(process)
         }
         directory.remove()
     }
 
     deinit { stop() }
 
-    static func terminate(_ process: Process) {
-        if process.isRunning {
-            process.terminate()
-            let deadline = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < deadline { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        process.waitUntilExit()
-    }
 }
 
 public struct NginxTLSProxyError: Error, CustomStringConvertible {

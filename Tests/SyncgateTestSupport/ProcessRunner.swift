@@ -167,6 +167,17 @@ public enum ProcessRunner {
         }
     }
 
+    /// Stops a server a test started: SIGTERM, SIGKILL if it is still there after `grace` seconds, then reaps it.
+    public static func stop(_ process: Process, grace: TimeInterval = 5) {
+        if process.isRunning {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(grace)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        process.waitUntilExit()
+    }
+
     /// Starts a long-running program (a server, a sync a test will signal) with its output appended to `logFile`
     /// (discarded without one).
     public static func start(

@@ -63,7 +63,7 @@ public final class S3HostileServer: @unchecked Sendable {
     public func stop() {
         if let process {
             self.process = nil
-            S3TestServer.terminate(process)
+            ProcessRunner.stop(process)
         }
         directory.remove()
     }

@@ -85,18 +85,7 @@ public final class S3TestServer: @unchecked Sendable {
     private func terminate() {
         guard let process else { return }
         self.process = nil
-        S3TestServer.terminate(process)
-    }
-
-    /// SIGTERM, then SIGKILL after 5 s, then reaps the process (the S3 test servers' way to stop).
-    public static func terminate(_ process: Process) {
-        if process.isRunning {
-            process.terminate()
-            let deadline = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < deadline { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        process.waitUntilExit()
+        ProcessRunner.stop(process)
     }
 
     deinit { stop() }

@@ -66,7 +66,7 @@ public final class SheetsTestServer: @unchecked Sendable {
             let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
             let state = "running: \(process.isRunning), key file: \(FileManager.default.fileExists(atPath: keyFile.path)), "
                 + "listening: \(Loopback.isListening(port: port))"
-            SheetsTestServer.terminate(process)
+            ProcessRunner.stop(process)
             failure = "the Sheets test server did not start on port \(port) (\(state)): \(log)"
             guard log.contains("Address already in use") else { break }
         }
@@ -77,17 +77,10 @@ public final class SheetsTestServer: @unchecked Sendable {
     deinit { stop() }
 
     public func stop() {
-        SheetsTestServer.terminate(process)
+        ProcessRunner.stop(process)
         directory.remove()
     }
 
-    static func terminate(_ process: Process) {
-        guard process.isRunning else { return }
-        process.terminate()
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
     public func appsScriptURL(deployment: String = "AKfycbTEST") -> String { "\(baseURL)/macros/s/\(deployment)/exec" }

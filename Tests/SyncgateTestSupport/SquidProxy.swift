@@ -85,7 +85,7 @@ public final class SquidProxy: @unchecked Sendable {
                 self.process = process
                 return
             }
-            SquidProxy.terminate(process)
+            ProcessRunner.stop(process)
             let log = ((try? String(contentsOf: directory.file("cache.log"), encoding: .utf8)) ?? "")
                 + ((try? String(contentsOf: directory.file("squid.out"), encoding: .utf8)) ?? "")
             failure = "squid did not listen on 127.0.0.1:\(port): \(log.suffix(1500))"
@@ -110,22 +110,13 @@ public final class SquidProxy: @unchecked Sendable {
     public func stop() {
         if let process {
             self.process = nil
-            SquidProxy.terminate(process)
+            ProcessRunner.stop(process)
         }
         directory.remove()
     }
 
     deinit { stop() }
 
-    static func terminate(_ process: Process) {
-        if process.isRunning {
-            process.terminate()
-            let deadline = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < deadline { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        process.waitUntilExit()
-    }
 }
 
 public struct SquidProxyError: Error, CustomStringConvertible {
