@@ -35,7 +35,9 @@ struct HeadUnitHostilePeerTests {
             let sent = HeadUnitPeerScripts.Counter()
             let peer = try HeadUnitHostilePeer { HeadUnitPeerScripts.holdPartialMessages($0, count: 8, size: size, sent: sent) }
             defer { peer.stop() }
-            let destination = HeadUnitFixtures.destination(port: peer.port, responseTimeout: .seconds(10))
+            // The refusal comes from the bytes, not from a clock: a response timeout well above what a loaded machine
+            // may take to read 8 MiB keeps it from ending the test first (it did once, in a full run on 2 busy cores).
+            let destination = HeadUnitFixtures.destination(port: peer.port, responseTimeout: .seconds(30))
             let item = try files.item("a.png", HeadUnitFixtures.bytes(100, seed: 1))
             let upload = await HeadUnitFixtures.outcome { _ = try await destination.upload(item) { _ in } }
             let error = upload.error as? DestinationError
