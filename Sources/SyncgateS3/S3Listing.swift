@@ -126,7 +126,7 @@ struct S3Listing: Sendable {
             let encoded = root.value("EncodingType") == "url"
             for upload in root.all("Upload") {
                 guard let raw = upload.value("Key"), let id = upload.value("UploadId"),
-                      let initiated = upload.value("Initiated").flatMap(S3Listing.parseTime) else { continue }
+                      let initiated = upload.value("Initiated").flatMap(S3Time.parse) else { continue }
                 uploads.append(Upload(key: encoded ? S3URIEncoding.decode(raw, plusIsSpace: true) : raw, uploadID: id, initiated: initiated))
                 guard uploads.count <= maximumEntriesHere else {
                     throw failure(context, "more than \(maximumEntriesHere) unfinished uploads", code: "ListingTooLong")
@@ -141,15 +141,6 @@ struct S3Listing: Sendable {
             markers = (encoded ? S3URIEncoding.decode(key, plusIsSpace: true) : key, id)
         }
         throw failure(context, "the server is still paginating after \(S3Listing.maximumPages) pages", code: "ListingTooLong")
-    }
-
-    /// An S3 timestamp (`2026-11-24T09:12:03.000Z`).
-    static func parseTime(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
     }
 
     private func failure(_ context: String, _ text: String, code: String) -> DestinationError {

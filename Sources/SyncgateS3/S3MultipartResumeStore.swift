@@ -58,10 +58,10 @@ final class S3MultipartResumeStore: @unchecked Sendable {
         }
     }
 
-    /// Keeps an upload for the next attempt (and run).
+    /// Keeps an upload for the next attempt in this run (the ledger has it already: ``record(_:_:)`` wrote it when
+    /// it was created and after each part).
     func keep(_ key: String, _ upload: Pending) {
         lock.withLock { pending[key] = upload }
-        record(key, upload)
     }
 
     /// Writes the upload's progress to the ledger (no-op without one). A failure is logged: the upload goes on, and

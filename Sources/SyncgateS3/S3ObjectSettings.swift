@@ -99,8 +99,9 @@ public struct S3ObjectSettings: Sendable, Hashable {
         if let sse { headers.append(("x-amz-server-side-encryption", sse.rawValue)) }
         if let sseKMSKeyID { headers.append(("x-amz-server-side-encryption-aws-kms-key-id", sseKMSKeyID)) }
         if !tags.isEmpty {
-            // The tag set as a URL query (S3's x-amz-tagging): each key and value form-encoded.
-            let text = tags.map { S3ObjectSettings.formEncode($0.key) + "=" + S3ObjectSettings.formEncode($0.value) }.joined(separator: "&")
+            // The tag set as a URL query (S3's x-amz-tagging): unreserved characters kept, the rest %XX (a space %20,
+            // which S3 takes as well as "+"), which is SigV4's own encoding.
+            let text = tags.map { S3URIEncoding.encode($0.key) + "=" + S3URIEncoding.encode($0.value) }.joined(separator: "&")
             headers.append(("x-amz-tagging", text))
         }
         if let acl { headers.append(("x-amz-acl", acl)) }
@@ -124,21 +125,5 @@ public struct S3ObjectSettings: Sendable, Hashable {
     /// Printable ASCII on one line: nothing that could end a header or smuggle another.
     static func isHeaderValue(_ text: String) -> Bool {
         text.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F }
-    }
-
-    /// application/x-www-form-urlencoded, as S3 reads the tagging header: unreserved characters kept, the rest
-    /// percent-encoded (spaces as %20, which S3 accepts as well as '+').
-    static func formEncode(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
-                out.append(Character(UnicodeScalar(byte)))
-            default:
-                out += String(format: "%%%02X", byte)
-            }
-        }
-        return out
     }
 }

@@ -85,7 +85,7 @@ enum AWSCredentialFetcher {
         origin: String, form: [(String, String)], signedWith signing: SigV4Credentials?, region: String, result: String, context: String,
         network: NetworkSettings = .direct
     ) async throws -> Fetched {
-        let body = Data(form.map { formEncode($0.0) + "=" + formEncode($0.1) }.joined(separator: "&").utf8)
+        let body = Data(form.map { S3URIEncoding.encode($0.0) + "=" + S3URIEncoding.encode($0.1) }.joined(separator: "&").utf8)
         guard let url = URL(string: origin + "/"), let host = url.host else {
             throw DestinationError.blocked("\(context): '\(origin)' is not a URL", code: "STSEndpoint")
         }
@@ -107,7 +107,7 @@ enum AWSCredentialFetcher {
         }
         return Fetched(
             credentials: SigV4Credentials(accessKeyID: Secret(id), secretAccessKey: Secret(secret), sessionToken: credentials.value("SessionToken").map(Secret.init)),
-            expiration: credentials.value("Expiration").flatMap(parseDate))
+            expiration: credentials.value("Expiration").flatMap(S3Time.parse))
     }
 
     // MARK: Plumbing
@@ -122,18 +122,7 @@ enum AWSCredentialFetcher {
         let token = (object["Token"] as? String) ?? (object["SessionToken"] as? String)
         return Fetched(
             credentials: SigV4Credentials(accessKeyID: Secret(id), secretAccessKey: Secret(secret), sessionToken: token.map(Secret.init)),
-            expiration: (object["Expiration"] as? String).flatMap(parseDate))
-    }
-
-    static func parseDate(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.date(from: text)
-    }
-
-    static func formEncode(_ text: String) -> String {
-        S3ObjectSettings.formEncode(text)
+            expiration: (object["Expiration"] as? String).flatMap(S3Time.parse))
     }
 
     /// One request to a credentials source: its body on 2xx. Unreachable or 5xx: unavailable; 4xx: blocked (with
