@@ -15,6 +15,10 @@ public final class S3TestServer: @unchecked Sendable {
     /// With signature checking on: a role the main user may assume (`sts:AssumeRole`), allowed `s3:*`, and any
     /// principal may assume.
     public private(set) var roleARN: String?
+    /// With signature checking on: the keys of a user allowed `sts:AssumeRole` and nothing else (no S3 request of
+    /// its own goes through), for a profile that assumes ``roleARN``.
+    public private(set) var assumerAccessKeyID: String?
+    public private(set) var assumerSecretAccessKey: String?
     private var process: Process?
     private let python: URL
     /// Variables moto is started with, besides the test's own.
@@ -54,6 +58,8 @@ public final class S3TestServer: @unchecked Sendable {
                 secretAccessKey = secret
             }
             roleARN = answer["role_arn"]
+            assumerAccessKeyID = answer["assumer_access_key_id"]
+            assumerSecretAccessKey = answer["assumer_secret_access_key"]
             writeOnlyAccessKeyID = answer["writer_access_key_id"]
             writeOnlySecretAccessKey = answer["writer_secret_access_key"]
         } catch {
@@ -240,6 +246,12 @@ if cmd == "setup":
             "Version": "2012-10-17",
             "Statement": [{"Effect": "Allow", "Action": ["s3:*"], "Resource": "*"}]}))
         answer["role_arn"] = role["Arn"]
+        iam.create_user(UserName="assumer")
+        iam.put_user_policy(UserName="assumer", PolicyName="assume-only", PolicyDocument=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": ["sts:AssumeRole"], "Resource": "*"}]}))
+        key = iam.create_access_key(UserName="assumer")["AccessKey"]
+        answer.update({"assumer_access_key_id": key["AccessKeyId"], "assumer_secret_access_key": key["SecretAccessKey"]})
         request = urllib.request.Request(url + "/moto-api/reset-auth", data=b"0", method="POST",
                                          headers={"Content-Type": "text/plain"})
         urllib.request.urlopen(request, timeout=30).read()
