@@ -117,7 +117,8 @@ extension SDLConnection {
         if hmiLevel == "NONE" && (code == .rejected || code == .disallowed || code == .userDisallowed) { noneRejected = true }
     }
 
-    /// UnregisterAppInterface, then EndService with the hash id, then close. Waits at most ``closeBudget`` in all,
+    /// UnregisterAppInterface, then EndService with the hash id, then close. Waits at most ``closeBudget`` in all
+    /// (plus a quarter second for the EndService ACK when the budget went on an answered unregistration),
     /// and not at all for a head unit that has not answered what it was already asked (requests still pending, as
     /// after a cancelled upload), that stopped reading, or when the calling task is cancelled; errors are ignored.
     func close() async {
@@ -128,10 +129,14 @@ extension SDLConnection {
             let left = deadline - ContinuousClock.now
             return left > .milliseconds(1) && !unanswered && channel.isWritable && !Task.isCancelled ? left : nil
         }
+        var unregistered = false
         if let limit = remaining(), let future = try? await send(FunctionID.unregisterAppInterface, [:], timeout: limit) {
-            _ = try? await FutureWait.value(of: future)
+            unregistered = (try? await FutureWait.value(of: future)) != nil
         }
-        if closedReason == nil, let limit = remaining() {
+        // EndService goes out whenever the head unit still reads, even when its answer to UnregisterAppInterface
+        // used up the budget (a loaded machine): a short wait for the ACK then, none if it did not answer at all.
+        if closedReason == nil, !unanswered, channel.isWritable, !Task.isCancelled {
+            let limit = remaining() ?? (unregistered ? .milliseconds(250) : .milliseconds(5))
             var payload = ByteBuffer()
             if version >= 5 {
                 payload = BSONDocument([.init("hashId", .int32(hashID))]).encodedBuffer()
