@@ -238,8 +238,8 @@ public struct LocalDestination: Destination {
         return [:]
     }
 
-    /// Deletes one file. Its folders are looked up as an upload looks them up (never through a link); a link,
-    /// or a folder, under the name is refused and left as it is.
+    /// Deletes one file, then its folders that are left empty. Its folders are looked up as an upload looks them up
+    /// (never through a link); a link, or a folder, under the name is refused and left as it is.
     public func delete(remoteName: String) async throws {
         let name = try self.remoteName(forRelativePath: remoteName)
         let (folderPath, leaf) = LocalDestination.split(name)
@@ -255,6 +255,7 @@ public struct LocalDestination: Destination {
             if errno == ENOENT { throw notFound }
             throw tree.failure(errno, "cannot delete \(tree.display(name))", at: .file)
         }
+        tree.removeEmptyFolders(folderPath)
     }
 
     /// The regular files under the folder (links are neither followed nor listed, see ``LocalLister``).

@@ -50,6 +50,20 @@ final class LocalTree: Sendable {
         state.withLock { $0.folders = [:] }
     }
 
+    /// Removes the folder at `relative` and then each parent below the root, as long as they are empty (after a
+    /// delete, as `rsync --delete` does); stops at the first that is not. Forgets the open folders when one went.
+    func removeEmptyFolders(_ relative: String) {
+        var path = relative
+        var removed = false
+        while !path.isEmpty {
+            let (parentPath, name) = path.lastIndex(of: "/").map { (String(path[..<$0]), String(path[path.index(after: $0)...])) } ?? ("", path)
+            guard let parent = try? folder(parentPath, create: false), unlinkat(parent.descriptor, name, AT_REMOVEDIR) == 0 else { break }
+            removed = true
+            path = parentPath
+        }
+        if removed { forgetFolders() }
+    }
+
     // MARK: - Finding folders
 
     /// The destination folder, opened (and made, with its missing parents, when `create`) at its first use. nil when

@@ -12,51 +12,55 @@ import SyncgateNetwork
 /// adds as the first column), the key column is read once per run and after any append whose outcome is
 /// unknown, and rows whose key is already in the sheet are not sent again.
 public struct SheetsDestination: Destination {
-    public static let registration = PluginRegistration(
-        type: "sheets", summary: "Google Sheets rows (Sheets API v4 values.append, or an Apps Script web app)"
-    , decode: { setup in
-        var config = try setup.decode(SheetsConfig.self)
-        if let file = config.credentialsFile { config.credentialsFile = setup.resolvePath(file) }
-        let decoded = config
-        let network: NetworkSettings
-        do {
-            network = try NetworkSettings.resolve(
-                config.network, caFile: config.network.caFile.map(setup.resolvePath), environment: setup.environment, awsCABundle: false)
-        } catch let error as NetworkSettingsError {
-            throw setup.invalid(error.key, error.message)
-        }
-        /// `validate`: how it connects, when a proxy or a CA bundle is set (after the credentials' lines).
-        func describeNetwork() {
-            if network.isSet, let url = URL(string: config.appsScriptURL ?? config.apiBase) { setup.describe("network: \(network.describe(url))") }
-        }
-        guard !config.usesAppsScript else {
-            describeNetwork()
-            return { SheetsDestination(name: setup.name, config: decoded, credentials: nil, tokenCache: nil, network: network, logger: setup.logger) }
-        }
-        let source: GoogleCredentialSource
-        do {
-            source = try GoogleCredentialChain.resolve(credentialsFile: config.credentialsFile, environment: setup.environment)
-        } catch let failure as GoogleCredentialChain.Failure {
-            // `status` and `forget` build no destination: credentials that cannot be found are no error there.
-            guard setup.readsLedgerOnly else { throw setup.invalid(failure.key, failure.description) }
-            source = .metadataServer(baseURL: GoogleCredentialChain.metadataBaseURL(setup.environment), lookedAt: [failure.description])
-        }
-        if case .file(let path, _) = source { setup.warnIfReadableByOthers(path, what: "Google credentials file") }
-        let cache = GoogleTokenCache(stateDirectory: setup.stateDirectory)
-        if setup.checksFiles {
-            // `validate`: a credentials file must read, be of a supported type and its key parse (no network).
-            let credentials: GoogleTokenFetcher.Credentials
+    public static let registration: PluginRegistration = {
+        var registration = PluginRegistration(
+            type: "sheets", summary: "Google Sheets rows (Sheets API v4 values.append, or an Apps Script web app)"
+        , decode: { setup in
+            var config = try setup.decode(SheetsConfig.self)
+            if let file = config.credentialsFile { config.credentialsFile = setup.resolvePath(file) }
+            let decoded = config
+            let network: NetworkSettings
             do {
-                credentials = try OAuthTokenProvider.credentials(of: source)
-            } catch let error as DestinationError {
-                throw setup.invalid("credentials_file", error.message)
+                network = try NetworkSettings.resolve(
+                    config.network, caFile: config.network.caFile.map(setup.resolvePath), environment: setup.environment, awsCABundle: false)
+            } catch let error as NetworkSettingsError {
+                throw setup.invalid(error.key, error.message)
             }
-            setup.describe("credentials: " + (credentials.fileType.map { source.description(type: $0) } ?? source.description))
-            setup.describe("token cache: \(cache.directory) (files of mode 0600)")
-        }
-        describeNetwork()
-        return { SheetsDestination(name: setup.name, config: decoded, credentials: source, tokenCache: cache, network: network, logger: setup.logger) }
-    })
+            /// `validate`: how it connects, when a proxy or a CA bundle is set (after the credentials' lines).
+            func describeNetwork() {
+                if network.isSet, let url = URL(string: config.appsScriptURL ?? config.apiBase) { setup.describe("network: \(network.describe(url))") }
+            }
+            guard !config.usesAppsScript else {
+                describeNetwork()
+                return { SheetsDestination(name: setup.name, config: decoded, credentials: nil, tokenCache: nil, network: network, logger: setup.logger) }
+            }
+            let source: GoogleCredentialSource
+            do {
+                source = try GoogleCredentialChain.resolve(credentialsFile: config.credentialsFile, environment: setup.environment)
+            } catch let failure as GoogleCredentialChain.Failure {
+                // `status` and `forget` build no destination: credentials that cannot be found are no error there.
+                guard setup.readsLedgerOnly else { throw setup.invalid(failure.key, failure.description) }
+                source = .metadataServer(baseURL: GoogleCredentialChain.metadataBaseURL(setup.environment), lookedAt: [failure.description])
+            }
+            if case .file(let path, _) = source { setup.warnIfReadableByOthers(path, what: "Google credentials file") }
+            let cache = GoogleTokenCache(stateDirectory: setup.stateDirectory)
+            if setup.checksFiles {
+                // `validate`: a credentials file must read, be of a supported type and its key parse (no network).
+                let credentials: GoogleTokenFetcher.Credentials
+                do {
+                    credentials = try OAuthTokenProvider.credentials(of: source)
+                } catch let error as DestinationError {
+                    throw setup.invalid("credentials_file", error.message)
+                }
+                setup.describe("credentials: " + (credentials.fileType.map { source.description(type: $0) } ?? source.description))
+                setup.describe("token cache: \(cache.directory) (files of mode 0600)")
+            }
+            describeNetwork()
+            return { SheetsDestination(name: setup.name, config: decoded, credentials: source, tokenCache: cache, network: network, logger: setup.logger) }
+        })
+        registration.deletes = false  // rows are only appended
+        return registration
+    }()
 
     public let name: String
     public let config: SheetsConfig

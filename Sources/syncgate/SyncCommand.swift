@@ -21,10 +21,17 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "One JSON object per event on standard output.")
     var json = false
 
+    @Option(name: .long, help: ArgumentHelp("For this run, the most copies deleted per destination for files removed from the sources (delete_remote), instead of each destination's max_delete.", valueName: "n"))
+    var maxDelete: Int?
+
+    func validate() throws {
+        if let maxDelete, maxDelete < 0 { throw ValidationError("--max-delete must be >= 0") }
+    }
+
     func run() async throws {
-        let summary = try await SyncRunner(global: global, json: json, dryRun: dryRun).run(
-            SyncOptions(dryRun: dryRun, onlyFailed: onlyFailed, destinations: destination)
-        )
+        var options = SyncOptions(dryRun: dryRun, onlyFailed: onlyFailed, destinations: destination)
+        options.maxDelete = maxDelete
+        let summary = try await SyncRunner(global: global, json: json, dryRun: dryRun).run(options)
         if summary.exitCode != 0 { throw ExitCode(summary.exitCode) }
     }
 }
@@ -163,9 +170,18 @@ extension SyncRunner {
         if summary.waiting > 0 { line += ", \(summary.waiting) waiting" }
         if summary.warnings > 0 { line += ", \(summary.warnings) skipped with a warning" }
         if summary.sourcesFailed > 0 { line += ", \(summary.sourcesFailed) source(s) missing" }
+        if summary.moved > 0 { line += ", \(summary.moved) deleted from the sources after delivery" }
+        if summary.removedFromSources > 0 { line += ", \(summary.removedFromSources) gone from the sources" }
+        if summary.remoteDeleted > 0 { line += ", \(summary.remoteDeleted) copies of those deleted" }
+        if summary.remoteDeleteFailed > 0 { line += ", \(summary.remoteDeleteFailed) copies not deleted yet (retried next run)" }
         line += String(format: " in %.1fs", summary.seconds)
         if summary.interrupted { line += "; interrupted, the rest stays pending" }
         var lines = [line]
+        for limit in summary.deleteLimits {
+            lines.append("\(limit.destination): \(limit.wanted) copies of files removed from the sources would be deleted, more than max_delete (\(limit.limit)); none was deleted. Check the sources (an unmounted folder?); if the removals are meant, run `syncgate sync --max-delete \(limit.wanted)` once or raise max_delete")
+        }
+        for failure in summary.moveFailures.prefix(20) { lines.append("not deleted after delivery: \(failure)") }
+        if summary.moveFailures.count > 20 { lines.append("... and \(summary.moveFailures.count - 20) more not deleted after delivery") }
         for away in summary.away {
             let files = "\(away.waiting) file\(away.waiting == 1 ? "" : "s") wait\(away.waiting == 1 ? "s" : "") for it"
             switch away.state {

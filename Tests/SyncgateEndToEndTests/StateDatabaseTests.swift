@@ -91,7 +91,9 @@ struct StateDatabaseTests {
         let state = dir.file("state.sqlite").path
         // As the syncgate before destination states wrote it: files only, schema 1, no record of runs.
         let downgraded = try await ProcessRunner.run(sqlite, [state, """
-            DROP TABLE destinations; DROP TABLE resume_state; UPDATE syncgate_meta SET value = '1' WHERE key = 'schema';
+            DROP TABLE destinations; DROP TABLE resume_state; DROP INDEX files_removed;
+            ALTER TABLE files DROP COLUMN removed; ALTER TABLE files DROP COLUMN removed_at;
+            UPDATE syncgate_meta SET value = '1' WHERE key = 'schema';
             DELETE FROM syncgate_meta WHERE key LIKE 'last_run_%';
             """])
         #expect(downgraded.status == 0, "\(downgraded.stderr)")
@@ -103,13 +105,13 @@ struct StateDatabaseTests {
         let sync = try await cli.run(["sync", "--json"])
         #expect(sync.status == 0, "\(sync.stderr)")
         #expect(sync.stdout.contains("\"uploaded\":1"), "the old rows are kept: only the new file is sent")
-        let schema = try await ProcessRunner.run(sqlite, [state, "SELECT value FROM syncgate_meta WHERE key = 'schema'; SELECT COUNT(*) FROM destinations; SELECT COUNT(*) FROM resume_state;"])
-        #expect(schema.stdout.split(separator: "\n") == ["3", "1", "0"], "\(schema.stdout)")
+        let schema = try await ProcessRunner.run(sqlite, [state, "SELECT value FROM syncgate_meta WHERE key = 'schema'; SELECT COUNT(*) FROM destinations; SELECT COUNT(*) FROM resume_state; SELECT COUNT(*) FROM files WHERE removed IS NULL;"])
+        #expect(schema.stdout.split(separator: "\n") == ["4", "1", "0", "2"], "\(schema.stdout)")
 
         // Written by a newer syncgate: refused, untouched.
-        _ = try await ProcessRunner.run(sqlite, [state, "UPDATE syncgate_meta SET value = '4' WHERE key = 'schema';"])
+        _ = try await ProcessRunner.run(sqlite, [state, "UPDATE syncgate_meta SET value = '5' WHERE key = 'schema';"])
         let newer = try await cli.run(["sync"])
         #expect(newer.status == 78, "\(newer.stderr)")
-        #expect(newer.stderr.contains("written by a newer syncgate (schema 4"), "\(newer.stderr)")
+        #expect(newer.stderr.contains("written by a newer syncgate (schema 5"), "\(newer.stderr)")
     }
 }

@@ -19,6 +19,10 @@ public struct DeliverySettings: Sendable, Hashable {
     public var minInterval: Duration = .zero
     /// Bytes per second read from disk for all its uploads together; nil: no limit.
     public var bandwidth: BandwidthSchedule? = nil
+    /// Delete the destination's copy of a file removed from its source (a mirror). Off by default.
+    public var deleteRemote = false
+    /// The most copies one run deletes at the destination; a run that would delete more deletes none (exit 1).
+    public var maxDelete = 100
 
     public static let builtIn = DeliverySettings(
         concurrency: 4, retry: .builtIn, recentCompleted: .seconds(10), recentFailed: .seconds(60),
@@ -54,9 +58,13 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
     var rate: RateSetting?
     var minInterval: ConfigDuration?
     var bandwidth: BandwidthSchedule?
+    var deleteRemote: Bool?
+    var maxDelete: Int?
 
     enum CodingKeys: String, CodingKey {
         case concurrency, retry, recent, rate, bandwidth
+        case deleteRemote = "delete_remote"
+        case maxDelete = "max_delete"
         case attemptTimeout = "attempt_timeout"
         case throttleWait = "throttle_wait"
         case probeIntervalMax = "probe_interval_max"
@@ -66,6 +74,7 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
     /// The keys above, which belong to the core in a destination's mapping.
     static let keys: Set<String> = [
         "concurrency", "retry", "recent", "attempt_timeout", "throttle_wait", "probe_interval_max", "rate", "min_interval", "bandwidth",
+        "delete_remote", "max_delete",
     ]
 
     init(from decoder: any Decoder) throws {
@@ -79,6 +88,11 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         rate = try c.decodeIfPresent(RateSetting.self, forKey: .rate)
         minInterval = try c.decodeIfPresent(ConfigDuration.self, forKey: .minInterval)
         bandwidth = try c.decodeIfPresent(BandwidthSchedule.self, forKey: .bandwidth)
+        deleteRemote = try c.decodeIfPresent(Bool.self, forKey: .deleteRemote)
+        maxDelete = try c.decodeIfPresent(Int.self, forKey: .maxDelete)
+        if let maxDelete, maxDelete < 0 {
+            throw ConfigValueError("must be >= 0 (0: delete nothing, only report)", key: CodingKeys.maxDelete)
+        }
         if let concurrency, concurrency < 1 || concurrency > 256 {
             throw ConfigValueError("must be between 1 and 256", key: CodingKeys.concurrency)
         }
@@ -105,6 +119,8 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         if let rate { result.rate = rate.limit }
         if let minInterval { result.minInterval = minInterval.duration }
         if let bandwidth { result.bandwidth = bandwidth.isOff ? nil : bandwidth }
+        if let deleteRemote { result.deleteRemote = deleteRemote }
+        if let maxDelete { result.maxDelete = maxDelete }
         return result
     }
 }

@@ -44,6 +44,27 @@ public struct GatewayConfig: Sendable {
         return destinations.compactMap { names.contains($0.name) ? $0.name : nil }
     }
 
+    /// Whether a file is deleted from its source once every destination it is routed to holds it: only when every
+    /// route that sends it somewhere says `after_sync: delete` (its own, or else its source's). `keep` wins.
+    public func deletesAfterSync(source: String, relativePath: String) -> Bool {
+        let sourceMode = sources.first { $0.name == source }?.afterSync ?? .keep
+        var any = false
+        for route in routes where route.applies(source: source, relativePath: relativePath) {
+            if (route.afterSync ?? sourceMode) != .delete { return false }
+            any = true
+        }
+        return any
+    }
+
+    /// The sources some of whose files may be deleted after delivery (see ``deletesAfterSync(source:relativePath:)``).
+    public var sourcesDeletingAfterSync: [String] {
+        sources.map(\.name).filter { name in
+            routes.contains { route in
+                (route.sources?.contains(name) ?? true) && (route.afterSync ?? sources.first { $0.name == name }?.afterSync ?? .keep) == .delete
+            }
+        }
+    }
+
     /// The names of the sources whose files some route may send to a destination.
     public func sources(routedTo destination: String) -> Set<String> {
         var names = Set<String>()
@@ -165,6 +186,7 @@ extension GatewayConfig {
                 pathLocation: decoder.error(at: node.descend([.key("path")]), path: path + [.key("path")], ""),
                 minAge: raw.minAge?.duration ?? .zero
             ))
+            sources[sources.count - 1].afterSync = raw.afterSync ?? .keep
         }
         if sourceNodes?.isEmpty == true {
             load.note(decoder.error(at: child("sources") ?? root, keyPath: "sources", "at least one source is needed"))
@@ -188,13 +210,22 @@ extension GatewayConfig {
                 ), stopping: path)
                 continue
             }
+            var delivery = head.delivery.applied(to: defaults)
+            if delivery.deleteRemote && !registration.deletes {
+                if head.delivery.deleteRemote == true {
+                    load.note(decoder.error(
+                        at: node.descend([.key("delete_remote")]), path: path + [.key("delete_remote")],
+                        "a \(head.type) destination cannot delete what it holds; remove delete_remote"))
+                }
+                delivery.deleteRemote = false  // `defaults: { delete_remote: true }` leaves it out
+            }
             var pluginLogger = logger
             pluginLogger[metadataKey: "destination"] = "\(head.name)"
             let setup = DestinationSetup(
                 name: head.name, type: head.type, baseDirectory: baseDirectory, environment: environment,
                 logger: pluginLogger, node: node, path: path, decoder: decoder, checksFiles: checkingFiles,
                 readsLedgerOnly: readingLedgerOnly,
-                delivery: head.delivery.applied(to: defaults),
+                delivery: delivery,
                 stateDirectory: URL(fileURLWithPath: resolve(state ?? defaultStatePath, against: baseDirectory)).deletingLastPathComponent().path
             )
             let build: @Sendable () -> any Destination
@@ -222,7 +253,7 @@ extension GatewayConfig {
                 decoder.markRead(mapping, at: path, keys: coreDestinationKeys)
             }
             var destination = DestinationConfig(
-                name: head.name, type: head.type, settings: head.delivery.applied(to: defaults), build: build,
+                name: head.name, type: head.type, settings: delivery, build: build,
                 configDigest: DestinationConfig.digest(of: node, environment: environment)
             )
             destination.details = setup.details.lines
@@ -248,7 +279,7 @@ extension GatewayConfig {
             if raw.to.isEmpty {
                 load.note(decoder.error(at: root.descend(path + [.key("to")]), path: path + [.key("to")], "a route needs at least one destination"))
             }
-            routes.append(RouteConfig(match: raw.match ?? (try! GlobSet(patterns: ["**/*"])), sources: raw.sources, to: raw.to))
+            routes.append(RouteConfig(match: raw.match ?? (try! GlobSet(patterns: ["**/*"])), sources: raw.sources, to: raw.to, afterSync: raw.afterSync))
         }
         if routeNodes == nil {
             // No routes: every file goes to every destination.

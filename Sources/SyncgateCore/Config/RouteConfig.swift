@@ -3,8 +3,11 @@ public struct RouteConfig: Sendable, Hashable {
     public var match: GlobSet
     public var sources: [String]?
     public var to: [String]
+    /// What happens to the files of this route once delivered (nil: as their source says).
+    public var afterSync: AfterSync?
 
-    public init(match: GlobSet, sources: [String]? = nil, to: [String]) {
+    public init(match: GlobSet, sources: [String]? = nil, to: [String], afterSync: AfterSync? = nil) {
+        self.afterSync = afterSync
         self.match = match
         self.sources = sources
         self.to = to
@@ -20,4 +23,10 @@ struct RawRoute: Decodable {
     var match: GlobSet?
     var sources: [String]?
     var to: [String]
+    var afterSync: AfterSync?
+
+    enum CodingKeys: String, CodingKey {
+        case match, sources, to
+        case afterSync = "after_sync"
+    }
 }

@@ -15,6 +15,8 @@ public struct SourceConfig: Sendable, Hashable {
     public var pathLocation: ConfigError?
     /// A file modified less than this long ago is not sent yet (it may be half-written); zero: no wait.
     public var minAge: Duration = .zero
+    /// What happens to a file once every destination it is routed to holds it (a route may say otherwise).
+    public var afterSync: AfterSync = .keep
 
     public init(name: String, path: String, include: GlobSet, exclude: GlobSet, followSymlinks: Bool = false,
                 optional: Bool = false, pathLocation: ConfigError? = nil, minAge: Duration = .zero) {
@@ -52,10 +54,12 @@ struct RawSource: Decodable {
     var followSymlinks: Bool?
     var optional: Bool?
     var minAge: ConfigDuration?
+    var afterSync: AfterSync?
 
     enum CodingKeys: String, CodingKey {
         case name, path, include, exclude, optional
         case followSymlinks = "follow_symlinks"
         case minAge = "min_age"
+        case afterSync = "after_sync"
     }
 }

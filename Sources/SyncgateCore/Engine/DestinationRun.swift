@@ -11,6 +11,8 @@ import Logging
 /// so that `status` counts the files that wait, but nothing is sent.
 final class DestinationRun: @unchecked Sendable {
     let destination: DestinationConfig
+    /// How many sources some route sends to this destination (names can clash between sources).
+    let sourcesFeeding: Int
     let ledger: Ledger
     let clock: any SyncClock
     let logger: Logger
@@ -40,10 +42,11 @@ final class DestinationRun: @unchecked Sendable {
         var listing: Set<ExactString>?
     }
 
-    init(_ destination: DestinationConfig, record: DestinationRecord?, ledger: Ledger, clock: any SyncClock, logger: Logger,
+    init(_ destination: DestinationConfig, sourcesFeeding: Int, record: DestinationRecord?, ledger: Ledger, clock: any SyncClock, logger: Logger,
          random: @escaping @Sendable (ClosedRange<Double>) -> Double, operations: OperationList, options: SyncOptions,
          cancellation: CancellationHandle, tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void) {
         self.destination = destination
+        self.sourcesFeeding = sourcesFeeding
         self.record = record
         self.ledger = ledger
         self.clock = clock
@@ -149,6 +152,7 @@ final class DestinationRun: @unchecked Sendable {
                 sending = Task { try await send(items) }
             }
             try await sending?.value
+            try await handleRemovals()
         } catch {
             _ = try? await sending?.value
             try? await finish()

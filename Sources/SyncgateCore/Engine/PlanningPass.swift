@@ -36,10 +36,20 @@ final class PlanningPass: @unchecked Sendable {
     private var chunk: [ScannedFile] = []
     private var chunkIndex = 0
     private var fileCount = 0
+    /// Marks the ledger's files the walk does not find (a full walk that records; nil otherwise).
+    private let removals: RemovalDetector?
+    /// Per source, the last path whose rows the walk looked up: its rows after that are read once its walk ends.
+    private var lastSeeked: [String: String] = [:]
+    /// Sources whose walk ended, whose remaining rows are still to be read for removals.
+    private var finishedSources: [String] = []
+    /// Files marked removed in this pass.
+    private(set) var removedFiles = 0
 
     init(config: GatewayConfig, ledger: Ledger, planners: [DestinationPlanner], feed: WaveFeed, tally: SummaryTally,
-         cancellation: CancellationHandle, waveSize: Int, paths: [FileKey]? = nil, warn: @escaping @Sendable (ScanWarning) -> Void) {
+         cancellation: CancellationHandle, waveSize: Int, paths: [FileKey]? = nil, detectsRemovals: Bool = false, now: Date = Date(),
+         warn: @escaping @Sendable (ScanWarning) -> Void) {
         self.paths = paths
+        self.removals = detectsRemovals && paths == nil ? RemovalDetector(ledger: ledger, sources: config.sources, now: now) : nil
         self.config = config
         self.ledger = ledger
         self.planners = planners
@@ -73,8 +83,15 @@ final class PlanningPass: @unchecked Sendable {
     private func plan() throws {
         let walk: any FileWalk = paths.map { PathWalk(sources: sources, paths: $0) } ?? ScanPipeline(sources: sources)
         self.walk = walk
+        var removalError: (any Error)? = nil
         defer {
             walk.stop()
+            // Marks written before any destination's run reads them (its remote deletions), or the error kept.
+            do {
+                removedFiles = try removals?.finish() ?? 0
+            } catch {
+                removalError = error
+            }
             feed.finish()
         }
         if paths != nil {
@@ -103,9 +120,26 @@ final class PlanningPass: @unchecked Sendable {
                     if handOverDue || (chunkIndex == chunk.count && stopping) { return }
                 }
             }
+            try readRemainingRows()
         }
+        if !stopping { try readRemainingRows() }
         tally.update { $0.files = fileCount }
         if !stopping { try handOver(final: true) }
+        if let removalError { throw removalError }
+    }
+
+    /// Reads, for removals, the rows of the sources whose walk ended that come after the last file found.
+    private func readRemainingRows() throws {
+        guard let removals else { return }
+        for source in finishedSources {
+            try ledger.withRows(source: source, after: lastSeeked[source]) { rows in
+                while let key = rows.key {
+                    if rows.removed == nil { removals.missing(key) }
+                    try rows.advance()
+                }
+            }
+        }
+        finishedSources.removeAll()
     }
 
     /// The next file of the walk, without taking it; source ends met on the way are handled. Nil at the end.
@@ -124,6 +158,7 @@ final class PlanningPass: @unchecked Sendable {
                     }
                 }
                 wholeSourcesLeft.remove(source)
+                if removals != nil && !stopping { finishedSources.append(source) }
             }
         }
         return chunk[chunkIndex]
@@ -135,10 +170,17 @@ final class PlanningPass: @unchecked Sendable {
         let routed = config.destinations(forSource: file.source, relativePath: file.relativePath)
         guard !routed.isEmpty else { return }
         let key = file.key
-        _ = try rows.seek(key)
+        while let at = rows.key, at < key {
+            if let removals, rows.removed == nil { removals.missing(at) }
+            try rows.advance()
+        }
+        if removals != nil { lastSeeked[key.source] = key.path }
         var planned: [String] = []
         while rows.key == key {
-            if let name = rows.destination, routed.contains(name), let planner = plannerByName[name] {
+            let removed = rows.removed
+            if removed != nil { removals?.present(key) }
+            // A copy syncgate deleted (`delete_remote`) is gone: the file is new to that destination again.
+            if removed != .remoteDeleted, let name = rows.destination, routed.contains(name), let planner = plannerByName[name] {
                 try planner.consider(file, rows: rows, found: true)
                 planned.append(name)
             }

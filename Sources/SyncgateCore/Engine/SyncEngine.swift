@@ -48,7 +48,7 @@ public final class SyncEngine: Sendable {
         // Each destination gets ready beside the planning: one probe of a destination that was away, the listing of
         // one whose listing is the truth (a head unit). Neither holds up the others.
         let runs = destinations.map { destination in
-            DestinationRun(destination, record: records[destination.name], ledger: ledger, clock: clock, logger: logger, random: random,
+            DestinationRun(destination, sourcesFeeding: config.sources(routedTo: destination.name).count, record: records[destination.name], ledger: ledger, clock: clock, logger: logger, random: random,
                            operations: operations, options: options, cancellation: cancellation, tally: tally, observe: observe)
         }
         if !options.dryRun {
@@ -69,7 +69,8 @@ public final class SyncEngine: Sendable {
             }
         }
         let feed = WaveFeed(destinations: planners.count)
-        let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: options.waveSize, paths: options.paths, warn: warn)
+        let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: options.waveSize, paths: options.paths,
+                                    detectsRemovals: !options.dryRun, now: now, warn: warn)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await planning.run() }
             for (index, run) in runs.enumerated() {
@@ -80,6 +81,15 @@ public final class SyncEngine: Sendable {
             } catch {
                 feed.stop()
                 throw error
+            }
+        }
+
+        tally.update { $0.removedFromSources = planning.removedFiles }
+        if !options.dryRun && !cancellation.isCancelled && !config.sourcesDeletingAfterSync.isEmpty {
+            let (moved, failures) = try AfterSyncMover(config: config, ledger: ledger, clock: clock, logger: logger).run(cancellation: cancellation)
+            tally.update {
+                $0.moved += moved
+                $0.moveFailures += failures
             }
         }
 

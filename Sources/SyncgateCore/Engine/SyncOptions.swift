@@ -18,6 +18,8 @@ public struct SyncOptions: Sendable {
     /// `uploading` are not reset (another destination's pass may be uploading them), runs are not recorded, and a
     /// destination that is away is probed only once its next probe is due.
     public var isGatewayPass = false
+    /// Overrides every destination's `max_delete` for this run (`sync --max-delete N`).
+    public var maxDelete: Int?
 
     public init(dryRun: Bool = false, onlyFailed: Bool = false, destinations: [String] = [], interruptGrace: Duration = .seconds(3)) {
         self.dryRun = dryRun

@@ -25,6 +25,26 @@ public struct SyncSummary: Sendable {
     public var bytesUploaded: Int64 = 0
     public var warnings: Int = 0
     public var seconds: Double = 0
+    /// Files found gone from their source in this run (their rows marked removed).
+    public var removedFromSources: Int = 0
+    /// Copies deleted at destinations because their file was removed from its source (`delete_remote`).
+    public var remoteDeleted: Int = 0
+    /// Such deletions that failed (tried again next run).
+    public var remoteDeleteFailed: Int = 0
+    /// Destinations where more copies were to be deleted than `max_delete` allows: none were deleted there.
+    public var deleteLimits: [DeleteLimit] = []
+    /// Source files deleted because every destination held them (`after_sync: delete`).
+    public var moved: Int = 0
+    /// Such files that could not be deleted (with why, per file).
+    public var moveFailures: [String] = []
+
+    /// A destination whose deletions `max_delete` stopped.
+    public struct DeleteLimit: Sendable, Hashable {
+        public var destination: String
+        public var wanted: Int
+        public var limit: Int
+    }
+
     /// The destinations that are unavailable or blocked at the end of the run, with the files waiting for each.
     public var away: [AwayDestination] = []
 
@@ -46,12 +66,16 @@ public struct SyncSummary: Sendable {
         tooNewReadyAt.merge(files) { max($0, $1) }
     }
 
-    /// 0 everything routed is synced; 1 some file failed, a source is missing or a destination is blocked; 75 only
-    /// retryable failures remain, scheduled, or files wait for an unavailable destination; 130 interrupted.
+    /// 0 everything routed is synced; 1 some file failed, a source is missing, a destination is blocked, `max_delete`
+    /// stopped deletions or a delivered file could not be deleted from its source; 75 only retryable failures remain,
+    /// scheduled, or files wait for an unavailable destination; 130 interrupted.
     public var exitCode: Int32 {
         if interrupted { return ExitStatus.interrupted }
-        if failedPermanently > 0 || sourcesFailed > 0 || away.contains(where: { $0.state == .blocked }) { return ExitStatus.failed }
-        if failedRetryable > 0 || waiting > 0 || !away.isEmpty { return ExitStatus.retryScheduled }
+        if failedPermanently > 0 || sourcesFailed > 0 || away.contains(where: { $0.state == .blocked }) || !deleteLimits.isEmpty
+            || !moveFailures.isEmpty {
+            return ExitStatus.failed
+        }
+        if failedRetryable > 0 || waiting > 0 || !away.isEmpty || remoteDeleteFailed > 0 { return ExitStatus.retryScheduled }
         return ExitStatus.success
     }
 }

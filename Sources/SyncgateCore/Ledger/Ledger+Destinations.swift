@@ -97,7 +97,7 @@ extension Ledger {
     /// The earliest automatic retry of a failed file at a destination (nil: none scheduled).
     public func nextRetryDue(destination: String) throws -> Date? {
         try read { db in
-            try Double.fetchOne(db, sql: "SELECT MIN(next_retry_at) FROM files WHERE destination = ? AND status = 'failed' AND next_retry_at IS NOT NULL",
+            try Double.fetchOne(db, sql: "SELECT MIN(next_retry_at) FROM files WHERE destination = ? AND status = 'failed' AND next_retry_at IS NOT NULL AND removed IS NULL",
                                 arguments: [destination]).map { Date(timeIntervalSince1970: $0) }
         }
     }

@@ -4,7 +4,8 @@ import GRDB
 extension Ledger {
     // MARK: - Reading
 
-    /// All rows (of one destination when given), ordered by destination, source and path.
+    /// All rows (of one destination when given), ordered by destination, source and path; with `statuses`, only
+    /// rows of files still in their source.
     public func entries(destination: String? = nil, statuses: Set<FileStatus>? = nil) throws -> [LedgerEntry] {
         try read { db in
             var sql = "SELECT \(Ledger.columns) FROM files"
@@ -16,6 +17,7 @@ extension Ledger {
             }
             if let statuses {
                 clauses.append("status IN (\(statuses.map { "'\($0.rawValue)'" }.joined(separator: ",")))")
+                clauses.append("removed IS NULL")  // files gone from their source are not waiting for anything
             }
             if !clauses.isEmpty { sql += " WHERE " + clauses.joined(separator: " AND ") }
             sql += " ORDER BY destination, source, path"
@@ -67,11 +69,11 @@ extension Ledger {
         }
     }
 
-    /// Counts per destination and status.
+    /// Counts per destination and status, of files still in their source.
     public func counts() throws -> [String: [FileStatus: Int]] {
         try read { db in
             var result: [String: [FileStatus: Int]] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT destination, status, COUNT(*) AS n FROM files GROUP BY destination, status") {
+            for row in try Row.fetchAll(db, sql: "SELECT destination, status, COUNT(*) AS n FROM files WHERE removed IS NULL GROUP BY destination, status") {
                 let destination: String = row["destination"]
                 guard let status = FileStatus(rawValue: row["status"]) else { continue }
                 result[destination, default: [:]][status] = row["n"]
@@ -102,7 +104,7 @@ extension Ledger {
     /// Rows that failed with an attempt since `since`, newest first (at most `limit`).
     public func recentlyFailed(since: Date, limit: Int = 1000) throws -> [LedgerEntry] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT \(Ledger.columns) FROM files WHERE status = 'failed' AND COALESCE(last_attempt_at, updated_at) >= ? ORDER BY COALESCE(last_attempt_at, updated_at) DESC LIMIT ?",
+            try Row.fetchAll(db, sql: "SELECT \(Ledger.columns) FROM files WHERE status = 'failed' AND removed IS NULL AND COALESCE(last_attempt_at, updated_at) >= ? ORDER BY COALESCE(last_attempt_at, updated_at) DESC LIMIT ?",
                              arguments: [since.timeIntervalSince1970, limit]).map(Ledger.entry)
         }
     }

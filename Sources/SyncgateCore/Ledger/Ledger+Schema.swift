@@ -18,6 +18,7 @@ extension Ledger {
             }
             if schema < 2 { try createDestinationsTable(db) }
             if schema < 3 { try createResumeTable(db) }
+            if schema < 4 { try addRemovalColumns(db) }
             if schema < Ledger.schemaVersion {
                 try db.execute(sql: "UPDATE syncgate_meta SET value = ? WHERE key = 'schema'", arguments: [String(Ledger.schemaVersion)])
             }
@@ -56,6 +57,16 @@ extension Ledger {
             """)
         try createDestinationsTable(db)
         try createResumeTable(db)
+        try addRemovalColumns(db)
+    }
+
+    /// Schema 4: rows of files gone from their source (``Removal``): how, and since when.
+    private static func addRemovalColumns(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE files ADD COLUMN removed TEXT;
+            ALTER TABLE files ADD COLUMN removed_at REAL;
+            CREATE INDEX files_removed ON files (destination, removed_at) WHERE removed IS NOT NULL;
+            """)
     }
 
     /// Schema 3: what a destination needs to resume an interrupted upload in a later run (an S3 multipart upload's

@@ -32,6 +32,7 @@ extension Ledger {
                 ON CONFLICT (source, path, destination) DO UPDATE SET
                     status = 'pending', size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256,
                     queued_at = excluded.queued_at, updated_at = excluded.updated_at, bytes_done = 0,
+                    removed = NULL, removed_at = NULL,
                     failed_runs = CASE WHEN ? THEN 0 ELSE failed_runs END,
                     first_failed_at = CASE WHEN ? THEN NULL ELSE first_failed_at END
                 """)

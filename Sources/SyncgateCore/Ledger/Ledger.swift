@@ -15,9 +15,9 @@ public final class Ledger: Sendable {
     private let committed = CommitSignal()
 
     static let format = "syncgate-ledger"
-    /// The schema this syncgate writes. Versions 1 (files only) and 2 (destination states) are upgraded in place; a
-    /// newer one is refused.
-    static let schemaVersion = 3
+    /// The schema this syncgate writes. Versions 1 (files only), 2 (destination states), 3 (resumable uploads) are
+    /// upgraded in place; a newer one is refused.
+    static let schemaVersion = 4
 
     /// Opens (creating if needed) the ledger at `path`. A file that is not SQLite, is damaged, or belongs to another
     /// program is reported, never replaced.
@@ -122,6 +122,29 @@ public final class Ledger: Sendable {
         return result
     }
 
+    /// A write made durable before it returns: the connection syncs the write-ahead log at this commit
+    /// (`synchronous = FULL`), where the ledger's other commits leave that to the next checkpoint.
+    func durably<T>(_ body: (Database) throws -> T) throws -> T {
+        let result: T
+        do {
+            result = try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+                var value: T?
+                try db.inTransaction {
+                    value = try body(db)
+                    return .commit
+                }
+                return value!
+            }
+        } catch let error as DatabaseError {
+            throw Ledger.explain(error, path: path)
+        }
+        try checkIdentity()
+        committed.fire()
+        return result
+    }
+
     /// A signal after each commit this process makes to the ledger that changes what ``StatusReport`` reads: the
     /// status page reads the report again on it, since a delivery event reaches it before its batch is written.
     /// Commits close together come as one signal to a listener that has not taken the last one yet. Changes other
@@ -130,7 +153,7 @@ public final class Ledger: Sendable {
 
     /// The columns ``entry(_:)`` reads, in its order (by index: a lookup by name costs more than the read).
     static let columns = "source, path, destination, status, attempts, last_attempt_at, last_error, error_class, error_code, "
-        + "next_retry_at, failed_runs, first_failed_at, size, mtime, sha256, receipt, bytes_done, queued_at, synced_at, updated_at"
+        + "next_retry_at, failed_runs, first_failed_at, size, mtime, sha256, receipt, bytes_done, queued_at, synced_at, updated_at, removed, removed_at"
 
     /// ``columns`` with NULL for the receipt.
     static let columnsWithoutReceipt = columns.replacingOccurrences(of: "receipt", with: "NULL")
@@ -145,7 +168,8 @@ public final class Ledger: Sendable {
             errorCode: row[8], nextRetryAt: date(9), failedRuns: row[10],
             firstFailedAt: date(11), size: row[12], modificationTime: date(13) ?? Date(timeIntervalSince1970: 0),
             sha256: row[14], receipt: receipt, bytesDone: row[16], queuedAt: date(17),
-            syncedAt: date(18), updatedAt: date(19) ?? Date(timeIntervalSince1970: 0)
+            syncedAt: date(18), updatedAt: date(19) ?? Date(timeIntervalSince1970: 0),
+            removed: (row[20] as String?).flatMap(Removal.init(rawValue:)), removedAt: date(21)
         )
     }
 }

@@ -28,6 +28,10 @@ public struct LedgerEntry: Sendable, Hashable {
     public var queuedAt: Date?
     public var syncedAt: Date?
     public var updatedAt: Date
+    /// Set once the file is gone from its source: how (nil while it is there).
+    public var removed: Removal? = nil
+    /// Since when the row is marked ``removed`` (it is dropped `recent.completed` after that).
+    public var removedAt: Date? = nil
 
     /// Progress of an upload in flight, 0...1.
     public var progress: Double {

@@ -31,6 +31,8 @@ public final class LedgerRowStream {
     public var status: FileStatus { row.flatMap { FileStatus(rawValue: $0[3]) } ?? .pending }
     public var size: Int64 { row?[12] ?? -1 }
     public var modificationTime: Date { Date(timeIntervalSince1970: row?[13] ?? 0) }
+    /// Whether the current row is marked gone from its source.
+    public var removed: Removal? { (row?[20] as String?).flatMap(Removal.init(rawValue:)) }
 
     /// The current row, decoded whole (without its receipt).
     public func entry() -> LedgerEntry? { row.map(Ledger.entry) }

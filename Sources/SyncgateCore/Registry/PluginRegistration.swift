@@ -8,6 +8,8 @@ public struct PluginRegistration: Sendable {
     public var summary: String
     /// Decodes and checks the plugin's keys; returns what builds the destination.
     public var decode: @Sendable (DestinationSetup) throws -> @Sendable () -> any Destination
+    /// Whether the destination can delete what it holds (`delete_remote: true` is refused where it cannot).
+    public var deletes = true
 
     public init(type: String, summary: String, decode: @escaping @Sendable (DestinationSetup) throws -> @Sendable () -> any Destination) {
         self.type = type

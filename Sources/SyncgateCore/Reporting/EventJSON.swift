@@ -56,6 +56,9 @@ public enum EventJSON {
             "waiting": summary.waiting, "sources_failed": summary.sourcesFailed,
             "interrupted": summary.interrupted, "bytes_uploaded": summary.bytesUploaded, "warnings": summary.warnings,
             "seconds": (summary.seconds * 1000).rounded() / 1000, "exit_code": Int(summary.exitCode),
+            "removed_from_sources": summary.removedFromSources, "remote_deleted": summary.remoteDeleted,
+            "remote_delete_failed": summary.remoteDeleteFailed, "moved": summary.moved, "move_failed": summary.moveFailures.count,
+            "delete_limits": summary.deleteLimits.map { ["destination": $0.destination, "wanted": $0.wanted, "max_delete": $0.limit] as [String: Any] },
             "destinations_away": summary.away.map { away -> [String: Any] in
                 var object: [String: Any] = [
                     "name": away.name, "state": away.state.rawValue, "since": JSONText.time(away.since),

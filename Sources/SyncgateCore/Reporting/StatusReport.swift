@@ -17,6 +17,9 @@ public struct StatusReport: Sendable {
         public var lastError: String?
         public var errorCode: String?
         public var nextProbe: Date?
+        /// Rows of files gone from their source, not counted above, kept until dropped (`recent.completed` after,
+        /// or once `delete_remote` deleted their copy).
+        public var removed = 0
 
         /// Files that wait for it: pending while it is away.
         public var waiting: Int { state == .available ? 0 : pending + uploading }
@@ -47,18 +50,21 @@ public struct StatusReport: Sendable {
         config: GatewayConfig, ledger: Ledger, destination: String?, failedOnly: Bool, paths: [String] = [], now: Date = Date()
     ) throws -> StatusReport {
         let counts = try ledger.counts()
+        let removed = try ledger.removedCounts()
         let last = try ledger.lastSuccess()
         let records = try ledger.destinationRecords()
         let chosen = config.destinations.filter { destination == nil || $0.name == destination }
         let lines = chosen.map { d in
             let record = records[d.name]
             let away = record.map { $0.state != .available } ?? false
-            return DestinationLine(
+            var line = DestinationLine(
                 name: d.name, type: d.type, synced: counts[d.name]?[.synced] ?? 0, pending: counts[d.name]?[.pending] ?? 0,
                 uploading: counts[d.name]?[.uploading] ?? 0, failed: counts[d.name]?[.failed] ?? 0, lastSuccess: last[d.name],
                 state: record?.state ?? .available, since: away ? record?.since : nil, lastError: away ? record?.lastError : nil,
                 errorCode: away ? record?.errorCode : nil, nextProbe: away ? record?.nextProbeAt : nil
             )
+            line.removed = removed[d.name] ?? 0
+            return line
         }
         let names = Set(chosen.map(\.name))
         let files: [LedgerEntry]
@@ -111,6 +117,10 @@ public struct StatusReport: Sendable {
             if let etag = receipt.etag { object["etag"] = etag }
         }
         if let synced = entry.syncedAt { object["synced_at"] = JSONText.time(synced) }
+        if let removed = entry.removed {
+            object["removed"] = removed.rawValue
+            object["removed_at"] = JSONText.time(entry.removedAt)
+        }
         return object
     }
 
@@ -118,6 +128,7 @@ public struct StatusReport: Sendable {
         var object: [String: Any] = [
             "name": d.name, "type": d.type, "state": d.state.rawValue, "synced": d.synced, "pending": d.pending,
             "uploading": d.uploading, "failed": d.failed, "waiting": d.waiting, "last_success_at": JSONText.time(d.lastSuccess),
+            "removed": d.removed,
         ]
         if d.state != .available {
             object["since"] = JSONText.time(d.since)
@@ -179,6 +190,11 @@ public struct StatusReport: Sendable {
                 out += "\n\(d.name): unavailable since \(since) (\(why)); \(files), sent when it answers.\n"
             }
         }
+        let removedRows = destinations.filter { $0.removed > 0 }
+        if !removedRows.isEmpty {
+            out += "\nGone from the sources (not counted above): "
+                + removedRows.map { "\($0.name) \($0.removed)" }.joined(separator: ", ") + ".\n"
+        }
         if gatewayRunning {
             out += "\nA gateway (syncgate run) is running on this state file now.\n"
         } else if syncRunning {
@@ -215,6 +231,7 @@ public struct StatusReport: Sendable {
 
     static func fileLine(_ e: LedgerEntry, when: (Date?) -> String) -> String {
         var line = "  [\(e.status.rawValue)] \(e.destination)  \(e.file.path)  attempts=\(e.attempts) last=\(when(e.lastAttemptAt))"
+        if let removed = e.removed { line += " (\(removed.label))" }
         if let next = e.nextRetryAt { line += " next=\(when(next))" }
         if let synced = e.syncedAt, e.status == .synced { line += " synced=\(when(synced))" }
         line += "\n"

@@ -1,0 +1,94 @@
+import Foundation
+
+extension DestinationRun {
+    /// Remote names that mean "already gone" when a deletion is refused with them (the local folder's and the
+    /// plugin protocol's `not-found`, a head unit's, S3's).
+    static let goneCodes: Set<String> = ["not-found", "FILE_NOT_FOUND", "NoSuchKey", "NotFound"]
+
+    /// Deletes the copies of files removed from their source (`delete_remote: true`), after the run's uploads, so
+    /// that a renamed file's new copy is there before its old one goes. A run that would delete more than
+    /// `max_delete` deletes nothing here and says so (exit 1): an unmounted or emptied source must not empty the
+    /// destination. A copy whose name another file of the ledger now uses is kept. Then the rows marked removed
+    /// longer than `recent.completed` ago are dropped (those still to be deleted stay).
+    func handleRemovals() async throws {
+        let settings = destination.settings
+        let name = destination.name
+        if settings.deleteRemote, !options.dryRun, !cancellation.isCancelled, breaker.failure == nil {
+            try await deleteRemoved()
+        }
+        if !options.dryRun {
+            try ledger.dropRemoved(destination: name, before: clock.now() - settings.recentCompleted.seconds, keepingDeletions: settings.deleteRemote)
+        }
+    }
+
+    private func deleteRemoved() async throws {
+        let plugin = destination.destination
+        let name = destination.name
+        let rows = try ledger.remoteDeletions(destination: name)
+        guard !rows.isEmpty else { return }
+        let limit = options.maxDelete ?? destination.settings.maxDelete
+        guard rows.count <= limit else {
+            // The run's summary says it; a gateway, which prints none, logs it.
+            if options.isGatewayPass { logger.error("\(name): \(rows.count) files were removed from the sources; deleting their copies would exceed max_delete (\(limit)), so none was deleted. If the sources are as they should be, raise max_delete or run `syncgate sync --max-delete \(rows.count)` once.") }
+            tally.update { $0.deleteLimits.append(SyncSummary.DeleteLimit(destination: name, wanted: rows.count, limit: limit)) }
+            return
+        }
+        // Names still used by files in the sources (a file of another source, or one that maps to the same name).
+        var inUse = Set<String>()
+        if !(plugin.remoteNamesAreDistinct && sourcesFeeding <= 1) {
+            try ledger.withRows(destination: name) { stream in
+                while let key = stream.key {
+                    if stream.removed == nil, let remote = try? plugin.remoteName(forRelativePath: key.path) { inUse.insert(remote) }
+                    try stream.advance()
+                }
+            }
+        }
+        var kept: [FileKey] = []
+        var byName: [String: [FileKey]] = [:]
+        for row in rows {
+            guard let remote = row.receipt?.remoteName ?? (try? plugin.remoteName(forRelativePath: row.file.path)) else { continue }
+            if inUse.contains(remote) { kept.append(row.file) } else { byName[remote, default: []].append(row.file) }
+        }
+        try ledger.noteRemoteRemoval(kept, destination: name, how: .remoteKept, at: clock.now())
+        let names = byName.keys.sorted()
+        var deleted: [FileKey] = []
+        var failed = 0
+        let chunk = plugin.supportsBatchDelete ? 1000 : 1
+        var index = 0
+        while index < names.count, !cancellation.isCancelled {
+            let group = Array(names[index..<min(names.count, index + chunk)])
+            index += group.count
+            var failures: [String: any Error] = [:]
+            do {
+                try await destination.limits.beforeRequest(clock: clock, cancellation: cancellation)
+                let timeout = destination.settings.attemptTimeout
+                if plugin.supportsBatchDelete {
+                    failures = try await AttemptWatchdog().run(timeout: timeout) { try await plugin.delete(remoteNames: group) }
+                } else {
+                    try await AttemptWatchdog().run(timeout: timeout) { try await plugin.delete(remoteName: group[0]) }
+                }
+            } catch {
+                for remote in group { failures[remote] = error }
+                if plugin.classify(error).scope == .destination || error is AttemptTimeoutError {
+                    logger.warning("\(name): deleting copies of removed files stopped: \(Redactor.shared.redact(DeliveryLayer.describe(error))); the rest are deleted in a later run")
+                    failed += group.count + (names.count - index)
+                    break
+                }
+            }
+            for remote in group {
+                if let error = failures[remote], !DestinationRun.goneCodes.contains((error as? DestinationError)?.code ?? "") {
+                    logger.warning("\(name): cannot delete \(remote) (its source file was removed): \(Redactor.shared.redact(DeliveryLayer.describe(error)))")
+                    failed += 1
+                } else {
+                    deleted.append(contentsOf: byName[remote] ?? [])
+                    logger.info("\(name): deleted \(remote) (its source file was removed)")
+                }
+            }
+        }
+        try ledger.noteRemoteRemoval(deleted, destination: name, how: .remoteDeleted, at: clock.now())
+        tally.update {
+            $0.remoteDeleted += deleted.count
+            $0.remoteDeleteFailed += failed
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+
+/// Marks `removed` the ledger's files that a full walk of their source did not find and that are truly gone: an
+/// `lstat` of the path says it does not exist while the source's folder is there. A file left out for another
+/// reason (excluded, unrouted, in a folder the walk could not read, a symbolic link not followed) still exists and
+/// keeps its rows as they are; a missing or unmounted-and-removed source folder marks nothing.
+///
+/// The walk hands over keys as it passes their rows (``missing(_:)``, ``present(_:)``); the checks and writes run
+/// in batches on a queue of their own, at most two batches behind, so that neither the walk's read transaction nor
+/// its memory grows with the number of files removed.
+final class RemovalDetector: @unchecked Sendable {
+    static let batchSize = 1024
+
+    private let ledger: Ledger
+    private let roots: [String: String]
+    private let now: Date
+    private let queue = DispatchQueue(label: "syncgate.removals")
+    private let slots = DispatchSemaphore(value: 2)
+    private var missingBatch: [FileKey] = []
+    private var presentBatch: [FileKey] = []
+    private var lastMissing: FileKey?
+    private var lastPresent: FileKey?
+    private let lock = NSLock()
+    private var firstError: (any Error)?
+    private var markedFiles = 0
+
+    init(ledger: Ledger, sources: [SourceConfig], now: Date) {
+        self.ledger = ledger
+        self.roots = Dictionary(sources.map { ($0.name, $0.path) }) { a, _ in a }
+        self.now = now
+    }
+
+    /// A row whose file the walk passed without finding it (its rows come one after another: noted once).
+    func missing(_ key: FileKey) {
+        guard key != lastMissing else { return }
+        lastMissing = key
+        missingBatch.append(key)
+        if missingBatch.count >= RemovalDetector.batchSize { flushMissing() }
+    }
+
+    /// A row marked removed whose file the walk found again.
+    func present(_ key: FileKey) {
+        guard key != lastPresent else { return }
+        lastPresent = key
+        presentBatch.append(key)
+        if presentBatch.count >= RemovalDetector.batchSize { flushPresent() }
+    }
+
+    /// Waits for the batches handed over; returns the files marked removed, or throws the first ledger error.
+    func finish() throws -> Int {
+        flushMissing()
+        flushPresent()
+        queue.sync {}
+        return try lock.withLock {
+            if let firstError { throw firstError }
+            return markedFiles
+        }
+    }
+
+    private func flushMissing() {
+        guard !missingBatch.isEmpty else { return }
+        let batch = missingBatch
+        missingBatch = []
+        submit { [self] in
+            let gone = batch.filter(isGone)
+            let marked = try ledger.markRemoved(gone, at: now)
+            lock.withLock { markedFiles += marked }
+        }
+    }
+
+    private func flushPresent() {
+        guard !presentBatch.isEmpty else { return }
+        let batch = presentBatch
+        presentBatch = []
+        submit { [self] in try ledger.clearRemoved(batch) }
+    }
+
+    private func submit(_ work: @escaping @Sendable () throws -> Void) {
+        slots.wait()
+        queue.async { [self] in
+            defer { slots.signal() }
+            do {
+                try work()
+            } catch {
+                lock.withLock { if firstError == nil { firstError = error } }
+            }
+        }
+    }
+
+    /// Whether the file is not there while its source folder is (each source's folder looked at once per batch
+    /// would do; once per file costs one more `stat` of a cached inode).
+    private func isGone(_ key: FileKey) -> Bool {
+        guard let root = roots[key.source], RemovalDetector.isFolder(root) else { return false }
+        var info = stat()
+        if lstat(root + "/" + key.path, &info) == 0 { return false }
+        return errno == ENOENT || errno == ENOTDIR
+    }
+
+    private static func isFolder(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import GRDB
+
+extension Ledger {
+    // MARK: - Files gone from their source
+
+    /// Marks the rows of these files (at every destination) gone from their source, unless already marked.
+    /// Returns how many files had a row marked.
+    @discardableResult
+    public func markRemoved(_ files: [FileKey], at now: Date) throws -> Int {
+        guard !files.isEmpty else { return 0 }
+        return try write { db in
+            let statement = try db.cachedStatement(sql: """
+                UPDATE files SET removed = 'source', removed_at = ?, updated_at = ? WHERE source = ? AND path = ? AND removed IS NULL
+                """)
+            var changed = 0
+            for file in files {
+                try statement.execute(arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path])
+                if db.changesCount > 0 { changed += 1 }
+            }
+            return changed
+        }
+    }
+
+    /// These files are in their source again: their marks go. A row whose copy syncgate deleted keeps its mark
+    /// until the file is recorded pending again (``recordPending(_:at:)`` clears it), since it must be sent again.
+    public func clearRemoved(_ files: [FileKey]) throws {
+        guard !files.isEmpty else { return }
+        try write { db in
+            let statement = try db.cachedStatement(sql: """
+                UPDATE files SET removed = NULL, removed_at = NULL WHERE source = ? AND path = ? AND removed IN ('source', 'moved', 'remote-kept')
+                """)
+            for file in files { try statement.execute(arguments: [file.source, file.path]) }
+        }
+    }
+
+    /// Marks the rows of files about to be deleted from their source `moved`, durably (the write-ahead log is
+    /// flushed to disk before this returns): a file is deleted only once this mark, and so every `synced` before
+    /// it, would survive a power cut.
+    public func markMoved(_ files: [FileKey], at now: Date) throws {
+        guard !files.isEmpty else { return }
+        try durably { db in
+            let statement = try db.cachedStatement(sql: """
+                UPDATE files SET removed = 'moved', removed_at = ?, updated_at = ? WHERE source = ? AND path = ?
+                """)
+            for file in files {
+                try statement.execute(arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path])
+            }
+        }
+    }
+
+    /// Rows of a destination whose file is gone from its source while a copy may still be there (it was delivered
+    /// once): what `delete_remote` deletes. Receipts included (the name the copy was stored under).
+    public func remoteDeletions(destination: String) throws -> [LedgerEntry] {
+        try read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT \(Ledger.columns) FROM files WHERE destination = ? AND removed = 'source' AND synced_at IS NOT NULL
+                ORDER BY source, path
+                """, arguments: [destination]).map(Ledger.entry)
+        }
+    }
+
+    /// Records what `delete_remote` did with a row's copy (``Removal/remoteDeleted`` or ``Removal/remoteKept``);
+    /// the row is dropped `recent.completed` later.
+    public func noteRemoteRemoval(_ files: [FileKey], destination: String, how: Removal, at now: Date) throws {
+        guard !files.isEmpty else { return }
+        try write { db in
+            let statement = try db.cachedStatement(sql: """
+                UPDATE files SET removed = ?, removed_at = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ? AND removed = 'source'
+                """)
+            for file in files {
+                try statement.execute(arguments: [how.rawValue, now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
+            }
+        }
+    }
+
+    /// Drops a destination's rows marked removed before `before`, except, with `keepingDeletions`, those whose copy
+    /// `delete_remote` has still to delete. Returns how many.
+    @discardableResult
+    public func dropRemoved(destination: String, before: Date, keepingDeletions: Bool) throws -> Int {
+        try write(notify: false) { db in
+            try db.execute(sql: """
+                DELETE FROM files WHERE destination = ? AND removed IS NOT NULL AND removed_at < ?
+                    AND NOT (? AND removed = 'source' AND synced_at IS NOT NULL)
+                """, arguments: [destination, before.timeIntervalSince1970, keepingDeletions])
+            return db.changesCount
+        }
+    }
+
+    /// The rows of one source's files that are still there, in key order, as a stream (see ``withRows(destination:_:)``).
+    public func withPresentRows<T>(source: String, _ body: (LedgerRowStream) throws -> T) throws -> T {
+        try read { db in
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files WHERE source = ? AND removed IS NULL ORDER BY source, path, destination",
+                arguments: [source])
+            let stream = LedgerRowStream(rows)
+            try stream.advance()
+            return try body(stream)
+        }
+    }
+
+    /// Rows marked removed per destination (still in the ledger: `status` shows them apart).
+    public func removedCounts() throws -> [String: Int] {
+        try read { db in
+            var result: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT destination, COUNT(*) AS n FROM files WHERE removed IS NOT NULL GROUP BY destination") {
+                result[row["destination"]] = row["n"]
+            }
+            return result
+        }
+    }
+}
