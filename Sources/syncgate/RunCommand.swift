@@ -99,7 +99,7 @@ struct RunCommand: AsyncParsableCommand {
                 gateway.rescanAll(reason: "the watches are set")
                 for await event in watcher.events {
                     switch event {
-                    case .files(let files): gateway.filesChanged(files)
+                    case .files(let files), .removed(let files): gateway.filesChanged(files)
                     case .rescan(let reason): gateway.rescanAll(reason: reason)
                     }
                 }

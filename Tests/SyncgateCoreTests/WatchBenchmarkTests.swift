@@ -84,6 +84,8 @@ struct WatchBenchmarkTests {
                     }
                 case .rescan:
                     counts.add(rescans: 1)
+                case .removed:
+                    break
                 }
             }
         }

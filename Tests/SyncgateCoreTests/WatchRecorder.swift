@@ -78,6 +78,14 @@ final class WatchRecorder: @unchecked Sendable {
         }
     }
 
+    /// Paths reported deleted or renamed away, in order.
+    var removedPaths: [String] {
+        events.flatMap { event -> [String] in
+            if case .removed(let keys) = event { return keys.map(\.path) }
+            return []
+        }
+    }
+
     var rescans: [String] {
         events.compactMap { event in
             if case .rescan(let reason) = event { return reason }

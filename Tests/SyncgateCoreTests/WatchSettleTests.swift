@@ -84,6 +84,27 @@ struct WatchSettleTests {
         #expect(recorder.paths.sorted() == expected, "\(recorder.paths), the draft lived \(lived)")
     }
 
+    /// Deleted and renamed-away files are reported at once as removed (a file deleted while it settles, too), a
+    /// folder's files as `rm -r` deletes them; the renamed file's new name settles as usual.
+    @Test func deletedAndRenamedAwayFilesAreReportedRemovedAtOnce() async throws {
+        let dir = try TemporaryDirectory("sg-watch")
+        defer { dir.remove() }
+        try dir.write("old.txt", "old")
+        try dir.write("moving.txt", "moving")
+        try dir.write("tree/a/b.txt", "b")
+        let recorder = try await WatchRecorder.watching(dir.path, settle: .milliseconds(300))
+        defer { recorder.stop() }
+        try FileManager.default.removeItem(at: dir.file("old.txt"))
+        try FileManager.default.moveItem(at: dir.file("moving.txt"), to: dir.file("moved.txt"))
+        try FileManager.default.removeItem(at: dir.file("tree"))
+        try dir.write("brief.txt", "written then deleted before it settles")
+        try FileManager.default.removeItem(at: dir.file("brief.txt"))
+        #expect(await recorder.wait { Set(recorder.removedPaths) == ["old.txt", "moving.txt", "tree/a/b.txt", "brief.txt"] && recorder.count("moved.txt") == 1 },
+                "removed \(recorder.removedPaths), reported \(recorder.paths)")
+        #expect(!recorder.paths.contains("brief.txt"))
+        #expect(recorder.rescans.isEmpty)
+    }
+
     @Test func aFileWrittenSlowlyIsReportedOnceAfterItsLastWrite() async throws {
         let dir = try TemporaryDirectory("sg-watch")
         defer { dir.remove() }

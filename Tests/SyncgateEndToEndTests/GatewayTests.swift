@@ -254,4 +254,41 @@ struct GatewayTests {
         #expect(!dir.exists("synced/big.bin.part"))
         #expect(await stop(gateway) == 0)
     }
+
+    /// Move and mirror in a gateway (the periodic rescan is 10 minutes away: only the watches can tell): a file
+    /// dropped into the inbox is delivered, then deleted from it; a file deleted from the outbox has its copy deleted
+    /// at the mirror (not at the archive), and a folder left empty there goes with it.
+    @Test func aGatewayMovesAndMirrorsWithinSeconds() async throws {
+        defer { dir.remove() }
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources:
+              - {name: outbox, path: outbox}
+              - {name: inbox, path: inbox, after_sync: delete}
+            gateway: { settle: 200ms, rescan_interval: 10m }
+            destinations:
+              - {name: archive, type: local, path: archive}
+              - {name: mirror, type: local, path: mirror, delete_remote: true}
+            routes:
+              - {sources: [outbox], to: [archive, mirror]}
+              - {sources: [inbox], to: [archive]}
+            """)
+        try dir.write("outbox/keep.txt", "keep")
+        try dir.write("outbox/deep/gone.txt", "gone")
+        try FileManager.default.createDirectory(at: dir.file("inbox"), withIntermediateDirectories: true)
+        let gateway = try startGateway()
+        #expect(try await eventually { log.contains("the watches are set") && dir.exists("mirror/deep/gone.txt") }, "\(log)")
+
+        try dir.write("inbox/drop.csv", "a,b\n1,2\n")
+        #expect(try await eventually(15) { (try? dir.read("archive/drop.csv")) == Data("a,b\n1,2\n".utf8) && !dir.exists("inbox/drop.csv") },
+                "delivered, then deleted from the inbox: \(log)")
+
+        try FileManager.default.removeItem(at: dir.file("outbox/deep/gone.txt"))
+        #expect(try await eventually(15) { !dir.exists("mirror/deep") }, "the mirror's copy and its empty folder go: \(log)")
+        #expect(dir.exists("archive/deep/gone.txt") && dir.exists("mirror/keep.txt"))
+        let status = try await statusJSON()
+        let mirror = (status["destinations"] as? [[String: Any]])?.first { $0["name"] as? String == "mirror" }
+        #expect(mirror?["synced"] as? Int == 1, "\(String(describing: mirror))")
+        #expect(await stop(gateway) == 0)
+    }
 }

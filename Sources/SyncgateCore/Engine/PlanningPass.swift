@@ -49,7 +49,7 @@ final class PlanningPass: @unchecked Sendable {
          cancellation: CancellationHandle, waveSize: Int, paths: [FileKey]? = nil, detectsRemovals: Bool = false, now: Date = Date(),
          warn: @escaping @Sendable (ScanWarning) -> Void) {
         self.paths = paths
-        self.removals = detectsRemovals && paths == nil ? RemovalDetector(ledger: ledger, sources: config.sources, now: now) : nil
+        self.removals = detectsRemovals ? RemovalDetector(ledger: ledger, sources: config.sources, now: now) : nil
         self.config = config
         self.ledger = ledger
         self.planners = planners
@@ -96,10 +96,26 @@ final class PlanningPass: @unchecked Sendable {
         }
         if paths != nil {
             // A few chosen files: each one's rows are looked up by its key, not read beside a walk.
+            var found = Set<FileKey>()
             while !stopping, let file = peek() {
                 try handOver(final: false)
                 chunkIndex += 1
+                found.insert(file.key)
                 try ledger.withRows(file: file.key) { rows in try consider(file, rows: rows) }
+            }
+            // Those not found (deleted, renamed away): their rows are marked removed once the file is seen gone.
+            if let removals, let paths, !stopping {
+                for key in Set(paths).subtracting(found) {
+                    try ledger.withRows(file: key) { rows in
+                        while rows.key == key {
+                            if rows.removed == nil {
+                                removals.missing(key)
+                                return
+                            }
+                            try rows.advance()
+                        }
+                    }
+                }
             }
             tally.update { $0.files = fileCount }
             if !stopping { try handOver(final: true) }
@@ -158,7 +174,7 @@ final class PlanningPass: @unchecked Sendable {
                     }
                 }
                 wholeSourcesLeft.remove(source)
-                if removals != nil && !stopping { finishedSources.append(source) }
+                if removals != nil && paths == nil && !stopping { finishedSources.append(source) }
             }
         }
         return chunk[chunkIndex]

@@ -13,6 +13,7 @@ final class InotifyWatch: @unchecked Sendable {
     static let movedFrom = UInt32(IN_MOVED_FROM)
     static let movedTo = UInt32(IN_MOVED_TO)
     static let create = UInt32(IN_CREATE)
+    static let delete = UInt32(IN_DELETE)
     static let deleteSelf = UInt32(IN_DELETE_SELF)
     static let moveSelf = UInt32(IN_MOVE_SELF)
     static let unmount = UInt32(IN_UNMOUNT)
@@ -29,10 +30,10 @@ final class InotifyWatch: @unchecked Sendable {
     /// makes a folder watched, and a hard or symbolic link (which gets no other event) seen (a new empty file waits
     /// for its writes, see ``WatchLoop``); `IN_ATTRIB` catches a modification time
     /// set after the write (`touch`, `cp -p`, `rsync -t`), which the planner compares; `IN_MOVED_FROM` drops a file
-    /// renamed away and unwatches a folder renamed away; the `_SELF` events say a watched folder itself went.
-    /// `IN_DELETE` is not asked for: deletions are not sent anywhere. `IN_EXCL_UNLINK`: no events for files
-    /// already unlinked.
-    static let folderMask = modify | attrib | closeWrite | movedFrom | movedTo | create | deleteSelf | moveSelf
+    /// renamed away and unwatches a folder renamed away; `IN_DELETE` and `IN_MOVED_FROM` of a file hand its path
+    /// over at once, so that its rows are marked removed (and `delete_remote` deletes its copies) in seconds; the
+    /// `_SELF` events say a watched folder itself went. `IN_EXCL_UNLINK`: no events for files already unlinked.
+    static let folderMask = modify | attrib | closeWrite | movedFrom | movedTo | create | delete | deleteSelf | moveSelf
         | onlyDirectory | excludeUnlinked
 
     /// Fixed part of `struct inotify_event`: wd, mask, cookie, len (then `len` bytes of NUL-padded name).

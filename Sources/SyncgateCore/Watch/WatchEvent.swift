@@ -6,6 +6,9 @@ public enum WatchEvent: Sendable, Hashable {
     /// reported may be gone by the time it is planned (deleted or renamed meanwhile), which the planner treats as
     /// it would in a walk.
     case files([FileKey])
+    /// Files deleted from a source or renamed away (at once, nothing to settle), in the order of ``files(_:)``: the
+    /// planner marks their rows removed once it finds them gone (see ``RemovalDetector``).
+    case removed([FileKey])
     /// The watches can no longer say exactly what changed (the kernel's event queue overflowed, a source folder
     /// was removed or replaced, a watch was lost, the watch limit was reached, or more files changed at once than
     /// the watcher keeps): walk every source (a full pass). Every change made before this event is found by a walk

@@ -63,6 +63,8 @@ final class WatchLoop: @unchecked Sendable {
     var toStamp: [SettleQueue.Key] = []
     /// Files created since the last stamps, not armed yet: see ``armCreated()``.
     var created: [SettleQueue.Key] = []
+    /// Files deleted or renamed away since the last round: handed over as they are (nothing to settle).
+    var removed: [FileKey] = []
     /// Rescans to ask for once this round's watches are set (so the walk that answers sees what they miss).
     var rescanReasons: [String] = []
     var overflowed = false
@@ -228,8 +230,11 @@ final class WatchLoop: @unchecked Sendable {
             return
         }
         let key = SettleQueue.Key(source: place.source, path: relative)
-        if mask & InotifyWatch.movedFrom != 0 {
-            pending.remove(key)  // renamed away: its new name (if in a source) has an event of its own
+        if mask & (InotifyWatch.movedFrom | InotifyWatch.delete) != 0 {
+            // Deleted, or renamed away (its new name, if in a source, has an event of its own): the planner marks its
+            // rows removed once it finds it gone.
+            pending.remove(key)
+            if source.selects(relative) { removed.append(FileKey(source: source.name, path: relative)) }
             return
         }
         if source.selects(relative) {
@@ -313,6 +318,8 @@ final class WatchLoop: @unchecked Sendable {
             }
         }
         outbox.add(readyKeys)
+        outbox.addRemoved(removed)
+        if removed.count > 65_536 { removed = [] } else { removed.removeAll(keepingCapacity: true) }
     }
 
     /// What a path is now, following a link only with `follow_symlinks` (and warning, if asked, what a walk warns).

@@ -7,6 +7,7 @@ import Foundation
 final class WatchOutbox: @unchecked Sendable {
     private let lock = NSLock()
     private var files: Set<FileKey> = []
+    private var removed: Set<FileKey> = []
     private var reasons: [String] = []
     private var finished = false
     private var waiters: [CheckedContinuation<WatchEvent?, Never>] = []
@@ -33,11 +34,26 @@ final class WatchOutbox: @unchecked Sendable {
         }
     }
 
+    /// Files deleted or renamed away. Dropped while a rescan waits, as files are.
+    func addRemoved(_ keys: [FileKey]) {
+        guard !keys.isEmpty else { return }
+        lock.withLock {
+            guard !finished, reasons.isEmpty else { return }
+            removed.formUnion(keys)
+            if removed.count > limit {
+                removed = []
+                reasons.append("more than \(limit) removed files waited to be planned")
+            }
+            deliverLocked()
+        }
+    }
+
     /// Asks for a rescan: it supersedes the files waiting.
     func rescan(_ reason: String) {
         lock.withLock {
             guard !finished else { return }
             files = []
+            removed = []
             if !reasons.contains(reason) && reasons.count < WatchOutbox.maxReasons { reasons.append(reason) }
             deliverLocked()
         }
@@ -48,6 +64,7 @@ final class WatchOutbox: @unchecked Sendable {
         let waiting: [CheckedContinuation<WatchEvent?, Never>] = lock.withLock {
             finished = true
             files = []
+            removed = []
             reasons = []
             defer { waiters = [] }
             return waiters
@@ -84,8 +101,13 @@ final class WatchOutbox: @unchecked Sendable {
             defer {
                 reasons = []
                 files = []
+                removed = []
             }
             return .rescan(reason: reasons.joined(separator: "; "))
+        }
+        if !removed.isEmpty {
+            defer { removed = [] }
+            return .removed(removed.sorted())
         }
         guard !files.isEmpty else { return nil }
         defer { files = [] }
