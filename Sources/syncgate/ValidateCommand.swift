@@ -24,6 +24,7 @@ struct ValidateCommand: AsyncParsableCommand {
             var notes = source.followSymlinks ? " (follows links)" : ""
             if source.optional { notes += source.checkFolder() == nil ? " (optional)" : " (optional, missing now)" }
             if source.minAge > .zero { notes += " (min_age \(source.minAge.syncgateText))" }
+            if source.afterSync == .delete { notes += " (after_sync: delete)" }
             Console.out("  \(source.name): \(source.path)  include \(source.include.patterns) exclude \(source.exclude.patterns)\(notes)")
         }
         Console.out("artwork: \(config.artwork.patterns)")
@@ -36,7 +37,8 @@ struct ValidateCommand: AsyncParsableCommand {
         Console.out("routes:")
         for route in config.routes {
             let from = route.sources.map { " from \($0.joined(separator: ", "))" } ?? ""
-            Console.out("  \(route.match.patterns)\(from) -> \(route.to.joined(separator: ", "))")
+            let after = route.afterSync.map { " (after_sync: \($0.rawValue))" } ?? ""
+            Console.out("  \(route.match.patterns)\(from) -> \(route.to.joined(separator: ", "))\(after)")
         }
     }
 
@@ -49,6 +51,7 @@ struct ValidateCommand: AsyncParsableCommand {
         }
         if settings.minInterval > .zero { text += ", min interval \(settings.minInterval.syncgateText)" }
         if let bandwidth = settings.bandwidth { text += ", bandwidth \(bandwidth)" }
+        if settings.deleteRemote { text += ", delete_remote (max_delete \(settings.maxDelete))" }
         return text
     }
 }
