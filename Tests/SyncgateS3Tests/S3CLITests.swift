@@ -131,6 +131,40 @@ struct S3CLITests {
         #expect(!everything.contains(server.secretAccessKey), "the secret leaked into output")
     }
 
+    /// `delete_remote: true` against moto: files removed from the source are deleted from the bucket (DeleteObjects),
+    /// the others stay; a run that would delete more than `max_delete` deletes none (exit 1).
+    @Test func deleteRemoteMirrorsRemovalsIntoTheBucket() async throws {
+        let server = try await S3TestServer(buckets: ["mirror"])
+        defer { server.stop() }
+        let work = try Workspace(endpoint: server.endpoint, bucket: "mirror", environment: Self.environment(server))
+        defer { work.dir.remove() }
+        let config = work.dir.file("plugins.yaml")
+        let text = try String(contentsOf: config, encoding: .utf8)
+        try text.replacingOccurrences(of: "    concurrency: 4\n", with: "    concurrency: 4\n    delete_remote: true\n    max_delete: 3\n")
+            .write(to: config, atomically: true, encoding: .utf8)
+        for i in 0..<6 { try work.dir.write("outbox/d\(i % 2)/f\(i).txt", "file \(i)") }
+        let first = try await work.run(["sync"])
+        #expect(first.status == 0, "\(first.stderr)")
+
+        for i in 0..<4 { try FileManager.default.removeItem(at: work.dir.file("outbox/d\(i % 2)/f\(i).txt")) }
+        let limited = try await work.run(["sync", "--json"])
+        #expect(limited.status == 1, "\(limited.stderr)")
+        #expect((Workspace.summary(limited)?["delete_limits"] as? [[String: Any]])?.first?["wanted"] as? Int == 4)
+        let readBack = try TemporaryDirectory("s3-cli-mirror")
+        defer { readBack.remove() }
+        #expect(try await server.objects(bucket: "mirror", into: readBack.file("limited")).count == 6, "nothing deleted")
+
+        let allowed = try await work.run(["sync", "--json", "--max-delete", "4"])
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        #expect(Workspace.summary(allowed)?["remote_deleted"] as? Int == 4)
+        let left = try await server.objects(bucket: "mirror", into: readBack.file("after"))
+        #expect(Set(left.keys) == ["outbox-d0/f4.txt", "outbox-d1/f5.txt"])
+        #expect(server.requests("POST").contains { $0.contains("delete") }, "deleted with DeleteObjects")
+        let status = try await work.status()
+        let bucket = (status["destinations"] as? [[String: Any]])?.first
+        #expect(bucket?["synced"] as? Int == 2, "\(String(describing: bucket))")
+    }
+
     @Test func wrongSecretBlocksTheDestinationWithTheS3ErrorInStatus() async throws {
         let server = try await S3TestServer(buckets: ["wrong"])
         defer { server.stop() }
