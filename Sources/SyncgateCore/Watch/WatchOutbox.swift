@@ -21,28 +21,19 @@ final class WatchOutbox: @unchecked Sendable {
     }
 
     /// Files that settled. Dropped while a rescan waits: the walk that follows it finds them.
-    func add(_ keys: [FileKey]) {
-        guard !keys.isEmpty else { return }
-        lock.withLock {
-            guard !finished, reasons.isEmpty else { return }
-            files.formUnion(keys)
-            if files.count > limit {
-                files = []
-                reasons.append("more than \(limit) files waited to be planned")
-            }
-            deliverLocked()
-        }
-    }
+    func add(_ keys: [FileKey]) { add(keys, to: \.files, what: "files") }
 
     /// Files deleted or renamed away. Dropped while a rescan waits, as files are.
-    func addRemoved(_ keys: [FileKey]) {
+    func addRemoved(_ keys: [FileKey]) { add(keys, to: \.removed, what: "removed files") }
+
+    private func add(_ keys: [FileKey], to set: ReferenceWritableKeyPath<WatchOutbox, Set<FileKey>>, what: String) {
         guard !keys.isEmpty else { return }
         lock.withLock {
             guard !finished, reasons.isEmpty else { return }
-            removed.formUnion(keys)
-            if removed.count > limit {
-                removed = []
-                reasons.append("more than \(limit) removed files waited to be planned")
+            self[keyPath: set].formUnion(keys)
+            if self[keyPath: set].count > limit {
+                self[keyPath: set] = []
+                reasons.append("more than \(limit) \(what) waited to be planned")
             }
             deliverLocked()
         }
