@@ -40,6 +40,8 @@ struct MoveCrashTests {
             }
         }
         try dir.write("keep/report.txt", "kept")
+        try addFiles(0)
+        #expect(try await cli.run(["sync"]).status == 0)
 
         func check(after moment: String) throws -> [String] {
             var problems: [String] = []
@@ -56,15 +58,10 @@ struct MoveCrashTests {
             return problems
         }
 
-        // One round timed whole first: the kills of the other rounds land anywhere from the start of a run to a
-        // little past its end (before, during and after its deliveries and deletions).
-        try addFiles(0)
-        let started = ContinuousClock.now
-        let timed = try await cli.run(["sync"])
-        let runLength = ContinuousClock.now - started
-        #expect(timed.status == 0, "\(timed.stderr.suffix(2000))")
-        #expect(try check(after: "a whole run").isEmpty)
-        let span = max(200, Int(runLength.seconds * 1300))
+        // Each round's kill lands at a random moment within a span that follows how long runs take on this machine
+        // now: longer after a run that ended before its kill, shorter after one cut short. So the moments keep
+        // falling before, during and after a run's deliveries and deletions, loaded machine or not.
+        var span = 600.0
         var moments: [Int] = []
         var cutShort = 0
         for round in 1...Self.kills {
@@ -72,19 +69,22 @@ struct MoveCrashTests {
             let delay = 10 + Int(generator.next() % UInt64(span))
             moments.append(delay)
             let process = try cli.start(["sync"])
-            try await Task.sleep(for: .milliseconds(delay))
+            let deadline = ContinuousClock.now + .milliseconds(delay)
+            while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
             kill(process.processIdentifier, SIGKILL)
             await ProcessRunner.waitForExit(process)
-            if process.terminationReason == .uncaughtSignal { cutShort += 1 }
+            let wasCut = process.terminationReason == .uncaughtSignal
+            if wasCut { cutShort += 1 }
+            span = wasCut ? min(span * 1.5, 60_000) : max(span * 0.6, 50)
             let problems = try check(after: "kill at \(delay) ms")
             #expect(problems.isEmpty, "\(problems.prefix(5))")
             if !problems.isEmpty { return }
-            // The next run starts from what this one left: one more run (not killed) finishes it, so each round's
-            // run is about as long as the timed one.
+            // The next run starts from what this one left: one more run (not killed) finishes it, so that each
+            // round's run is about as long as the one before.
             _ = try await cli.run(["sync"])
             #expect(try check(after: "the run after the kill at \(delay) ms").isEmpty)
         }
-        #expect(cutShort >= 1, "no run was cut short (moments \(moments) ms, a whole run \(runLength))")
+        #expect(cutShort >= 1 && cutShort < Self.kills, "runs cut short: \(cutShort) (moments \(moments) ms): some must be, some not")
         let movedBeforeEnd = expected.keys.filter { !dir.exists("inbox/" + $0) }.count
 
         var last: ProcessResult? = nil
@@ -96,7 +96,7 @@ struct MoveCrashTests {
         #expect(try check(after: "the final run").isEmpty)
         let left = try FileManager.default.subpathsOfDirectory(atPath: dir.file("inbox").path).filter { $0.hasSuffix(".bin") }
         #expect(left.isEmpty, "every file moved: \(left.prefix(5))")
-        print("move under kill -9: a whole run \(runLength); \(cutShort) of \(Self.kills) runs cut short at \(moments) ms; \(movedBeforeEnd) of \(expected.count) files moved before the final run")
+        print("move under kill -9: \(cutShort) of \(Self.kills) runs cut short at \(moments) ms; \(movedBeforeEnd) of \(expected.count) files moved before the final run")
 
         // The moved rows are not counted (they are listed apart until dropped, `recent.completed` later); the kept
         // file is.

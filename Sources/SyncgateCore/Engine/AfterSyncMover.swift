@@ -16,6 +16,8 @@ struct AfterSyncMover {
 
     /// Files checked and deleted per durable mark.
     static let batchSize = 256
+    /// One mover at a time in a process: a gateway's destinations end their passes independently.
+    private static let running = NSLock()
 
     /// A file every destination holds, with what was delivered.
     private struct Candidate {
@@ -28,6 +30,8 @@ struct AfterSyncMover {
     /// Runs over every source some of whose files are deleted after delivery; returns the files deleted and the
     /// failures (one line each).
     func run(cancellation: CancellationHandle) throws -> (moved: Int, failures: [String]) {
+        AfterSyncMover.running.lock()
+        defer { AfterSyncMover.running.unlock() }
         var moved = 0
         var failures: [String] = []
         for name in config.sourcesDeletingAfterSync {
@@ -45,19 +49,22 @@ struct AfterSyncMover {
                 var kept: [FileKey] = []
                 for (candidate, identity) in checked {
                     let path = source.path + "/" + candidate.key.path
-                    if let problem = AfterSyncMover.unlink(path, expected: identity) {
-                        kept.append(candidate.key)
-                        if let problem {
-                            failures.append("\(source.name)/\(candidate.key.path): \(problem)")
-                            logger.error("\(source.name): cannot delete \(candidate.key.path) after delivery: \(problem)")
-                        }
-                    } else {
+                    switch AfterSyncMover.unlink(path, expected: identity) {
+                    case .deleted:
                         moved += 1
                         logger.info("\(source.name): deleted \(candidate.key.path), delivered to every destination (after_sync: delete)")
+                    case .alreadyGone:
+                        break  // deleted meanwhile by someone else: every destination holds it all the same
+                    case .changed:
+                        kept.append(candidate.key)
+                    case .failed(let problem):
+                        kept.append(candidate.key)
+                        failures.append("\(source.name)/\(candidate.key.path): \(problem)")
+                        logger.error("\(source.name): cannot delete \(candidate.key.path) after delivery: \(problem)")
                     }
                 }
                 // Files still there (changed in the meantime, or not deletable) are not `moved`.
-                try ledger.clearRemoved(kept)
+                try ledger.clearMoved(kept)
             }
         }
         return (moved, failures)
@@ -101,13 +108,18 @@ struct AfterSyncMover {
         return before
     }
 
-    /// Unlinks `path` if it is still the file checked. Returns nil when deleted; `.some(nil)` when it changed
-    /// since (it stays, quietly: it is sent again); `.some(reason)` when it could not be deleted.
-    private static func unlink(_ path: String, expected: FileIdentity) -> String?? {
-        guard FileIdentity(path: path) == expected else { return .some(nil) }
-        if Glibc.unlink(path) == 0 { return nil }
+    private enum Unlinked {
+        case deleted, alreadyGone, changed
+        case failed(String)
+    }
+
+    /// Unlinks `path` if it is still the file checked; a file changed since stays, quietly (it is sent again).
+    private static func unlink(_ path: String, expected: FileIdentity) -> Unlinked {
+        guard let current = FileIdentity(path: path) else { return .alreadyGone }
+        guard current == expected else { return .changed }
+        if Glibc.unlink(path) == 0 { return .deleted }
         let code = errno
-        if code == ENOENT { return nil }
-        return .some(String(cString: strerror(code)))
+        if code == ENOENT { return .alreadyGone }
+        return .failed(String(cString: strerror(code)))
     }
 }

@@ -23,12 +23,23 @@ extension Ledger {
     }
 
     /// These files are in their source again: their marks go. A row whose copy syncgate deleted keeps its mark
-    /// until the file is recorded pending again (``recordPending(_:at:)`` clears it), since it must be sent again.
+    /// until the file is recorded pending again (``recordPending(_:at:)`` clears it), since it must be sent again;
+    /// a `moved` row keeps it too (a walk may see the file between the mark and the unlink, see ``AfterSyncMover``):
+    /// such a file found again is a new file once the row is dropped.
     public func clearRemoved(_ files: [FileKey]) throws {
+        try clearMarks(files, of: "'source', 'remote-kept'")
+    }
+
+    /// Files marked `moved` that were not deleted after all (changed meanwhile, or not deletable): unmarked.
+    public func clearMoved(_ files: [FileKey]) throws {
+        try clearMarks(files, of: "'moved'")
+    }
+
+    private func clearMarks(_ files: [FileKey], of kinds: String) throws {
         guard !files.isEmpty else { return }
         try write { db in
             let statement = try db.cachedStatement(sql: """
-                UPDATE files SET removed = NULL, removed_at = NULL WHERE source = ? AND path = ? AND removed IN ('source', 'moved', 'remote-kept')
+                UPDATE files SET removed = NULL, removed_at = NULL WHERE source = ? AND path = ? AND removed IN (\(kinds))
                 """)
             for file in files { try statement.execute(arguments: [file.source, file.path]) }
         }
