@@ -34,21 +34,21 @@ struct HeadUnitAvailabilityTests {
         let files = try HeadUnitFixtures()
         defer { files.remove() }
         // A connect timeout far above the bounds below: a refused connect must not wait for it.
-        let destination = HeadUnitFixtures.destination(port: Loopback.freePort(), connectTimeout: .seconds(60))
+        let destination = HeadUnitFixtures.destination(port: Loopback.freePort(), connectTimeout: .seconds(900))
         let item = try files.item("a.png", HeadUnitFixtures.bytes(100, seed: 1))
         let upload = await HeadUnitFixtures.outcome { _ = try await destination.upload(item) { _ in } }
         let error = try #require(upload.error as? DestinationError)
         #expect(error.classification == Self.unavailable, "\(error)")
         #expect(destination.classify(error) == Self.unavailable)
         #expect(error.code == "connect-failed" && error.message.contains("refused"), "\(error)")
-        // Refused, not waited for: well under the 60 s connect timeout (the bound is generous: in the full suite other
-        // tests keep the machine's two cores and the cooperative pool busy).
-        #expect(upload.elapsed < .seconds(45), "\(upload.elapsed)")
+        // Refused, not waited for: well under the 900 s connect timeout (the bound is generous: in the full suite the
+        // first minute's hundreds of tests starting at once on two cores have held every test up for 46 s).
+        #expect(upload.elapsed < .seconds(300), "\(upload.elapsed)")
         let listing = await HeadUnitFixtures.outcome { _ = try await destination.list() }
         #expect((listing.error as? DestinationError)?.classification == Self.unavailable)
         let probe = await HeadUnitFixtures.outcome { try await destination.probe() }
         #expect((probe.error as? DestinationError)?.code == "connect-failed")
-        #expect(probe.elapsed < .seconds(45))
+        #expect(probe.elapsed < .seconds(300))
         // prepare does not fail files for a head unit that is away: the uploads meet the error themselves.
         #expect(try await destination.prepare([item]).isEmpty)
         await destination.finish()
