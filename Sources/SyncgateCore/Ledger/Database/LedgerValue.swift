@@ -1,0 +1,23 @@
+/// A value bound to a ledger statement or read from a row, the same for both engines.
+enum LedgerValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case boolean(Bool)
+}
+
+/// What can be bound to a `?` of a ledger statement.
+protocol LedgerBindable {
+    var ledgerValue: LedgerValue { get }
+}
+
+extension String: LedgerBindable { var ledgerValue: LedgerValue { .text(self) } }
+extension Int: LedgerBindable { var ledgerValue: LedgerValue { .integer(Int64(self)) } }
+extension Int64: LedgerBindable { var ledgerValue: LedgerValue { .integer(self) } }
+extension Double: LedgerBindable { var ledgerValue: LedgerValue { .real(self) } }
+extension Bool: LedgerBindable { var ledgerValue: LedgerValue { .boolean(self) } }
+extension LedgerValue: LedgerBindable { var ledgerValue: LedgerValue { self } }
+extension Optional: LedgerBindable where Wrapped: LedgerBindable {
+    var ledgerValue: LedgerValue { self?.ledgerValue ?? .null }
+}
