@@ -79,16 +79,17 @@ struct PostgresStateTests {
             // One sync or gateway at a time: a gateway holds the state, a sync is told so (exit 75).
             let gateway = try cli.start(["run"])
             defer { ProcessRunner.stop(gateway) }
-            var busy: ProcessResult? = nil
-            for _ in 0..<100 {
-                let attempt = try await cli.run(["sync"])
-                if attempt.status == 75, attempt.stderr.contains("a gateway (pid \(gateway.processIdentifier)) is running on \(shown)") {
-                    busy = attempt
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(200))
+            var state = location
+            state.password = Secret(PostgresTestServer.password)
+            let deadline = Date().addingTimeInterval(60)
+            while !StateLock.gatewayHolds(state: .postgres(state)), gateway.isRunning, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(100))
             }
-            #expect(busy != nil, "a sync beside a running gateway must be refused")
+            try #require(gateway.isRunning, "the gateway exited (\(gateway.terminationStatus))")
+            let busy = try await cli.run(["sync"])
+            results.append(busy)
+            #expect(busy.status == 75, "\(busy.stderr)")
+            #expect(busy.stderr.contains("a gateway (pid \(gateway.processIdentifier)) is running on \(shown)"), "\(busy.stderr)")
             let statusBeside = try await cli.run(["status", "--json"])
             results.append(statusBeside)
             #expect(SyncgateCLI.json(statusBeside.stdout)?["gateway_running"] as? Bool == true, "\(statusBeside.stdout)")
