@@ -113,7 +113,8 @@ struct RunCommand: AsyncParsableCommand {
                 watcher?.stop()
                 watching.cancel()
                 Console.error(error.description)
-                throw ExitCode(error.stateLost ? ExitStatus.config : ExitStatus.failed)
+                // A PostgreSQL state that went away (`temporary`): the next run resumes from what was committed.
+                throw ExitCode(error.stateLost ? ExitStatus.config : error.temporary ? ExitStatus.retryScheduled : ExitStatus.failed)
             }
             rescans.cancel()
             watcher?.stop()

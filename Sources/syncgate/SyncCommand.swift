@@ -141,7 +141,8 @@ struct SyncRunner {
             })
         } catch let error as LedgerError {
             Console.error(error.description)
-            throw ExitCode(error.stateLost ? ExitStatus.config : ExitStatus.failed)
+            // A PostgreSQL state that went away (`temporary`): the next run resumes from what was committed.
+            throw ExitCode(error.stateLost ? ExitStatus.config : error.temporary ? ExitStatus.retryScheduled : ExitStatus.failed)
         }
         progressLine?.finish()
         if Console.isOutputClosed { throw ExitCode(141) }

@@ -102,6 +102,23 @@ struct PostgresStateTests {
         }
     }
 
+    /// A PostgreSQL server that is not there is a reason to try again later (exit 75), not a broken config; its
+    /// password is not printed.
+    @Test func anUnreachableServerExits75() async throws {
+        defer { dir.remove() }
+        let port = Loopback.freePort()
+        try writeConfig(state: "\"postgres://syncgate:unreachable-pw-9@127.0.0.1:\(port)/ledger\"")
+        try dir.write("outbox/a.txt", "alpha")
+        for command in [["sync"], ["status"], ["migrate"], ["run"]] {
+            let result = try await cli.run(command)
+            #expect(result.status == 75, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("state database postgres://syncgate@127.0.0.1:\(port)/ledger: cannot reach PostgreSQL at 127.0.0.1:\(port)"),
+                    "\(command): \(result.stderr)")
+            #expect(!result.output.contains("unreachable-pw-9"), "\(command): \(result.output)")
+        }
+        #expect(!dir.exists("synced/a.txt"))
+    }
+
     /// `syncgate migrate` creates, finds current, upgrades, and refuses a newer schema (exit 78), on both engines.
     @Test(arguments: PostgresTestServer.enabled ? ["sqlite", "postgres"] : ["sqlite"])
     func migrateCreatesUpgradesAndRefusesNewer(engine: String) async throws {
