@@ -17,6 +17,8 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
     private let configuration: PostgresConnection.Configuration
     private let logger: Logger
     private let lock = NSLock()
+    /// Held for each write transaction (see ``write(durable:_:)``).
+    private let writer = NSLock()
     private var idle: [PostgresConnection] = []
     private var nextID = 1
     private var closed = false
@@ -103,8 +105,13 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
         try withConnection { connection in try body(connection) }
     }
 
+    /// Writes of this process one at a time, as SQLite's single writer makes them: the ledger's read-then-write
+    /// steps (a failure's run count, a destination's state) were written for that. Other processes' writes are
+    /// kept out by the state lock until instances share work (issue 19, part 2).
     func write<T>(durable: Bool, _ body: (any LedgerConnection) throws -> T) throws -> T {
-        try withConnection { connection in
+        writer.lock()
+        defer { writer.unlock() }
+        return try withConnection { connection in
             try connection.executeOnce("BEGIN", [])
             let result: T
             do {
