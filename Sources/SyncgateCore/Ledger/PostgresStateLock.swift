@@ -66,13 +66,30 @@ final class PostgresStateLock: @unchecked Sendable {
     }
 
     private static func holder(on connection: PostgresConnection) throws -> String? {
-        let rows = try connection.query(PostgresQuery(unsafeSQL: """
-            SELECT COALESCE(a.application_name, '') FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-            WHERE l.locktype = 'advisory' AND l.granted AND l.classid = \(key.0) AND l.objid = \(key.1) AND l.objsubid = 2
-                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-            """), logger: logger).wait().rows
+        let rows = try connection.query(PostgresQuery(unsafeSQL: holderQuery), logger: logger).wait().rows
         guard let row = rows.first else { return nil }
-        let name = try row.decode(String.self)
-        return name.hasPrefix(applicationPrefix) ? String(name.dropFirst(applicationPrefix.count)) : "pid unknown (\(name))"
+        return holder(applicationName: try row.decode(String.self))
+    }
+
+    /// The `application_name` of the session holding the lock (no row when nobody holds it).
+    static let holderQuery = """
+        SELECT COALESCE(a.application_name, '') FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.granted AND l.classid = \(key.0) AND l.objid = \(key.1) AND l.objsubid = 2
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        """
+
+    static func holder(applicationName name: String) -> String {
+        name.hasPrefix(applicationPrefix) ? String(name.dropFirst(applicationPrefix.count)) : "pid unknown (\(name))"
+    }
+}
+
+extension Ledger {
+    /// Who holds the state lock of this PostgreSQL ledger (`pid N`, `gateway pid N`), asked on one of the ledger's
+    /// own connections (the status page asks at every change); nil when nobody does, or for an SQLite ledger.
+    func postgresLockHolder() throws -> String? {
+        guard case .postgres = state else { return nil }
+        return try read { db in
+            try db.fetchOne(PostgresStateLock.holderQuery, [])?.string(0).map(PostgresStateLock.holder(applicationName:))
+        }
     }
 }
