@@ -372,6 +372,33 @@ struct LedgerTests {
         }
     }
 
+    /// The advisory lock ends with its connection (a killed process, a server restart): nothing is left stuck, and
+    /// the holder survives the loss (it logs it) and releases without trouble.
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)))
+    func thePostgresStateLockEndsWithItsConnection() async throws {
+        try await PostgresTestServer.withDatabase { url, server in
+            let state = StateLocation.postgres(try PostgresStateLocation.parse(url))
+            _ = try Ledger(state: state)
+            let lock = StateLock(state: state)
+            try lock.acquire()
+            #expect(StateLock.isHeld(state: state))
+            let ended = try await server.psql("""
+                SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'syncgate pid \(getpid())'
+                """)
+            #expect(ended == "1")
+            var held = true
+            for _ in 0..<50 where held {
+                held = StateLock.isHeld(state: state)
+                if held { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(!held)
+            let other = StateLock(state: state)
+            try other.acquire()
+            other.release()
+            lock.release()
+        }
+    }
+
     @Test(arguments: LedgerEngine.testable) func stateLockIsExclusive(engine: LedgerEngine) async throws {
         defer { dir.remove() }
         try await engine.withStates(dir) { state, _ in

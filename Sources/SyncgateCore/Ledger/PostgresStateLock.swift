@@ -25,6 +25,7 @@ final class PostgresStateLock: @unchecked Sendable {
     }
 
     func acquire(gateway: Bool) throws {
+        lock.withLock { released = false }
         let holder = (gateway ? "gateway " : "") + "pid \(getpid())"
         let configuration = try PostgresLedgerDatabase.configuration(location, applicationName: PostgresStateLock.applicationPrefix + holder)
         let connection = try PostgresLedgerDatabase.connect(location, configuration: configuration, id: 0, logger: PostgresStateLock.logger)
@@ -45,11 +46,22 @@ final class PostgresStateLock: @unchecked Sendable {
             throw StateLock.Busy(path: location.displayName, holder: other ?? "unknown pid")
         }
         self.connection = connection
+        // The server ends the lock with the connection (a restart, a network cut): say so, since another instance
+        // may then start on the same state.
+        let name = location.displayName
+        connection.closeFuture.whenComplete { [weak self] _ in
+            guard let self, self.lock.withLock({ !self.released }) else { return }
+            Logger(label: "syncgate").error("the connection holding the state lock of \(name) ended: another syncgate may now start on it; restart this one")
+        }
     }
+
+    private let lock = NSLock()
+    private var released = false
 
     func release() {
         guard let connection else { return }
         self.connection = nil
+        lock.withLock { released = true }
         _ = try? connection.close().wait()
     }
 
