@@ -39,6 +39,8 @@ let package = Package(
         // async-http-client's own TLS library, named directly by SyncgateNetwork (trust roots from a CA bundle).
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // The ledger on PostgreSQL (`state: postgres://...`, docs/state.md).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // Hummingbird's header types and its service lifecycle, named directly by SyncgateHTTP.
@@ -55,6 +57,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 crypto,
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                nioCore, nioPosix, nioSSL,
             ]
         ),
 

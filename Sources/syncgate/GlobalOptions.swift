@@ -49,13 +49,31 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    /// Opens the ledger; a damaged or foreign state file is reported (exit 78), never replaced.
+    /// Opens the ledger; a damaged or foreign state file is reported (exit 78), never replaced; a PostgreSQL state
+    /// that cannot be reached now exits 75 (a later run may succeed).
     func openLedger(_ config: GatewayConfig) throws -> Ledger {
         do {
-            return try Ledger(path: config.statePath)
+            return try Ledger(state: config.state)
         } catch let error as LedgerError {
             Console.error(error.description)
-            throw ExitCode(ExitStatus.config)
+            throw ExitCode(error.temporary ? ExitStatus.retryScheduled : ExitStatus.config)
+        }
+    }
+
+    /// Takes the state's lock (``StateLock``) for a sync (`gateway: false`) or `syncgate run`; a lock held by
+    /// another process exits 75 with its message, a lock that cannot be taken 78 (or 75 when a PostgreSQL state
+    /// cannot be reached now).
+    func acquire(_ lock: StateLock, gateway: Bool) throws {
+        do {
+            try lock.acquire(gateway: gateway)
+        } catch let busy as StateLock.Busy {
+            Console.error(busy.description)
+            throw ExitCode(ExitStatus.retryScheduled)
+        } catch let error as LedgerError {
+            // The state's folder cannot be written (read-only, no permission): a setup problem, like a damaged
+            // state file.
+            Console.error(error.description)
+            throw ExitCode(error.temporary ? ExitStatus.retryScheduled : ExitStatus.config)
         }
     }
 }

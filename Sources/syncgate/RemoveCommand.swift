@@ -34,7 +34,7 @@ struct RemoveCommand: AsyncParsableCommand {
         await target.destination.finish()
         // A deleted file that is still in a source is missing at the destination now: the ledger forgets it.
         let deleted = names.filter { failures[$0] == nil }
-        if !deleted.isEmpty, let ledger = try? Ledger(path: config.statePath) {
+        if !deleted.isEmpty, let ledger = try? Ledger(state: config.state) {
             try? ledger.forgetRemote(destination: target.name, remoteNames: deleted)
         }
         if json {

@@ -23,16 +23,8 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = global.makeLogger()
         var config = try global.loadConfig(logger: logger)
-        let lock = StateLock(statePath: config.statePath)
-        do {
-            try lock.acquire(gateway: true)
-        } catch let busy as StateLock.Busy {
-            Console.error(busy.description)
-            throw ExitCode(ExitStatus.retryScheduled)
-        } catch let error as LedgerError {
-            Console.error(error.description)
-            throw ExitCode(ExitStatus.config)
-        }
+        let lock = StateLock(state: config.state)
+        try global.acquire(lock, gateway: true)
         defer { lock.release() }
         let ledger = try global.openLedger(config)
         let notifier = SystemdNotifier()
@@ -121,7 +113,8 @@ struct RunCommand: AsyncParsableCommand {
                 watcher?.stop()
                 watching.cancel()
                 Console.error(error.description)
-                throw ExitCode(error.stateLost ? ExitStatus.config : ExitStatus.failed)
+                // A PostgreSQL state that went away (`temporary`): the next run resumes from what was committed.
+                throw ExitCode(error.stateLost ? ExitStatus.config : error.temporary ? ExitStatus.retryScheduled : ExitStatus.failed)
             }
             rescans.cancel()
             watcher?.stop()

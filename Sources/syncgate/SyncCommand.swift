@@ -58,21 +58,19 @@ struct SyncRunner {
         }
 
         var temporaryState: String? = nil
-        var statePath = config.statePath
-        if dryRun && !FileManager.default.fileExists(atPath: statePath) {
+        var effective = config
+        if dryRun, case .sqlite(let statePath) = config.state, !FileManager.default.fileExists(atPath: statePath) {
             // A dry run changes nothing: plan against an empty ledger instead of creating the state file.
             temporaryState = NSTemporaryDirectory() + "syncgate-dry-run-\(getpid()).sqlite"
-            statePath = temporaryState!
+            effective.statePath = temporaryState!
         }
         defer {
             if let temporaryState {
                 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporaryState + suffix) }
             }
         }
-        var effective = config
-        effective.statePath = statePath
 
-        let lock = StateLock(statePath: config.statePath)
+        let lock = StateLock(state: config.state)
         if !dryRun {
             do {
                 try lock.acquire()
@@ -88,7 +86,7 @@ struct SyncRunner {
                 // The state's folder cannot be written (read-only, no permission): a setup problem, like a
                 // damaged state file.
                 Console.error(error.description)
-                throw ExitCode(ExitStatus.config)
+                throw ExitCode(error.temporary ? ExitStatus.retryScheduled : ExitStatus.config)
             }
         }
         defer { lock.release() }
@@ -143,7 +141,8 @@ struct SyncRunner {
             })
         } catch let error as LedgerError {
             Console.error(error.description)
-            throw ExitCode(error.stateLost ? ExitStatus.config : ExitStatus.failed)
+            // A PostgreSQL state that went away (`temporary`): the next run resumes from what was committed.
+            throw ExitCode(error.stateLost ? ExitStatus.config : error.temporary ? ExitStatus.retryScheduled : ExitStatus.failed)
         }
         progressLine?.finish()
         if Console.isOutputClosed { throw ExitCode(141) }

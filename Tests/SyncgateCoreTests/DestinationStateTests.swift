@@ -213,25 +213,27 @@ struct DestinationStateTests {
         #expect(!small.throttled(for: .seconds(6)))
     }
 
-    @Test func giveUpAfterCountsOnlyTimeTheDestinationWasThere() throws {
+    @Test(arguments: LedgerEngine.testable) func giveUpAfterCountsOnlyTimeTheDestinationWasThere(engine: LedgerEngine) async throws {
         defer { dir.remove() }
-        let ledger = try Ledger(path: dir.file("state.sqlite").path)
-        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
-        let file = FileKey(source: "outbox", path: "a.txt")
-        let retry = RetrySettings(file: 1, artwork: 1, baseDelay: .seconds(1), maxDelay: .seconds(4), jitter: .none,
-                                  maxRetryInterval: .seconds(3600), giveUpAfter: .seconds(7 * 86400))
-        try ledger.recordPending([Ledger.Pending(file: file, destination: "car", size: 1, modificationTime: t0, sha256: "x", contentChanged: false)], at: t0)
-        try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "busy", failureClass: .retryable(), attempts: 1), retry: retry, at: t0)
-        // The car leaves an hour later and stays away 8 days.
-        try ledger.markAway("car", state: .unavailable, error: "connection refused", code: nil, fingerprint: nil, probeFailed: true,
-                            probeIntervalMax: .seconds(60), at: t0 + 3600)
-        let back = t0 + 3600 + 8 * 86400
-        try ledger.markAvailable("car", at: back)
-        // It fails again right after coming back: an hour of reachable failing, not 8 days: not given up.
-        try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "busy", failureClass: .retryable(), attempts: 1), retry: retry, at: back + 60)
-        let entry = try #require(try ledger.entry(file, destination: "car"))
-        #expect(entry.nextRetryAt != nil)
-        #expect(abs((entry.firstFailedAt ?? .distantPast).timeIntervalSince(t0 + 8 * 86400)) < 0.001)
+        try await engine.withStates(dir) { state, _ in
+            let ledger = try Ledger(state: try await state("state"))
+            let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+            let file = FileKey(source: "outbox", path: "a.txt")
+            let retry = RetrySettings(file: 1, artwork: 1, baseDelay: .seconds(1), maxDelay: .seconds(4), jitter: .none,
+                                      maxRetryInterval: .seconds(3600), giveUpAfter: .seconds(7 * 86400))
+            try ledger.recordPending([Ledger.Pending(file: file, destination: "car", size: 1, modificationTime: t0, sha256: "x", contentChanged: false)], at: t0)
+            try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "busy", failureClass: .retryable(), attempts: 1), retry: retry, at: t0)
+            // The car leaves an hour later and stays away 8 days.
+            try ledger.markAway("car", state: .unavailable, error: "connection refused", code: nil, fingerprint: nil, probeFailed: true,
+                                probeIntervalMax: .seconds(60), at: t0 + 3600)
+            let back = t0 + 3600 + 8 * 86400
+            try ledger.markAvailable("car", at: back)
+            // It fails again right after coming back: an hour of reachable failing, not 8 days: not given up.
+            try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "busy", failureClass: .retryable(), attempts: 1), retry: retry, at: back + 60)
+            let entry = try #require(try ledger.entry(file, destination: "car"))
+            #expect(entry.nextRetryAt != nil)
+            #expect(abs((entry.firstFailedAt ?? .distantPast).timeIntervalSince(t0 + 8 * 86400)) < 0.001)
+        }
     }
 
     @Test func probesAreSpacedTwoSecondsDoublingUpToTheMaximum() {

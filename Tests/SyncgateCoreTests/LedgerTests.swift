@@ -3,6 +3,7 @@ import SyncgateCore
 import SyncgateTestSupport
 import Testing
 
+/// The ledger's own behaviour, on each engine (``LedgerEngine``: SQLite, and PostgreSQL on the test server).
 @Suite("state ledger: transitions, scheduling, damaged and foreign files")
 struct LedgerTests {
     let dir: TemporaryDirectory
@@ -17,134 +18,293 @@ struct LedgerTests {
         try ledger.recordPending([Ledger.Pending(file: file, destination: "car", size: 10, modificationTime: t0, sha256: sha, contentChanged: changed)], at: t0)
     }
 
-    @Test func pendingUploadingSynced() throws {
+    @Test(arguments: LedgerEngine.testable) func pendingUploadingSynced(engine: LedgerEngine) async throws {
         defer { dir.remove() }
-        let ledger = try Ledger(path: dir.file("state.sqlite").path)
-        try pending(ledger)
-        #expect(try ledger.entry(file, destination: "car")?.status == .pending)
-        try ledger.markUploading(file, destination: "car", at: t0 + 1)
-        var e = try #require(try ledger.entry(file, destination: "car"))
-        #expect(e.status == .uploading)
-        #expect(e.attempts == 1)
-        #expect(e.lastAttemptAt == t0 + 1)
-        try ledger.markSynced(file, destination: "car", receipt: Receipt(remoteName: "a_b.png", etag: "e1"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 2)
-        e = try #require(try ledger.entry(file, destination: "car"))
-        #expect(e.status == .synced)
-        #expect(e.receipt?.remoteName == "a_b.png")
-        #expect(e.receipt?.etag == "e1")
-        #expect(e.syncedAt == t0 + 2)
-        #expect(e.lastError == nil)
-        #expect(try ledger.counts()["car"]?[.synced] == 1)
+        try await engine.withStates(dir) { state, _ in
+            let ledger = try Ledger(state: try await state("state"))
+            try pending(ledger)
+            #expect(try ledger.entry(file, destination: "car")?.status == .pending)
+            try ledger.markUploading(file, destination: "car", at: t0 + 1)
+            var e = try #require(try ledger.entry(file, destination: "car"))
+            #expect(e.status == .uploading)
+            #expect(e.attempts == 1)
+            #expect(e.lastAttemptAt == t0 + 1)
+            try ledger.markSynced(file, destination: "car", receipt: Receipt(remoteName: "a_b.png", etag: "e1"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 2)
+            e = try #require(try ledger.entry(file, destination: "car"))
+            #expect(e.status == .synced)
+            #expect(e.receipt?.remoteName == "a_b.png")
+            #expect(e.receipt?.etag == "e1")
+            #expect(e.syncedAt == t0 + 2)
+            #expect(e.lastError == nil)
+            #expect(try ledger.counts()["car"]?[.synced] == 1)
+            #expect(try ledger.lastSuccess()["car"] == t0 + 2)
+            #expect(try ledger.recentlySynced(since: t0).map(\.file) == [file])
+        }
     }
 
     /// ``Ledger/apply(_:)`` writes an attempt's start and its success as one row change; the rows must end exactly
     /// as if every update had been applied alone, in order, whatever lies between them.
-    @Test func batchedUpdatesEndAsIfAppliedOneByOne() throws {
+    @Test(arguments: LedgerEngine.testable) func batchedUpdatesEndAsIfAppliedOneByOne(engine: LedgerEngine) async throws {
         defer { dir.remove() }
-        let batched = try Ledger(path: dir.file("batched.sqlite").path)
-        let alone = try Ledger(path: dir.file("alone.sqlite").path)
-        let files = (0..<6).map { FileKey(source: "outbox", path: "f\($0).bin") }
-        let receipt = Receipt(remoteName: "r", etag: "e", detail: "4 bytes", sha256: "ab")
-        func synced(_ f: Int, at t: Double) -> Ledger.Update {
-            .synced(files[f], destination: "car", receipt: receipt, size: 4, modificationTime: t0, sha256: "ab", at: t0 + t)
+        try await engine.withStates(dir) { state, _ in
+            let batched = try Ledger(state: try await state("batched"))
+            let alone = try Ledger(state: try await state("alone"))
+            let files = (0..<6).map { FileKey(source: "outbox", path: "f\($0).bin") }
+            let receipt = Receipt(remoteName: "r", etag: "e", detail: "4 bytes", sha256: "ab")
+            func synced(_ f: Int, at t: Double) -> Ledger.Update {
+                .synced(files[f], destination: "car", receipt: receipt, size: 4, modificationTime: t0, sha256: "ab", at: t0 + t)
+            }
+            func uploading(_ f: Int, at t: Double) -> Ledger.Update { .uploading(files[f], destination: "car", at: t0 + t) }
+            let updates: [Ledger.Update] = [
+                uploading(0, at: 1), synced(0, at: 2),                                      // the usual pair
+                uploading(1, at: 1), uploading(2, at: 1), synced(2, at: 3), synced(1, at: 4),  // interleaved with another file
+                uploading(3, at: 1), .retryNote(files[3], destination: "car", error: "slow", at: t0 + 2),
+                uploading(3, at: 5), synced(3, at: 6),                                      // a retry: two attempts
+                uploading(4, at: 1), .progress(files[4], destination: "car", bytes: 2), synced(4, at: 7),
+                synced(5, at: 8),                                                           // a success without a start here
+                uploading(0, at: 9),                                                        // a start left open
+            ]
+            for ledger in [batched, alone] {
+                try ledger.recordPending(files.map { Ledger.Pending(file: $0, destination: "car", size: 4, modificationTime: t0, sha256: "ab", contentChanged: false) }, at: t0)
+            }
+            try batched.apply(updates)
+            for update in updates { try alone.apply([update]) }
+            for file in files {
+                let a = try #require(try batched.entry(file, destination: "car"))
+                let b = try #require(try alone.entry(file, destination: "car"))
+                #expect(a == b, "\(file.path)")
+            }
+            #expect(try batched.entry(files[0], destination: "car")?.attempts == 2)
+            #expect(try batched.entry(files[0], destination: "car")?.status == .uploading)
+            #expect(try batched.entry(files[3], destination: "car")?.attempts == 2)
+            #expect(try batched.entry(files[3], destination: "car")?.lastAttemptAt == t0 + 5)
+            #expect(try batched.entry(files[5], destination: "car")?.attempts == 0)
         }
-        func uploading(_ f: Int, at t: Double) -> Ledger.Update { .uploading(files[f], destination: "car", at: t0 + t) }
-        let updates: [Ledger.Update] = [
-            uploading(0, at: 1), synced(0, at: 2),                                      // the usual pair
-            uploading(1, at: 1), uploading(2, at: 1), synced(2, at: 3), synced(1, at: 4),  // interleaved with another file
-            uploading(3, at: 1), .retryNote(files[3], destination: "car", error: "slow", at: t0 + 2),
-            uploading(3, at: 5), synced(3, at: 6),                                      // a retry: two attempts
-            uploading(4, at: 1), .progress(files[4], destination: "car", bytes: 2), synced(4, at: 7),
-            synced(5, at: 8),                                                           // a success without a start here
-            uploading(0, at: 9),                                                        // a start left open
-        ]
-        for ledger in [batched, alone] {
-            try ledger.recordPending(files.map { Ledger.Pending(file: $0, destination: "car", size: 4, modificationTime: t0, sha256: "ab", contentChanged: false) }, at: t0)
-        }
-        try batched.apply(updates)
-        for update in updates { try alone.apply([update]) }
-        for file in files {
-            let a = try #require(try batched.entry(file, destination: "car"))
-            let b = try #require(try alone.entry(file, destination: "car"))
-            #expect(a == b, "\(file.path)")
-        }
-        #expect(try batched.entry(files[0], destination: "car")?.attempts == 2)
-        #expect(try batched.entry(files[0], destination: "car")?.status == .uploading)
-        #expect(try batched.entry(files[3], destination: "car")?.attempts == 2)
-        #expect(try batched.entry(files[3], destination: "car")?.lastAttemptAt == t0 + 5)
-        #expect(try batched.entry(files[5], destination: "car")?.attempts == 0)
     }
 
-    @Test func failedRunsScheduleGrowingRetriesThenGiveUp() throws {
+    @Test(arguments: LedgerEngine.testable) func failedRunsScheduleGrowingRetriesThenGiveUp(engine: LedgerEngine) async throws {
         defer { dir.remove() }
-        let ledger = try Ledger(path: dir.file("state.sqlite").path)
-        try pending(ledger)
-        let failure = DeliveryFailure(message: "503 busy", failureClass: .retryable(), code: "http-503", attempts: 2)
-        try ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0)
-        var e = try #require(try ledger.entry(file, destination: "car"))
-        #expect(e.status == .failed)
-        #expect(e.lastError == "503 busy")
-        #expect(e.errorClass == .retryable())
-        #expect(e.failedRuns == 1)
-        #expect(e.nextRetryAt == t0 + 60)
-        try ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0 + 100)
-        e = try #require(try ledger.entry(file, destination: "car"))
-        #expect(e.nextRetryAt == t0 + 100 + 120)
-        for run in 3...12 { try ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0 + Double(run * 1000)) }
-        e = try #require(try ledger.entry(file, destination: "car"))
-        #expect(e.nextRetryAt == t0 + 12000 + 3600)
-        try ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0 + 8 * 86400)
-        e = try #require(try ledger.entry(file, destination: "car"))
-        #expect(e.nextRetryAt == nil, "given up after give_up_after")
-        #expect(e.firstFailedAt == t0)
-    }
-
-    @Test func permanentFailuresAreNotScheduled() throws {
-        defer { dir.remove() }
-        let ledger = try Ledger(path: dir.file("state.sqlite").path)
-        try pending(ledger)
-        try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "INVALID_DATA", failureClass: .permanent, attempts: 1), retry: retry, at: t0)
-        let e = try #require(try ledger.entry(file, destination: "car"))
-        #expect(e.errorClass == .permanent)
-        #expect(e.nextRetryAt == nil)
-        #expect(try ledger.requestRetry(destination: "car", paths: [], at: t0 + 5) == 1)
-        #expect(try ledger.entry(file, destination: "car")?.status == .pending)
-    }
-
-    @Test func interruptedUploadsBecomePendingAndForgetDropsFailed() throws {
-        defer { dir.remove() }
-        let ledger = try Ledger(path: dir.file("state.sqlite").path)
-        try pending(ledger)
-        try ledger.markUploading(file, destination: "car", at: t0)
-        #expect(try ledger.resetInterrupted(at: t0 + 1) == 1)
-        #expect(try ledger.entry(file, destination: "car")?.status == .pending)
-        #expect(try ledger.entry(file, destination: "car")?.attempts == 1)
-        try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "x", failureClass: .permanent, attempts: 1), retry: retry, at: t0)
-        #expect(try ledger.forgetFailed(destination: nil, paths: ["a/b.png"]) == 1)
-        #expect(try ledger.entry(file, destination: "car") == nil)
-    }
-
-    @Test func changedContentResetsFailureHistory() throws {
-        defer { dir.remove() }
-        let ledger = try Ledger(path: dir.file("state.sqlite").path)
-        try pending(ledger)
-        try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "x", failureClass: .retryable(), attempts: 1), retry: retry, at: t0)
-        try pending(ledger, sha: "bb", changed: true)
-        let e = try #require(try ledger.entry(file, destination: "car"))
-        #expect(e.failedRuns == 0)
-        #expect(e.firstFailedAt == nil)
-        #expect(e.sha256 == "bb")
-    }
-
-    @Test func survivesReopeningAndIsReadableFromAnotherConnection() throws {
-        defer { dir.remove() }
-        let path = dir.file("state.sqlite").path
-        do {
-            let ledger = try Ledger(path: path)
+        try await engine.withStates(dir) { state, _ in
+            let ledger = try Ledger(state: try await state("state"))
             try pending(ledger)
+            let failure = DeliveryFailure(message: "503 busy", failureClass: .retryable(), code: "http-503", attempts: 2)
+            try ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0)
+            var e = try #require(try ledger.entry(file, destination: "car"))
+            #expect(e.status == .failed)
+            #expect(e.lastError == "503 busy")
+            #expect(e.errorClass == .retryable())
+            #expect(e.failedRuns == 1)
+            #expect(e.nextRetryAt == t0 + 60)
+            #expect(try ledger.nextRetryDue(destination: "car") == t0 + 60)
+            try ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0 + 100)
+            e = try #require(try ledger.entry(file, destination: "car"))
+            #expect(e.nextRetryAt == t0 + 100 + 120)
+            for run in 3...12 { try ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0 + Double(run * 1000)) }
+            e = try #require(try ledger.entry(file, destination: "car"))
+            #expect(e.nextRetryAt == t0 + 12000 + 3600)
+            try ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0 + 8 * 86400)
+            e = try #require(try ledger.entry(file, destination: "car"))
+            #expect(e.nextRetryAt == nil, "given up after give_up_after")
+            #expect(e.firstFailedAt == t0)
+            #expect(try ledger.recentlyFailed(since: t0).map(\.file) == [file])
         }
-        let again = try Ledger(path: path)
-        #expect(try again.entries().count == 1)
+    }
+
+    @Test(arguments: LedgerEngine.testable) func permanentFailuresAreNotScheduled(engine: LedgerEngine) async throws {
+        defer { dir.remove() }
+        try await engine.withStates(dir) { state, _ in
+            let ledger = try Ledger(state: try await state("state"))
+            try pending(ledger)
+            try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "INVALID_DATA", failureClass: .permanent, attempts: 1), retry: retry, at: t0)
+            let e = try #require(try ledger.entry(file, destination: "car"))
+            #expect(e.errorClass == .permanent)
+            #expect(e.nextRetryAt == nil)
+            #expect(try ledger.requestRetry(destination: "car", paths: [], at: t0 + 5) == 1)
+            #expect(try ledger.entry(file, destination: "car")?.status == .pending)
+        }
+    }
+
+    @Test(arguments: LedgerEngine.testable) func interruptedUploadsBecomePendingAndForgetDropsFailed(engine: LedgerEngine) async throws {
+        defer { dir.remove() }
+        try await engine.withStates(dir) { state, _ in
+            let ledger = try Ledger(state: try await state("state"))
+            try pending(ledger)
+            try ledger.markUploading(file, destination: "car", at: t0)
+            #expect(try ledger.resetInterrupted(at: t0 + 1) == 1)
+            #expect(try ledger.entry(file, destination: "car")?.status == .pending)
+            #expect(try ledger.entry(file, destination: "car")?.attempts == 1)
+            try ledger.apply([.uploading(file, destination: "car", at: t0 + 2), .waiting(file, destination: "car", uncount: true, at: t0 + 3)])
+            #expect(try ledger.entry(file, destination: "car")?.attempts == 1, "an attempt cut short by the destination is not counted")
+            try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "x", failureClass: .permanent, attempts: 1), retry: retry, at: t0)
+            #expect(try ledger.forgetFailed(destination: nil, paths: ["a/b.png"]) == 1)
+            #expect(try ledger.entry(file, destination: "car") == nil)
+        }
+    }
+
+    @Test(arguments: LedgerEngine.testable) func changedContentResetsFailureHistory(engine: LedgerEngine) async throws {
+        defer { dir.remove() }
+        try await engine.withStates(dir) { state, _ in
+            let ledger = try Ledger(state: try await state("state"))
+            try pending(ledger)
+            try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "x", failureClass: .retryable(), attempts: 1), retry: retry, at: t0)
+            try pending(ledger, sha: "bb", changed: true)
+            let e = try #require(try ledger.entry(file, destination: "car"))
+            #expect(e.failedRuns == 0)
+            #expect(e.firstFailedAt == nil)
+            #expect(e.sha256 == "bb")
+        }
+    }
+
+    @Test(arguments: LedgerEngine.testable) func survivesReopeningAndIsReadableFromAnotherConnection(engine: LedgerEngine) async throws {
+        defer { dir.remove() }
+        try await engine.withStates(dir) { state, _ in
+            let location = try await state("state")
+            do {
+                let ledger = try Ledger(state: location)
+                #expect(ledger.schemaChange == .created(Ledger.schemaVersion))
+                try pending(ledger)
+                try ledger.noteRunStarted(at: t0)
+                try ledger.noteRunFinished(at: t0 + 3, exitCode: 75)
+            }
+            let again = try Ledger(state: location)
+            #expect(again.schemaChange == .current(Ledger.schemaVersion))
+            #expect(try again.entries().count == 1)
+            let run = try #require(try again.lastRun())
+            #expect(run.startedAt == t0 && run.finishedAt == t0 + 3 && run.exitCode == 75)
+        }
+    }
+
+    /// Destination states, resume texts, removals and the change counter a gateway watches.
+    @Test(arguments: LedgerEngine.testable) func destinationsResumeTextsRemovalsAndChanges(engine: LedgerEngine) async throws {
+        defer { dir.remove() }
+        try await engine.withStates(dir) { state, _ in
+            let location = try await state("state")
+            let ledger = try Ledger(state: location)
+            let other = try Ledger(state: location)
+            try pending(ledger)
+            try ledger.markAway("car", state: .unavailable, error: "connection refused", code: "refused", fingerprint: nil,
+                                probeFailed: true, probeIntervalMax: .seconds(300), at: t0)
+            var record = try #require(try ledger.destinationRecords()["car"])
+            #expect(record.state == .unavailable)
+            #expect(record.failedProbes == 1)
+            #expect(record.nextProbeAt == t0 + 2)
+            try ledger.markAway("car", state: .blocked, error: "denied", code: nil, fingerprint: "fp", probeFailed: false,
+                                probeIntervalMax: .seconds(300), at: t0 + 10)
+            #expect(try ledger.unblock(destination: "car", at: t0 + 20) == 1)
+            try ledger.markAvailable("car", at: t0 + 30)
+            record = try #require(try ledger.destinationRecords()["car"])
+            #expect(record.state == .available)
+            #expect(record.lastSeenAt == t0 + 30)
+
+            let store = ledger.resumeStore(destination: "car")
+            try store.save("big.bin", "upload-1", now: t0)
+            try store.save("big.bin", "upload-2", now: t0 + 1)
+            #expect(try store.load("big.bin") == "upload-2")
+            #expect(try store.all().map(\.name) == ["big.bin"])
+            try store.remove("big.bin")
+            #expect(try store.load("big.bin") == nil)
+
+            #expect(try ledger.markRemoved([file], at: t0 + 40) == 1)
+            #expect(try ledger.removedCounts()["car"] == 1)
+            #expect(try ledger.counts()["car"] == nil, "a file gone from its source is not counted")
+            try ledger.clearRemoved([file])
+            #expect(try ledger.removedCounts()["car"] == nil)
+            try ledger.markMoved([file], at: t0 + 50)
+            #expect(try ledger.entry(file, destination: "car")?.removed == .moved)
+            #expect(try ledger.dropRemoved(destination: "car", before: t0 + 60, keepingDeletions: true) == 1)
+
+            // Another process's retry or forget changes the counter the gateway watches; its own do not.
+            let seen = try ledger.changeCounter()
+            try pending(other)
+            try other.markFailed(file, destination: "car", failure: DeliveryFailure(message: "x", failureClass: .permanent, attempts: 1), retry: retry, at: t0)
+            #expect(try other.requestRetry(destination: nil, paths: [], at: t0 + 70) == 1)
+            #expect(try ledger.changeCounter() != seen)
+        }
+    }
+
+    /// Rows come in the byte order of their paths whatever the database's collation (the planner merges them with
+    /// a scan sorted that way), and a long walk reads on past PostgreSQL's pages.
+    @Test(arguments: LedgerEngine.testable) func rowsComeInByteOrderAcrossPages(engine: LedgerEngine) async throws {
+        defer { dir.remove() }
+        try await engine.withStates(dir) { state, _ in
+            let ledger = try Ledger(state: try await state("state"))
+            let odd = ["b", "B", "a", "Ä", "_x", "a/b", "a b", "a.b", "a-b", "Z", "é", "e"]
+            let many = (0..<2500).map { String(format: "n/%05d", $0) }
+            let paths = odd + many
+            var rows: [Ledger.Pending] = []
+            for path in paths {
+                for destination in ["car", "archive"] {
+                    rows.append(Ledger.Pending(file: FileKey(source: "outbox", path: path), destination: destination, size: 1,
+                                               modificationTime: t0, sha256: nil, contentChanged: false))
+                }
+            }
+            try ledger.recordPending(rows, at: t0)
+            let bytewise = paths.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+            var walked: [String] = []
+            var destinations: [String] = []
+            try ledger.withRows { stream in
+                while let key = stream.key {
+                    walked.append(key.path)
+                    destinations.append(stream.destination ?? "")
+                    try stream.advance()
+                }
+            }
+            #expect(walked == bytewise.flatMap { [$0, $0] })
+            #expect(destinations.prefix(2) == ["archive", "car"])
+            var onlyCar = 0
+            try ledger.withRows(destination: "car") { stream in
+                while stream.key != nil {
+                    onlyCar += 1
+                    try stream.advance()
+                }
+            }
+            #expect(onlyCar == paths.count)
+            var after: [String] = []
+            try ledger.withRows(source: "outbox", after: "n/02497") { stream in
+                while let key = stream.key {
+                    after.append(key.path)
+                    try stream.advance()
+                }
+            }
+            #expect(after == ["n/02498", "n/02498", "n/02499", "n/02499"] + bytewise.filter { $0 > "n/02499" }.flatMap { [$0, $0] })
+            var counted = 0
+            try ledger.forEachEntry(destination: "archive") { _ in counted += 1 }
+            #expect(counted == paths.count)
+            #expect(try ledger.entries(paths: ["Ä", "a b"]).map(\.file.path) == ["a b", "a b", "Ä", "Ä"])
+        }
+    }
+
+    /// `syncgate migrate`'s three outcomes, and a schema newer than this syncgate refused, untouched.
+    @Test(arguments: LedgerEngine.testable) func schemaIsUpgradedInPlaceAndANewerOneRefused(engine: LedgerEngine) async throws {
+        defer { dir.remove() }
+        try await engine.withStates(dir) { state, server in
+            let location = try await state("state")
+            do {
+                let ledger = try Ledger(state: location)
+                #expect(ledger.schemaChange == .created(4))
+                try pending(ledger)
+            }
+            // Back to schema 3: the removal columns of schema 4 gone.
+            _ = try await LedgerEngine.rawSQL("""
+                DROP INDEX files_removed; ALTER TABLE files DROP COLUMN removed; ALTER TABLE files DROP COLUMN removed_at;
+                UPDATE syncgate_meta SET value = '3' WHERE key = 'schema';
+                """, on: location, server: server)
+            let upgraded = try Ledger(state: location)
+            #expect(upgraded.schemaChange == .upgraded(from: 3, to: 4))
+            #expect(try upgraded.entry(file, destination: "car")?.removed == nil)
+            try upgraded.markRemoved([file], at: t0)
+            #expect(try upgraded.entry(file, destination: "car")?.removed == .source)
+
+            _ = try await LedgerEngine.rawSQL("UPDATE syncgate_meta SET value = '9' WHERE key = 'schema'", on: location, server: server)
+            do {
+                _ = try Ledger(state: location)
+                Issue.record("a newer schema must be refused")
+            } catch let error as LedgerError {
+                #expect(error.message.contains("newer syncgate (schema 9"), "\(error)")
+                #expect(!error.temporary)
+            }
+            #expect(try await LedgerEngine.rawSQL("SELECT value FROM syncgate_meta WHERE key = 'schema'", on: location, server: server) == "9")
+        }
     }
 
     @Test func damagedOrForeignStateFilesAreReportedNotReplaced() async throws {
@@ -166,16 +326,109 @@ struct LedgerTests {
         #expect(check.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "7")
     }
 
-    @Test func stateLockIsExclusive() throws {
+    /// A PostgreSQL database of another program is refused and left untouched; a wrong password, a missing
+    /// database and a server that is not there are told apart, none of them showing the password.
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)))
+    func foreignOrUnreachablePostgresDatabasesAreReported() async throws {
+        try await PostgresTestServer.withDatabase { url, server in
+            let location = try PostgresStateLocation.parse(url)
+            try await server.psql("CREATE TABLE invoices (id INTEGER); INSERT INTO invoices VALUES (7);", database: location.database)
+            do {
+                _ = try Ledger(state: .postgres(location))
+                Issue.record("a foreign database must be refused")
+            } catch let error as LedgerError {
+                #expect(error.message.contains("another program"), "\(error)")
+            }
+            #expect(try await server.psql("SELECT id FROM invoices", database: location.database) == "7")
+
+            var wrong = location
+            wrong.password = Secret("not-the-password")
+            do {
+                _ = try Ledger(state: .postgres(wrong))
+                Issue.record("a wrong password must be refused")
+            } catch let error as LedgerError {
+                #expect(error.message.contains("refused the login of user syncgate"), "\(error)")
+                #expect(!error.description.contains("not-the-password"))
+                #expect(!error.temporary)
+            }
+            var missing = location
+            missing.database = "nosuch"
+            do {
+                _ = try Ledger(state: .postgres(missing))
+                Issue.record("a missing database must be reported")
+            } catch let error as LedgerError {
+                #expect(error.message.contains("does not exist"), "\(error)")
+            }
+            var away = location
+            away.port = Loopback.freePort()
+            do {
+                _ = try Ledger(state: .postgres(away))
+                Issue.record("a server that is not there must be reported")
+            } catch let error as LedgerError {
+                #expect(error.temporary, "\(error)")
+                #expect(error.description.hasPrefix("state database postgres://syncgate@127.0.0.1:\(away.port)/"), "\(error)")
+                #expect(!error.description.contains(PostgresTestServer.password))
+            }
+        }
+    }
+
+    /// The advisory lock ends with its connection (a killed process, a server restart): nothing is left stuck, and
+    /// the holder survives the loss (it logs it) and releases without trouble.
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)))
+    func thePostgresStateLockEndsWithItsConnection() async throws {
+        try await PostgresTestServer.withDatabase { url, server in
+            let state = StateLocation.postgres(try PostgresStateLocation.parse(url))
+            _ = try Ledger(state: state)
+            let lock = StateLock(state: state)
+            try lock.acquire()
+            #expect(StateLock.isHeld(state: state))
+            let ended = try await server.psql("""
+                SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'syncgate pid \(getpid())'
+                """)
+            #expect(ended == "1")
+            var held = true
+            for _ in 0..<50 where held {
+                held = StateLock.isHeld(state: state)
+                if held { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(!held)
+            let other = StateLock(state: state)
+            try other.acquire()
+            other.release()
+            lock.release()
+        }
+    }
+
+    @Test(arguments: LedgerEngine.testable) func stateLockIsExclusive(engine: LedgerEngine) async throws {
         defer { dir.remove() }
-        let path = dir.file("state.sqlite").path
-        let first = StateLock(statePath: path)
-        try first.acquire()
-        #expect(StateLock.isHeld(statePath: path))
-        #expect(throws: StateLock.Busy.self) { try StateLock(statePath: path).acquire() }
-        first.release()
-        let second = StateLock(statePath: path)
-        try second.acquire()
-        second.release()
+        try await engine.withStates(dir) { state, _ in
+            let location = try await state("state")
+            _ = try Ledger(state: location)
+            #expect(!StateLock.isHeld(state: location))
+            let first = StateLock(state: location)
+            try first.acquire()
+            #expect(StateLock.isHeld(state: location))
+            #expect(!StateLock.gatewayHolds(state: location))
+            do {
+                try StateLock(state: location).acquire()
+                Issue.record("a second holder must be refused")
+            } catch let busy as StateLock.Busy {
+                #expect(busy.holder == "pid \(getpid())")
+                #expect(busy.description.contains("another syncgate (pid \(getpid())) is using"), "\(busy)")
+            }
+            first.release()
+            #expect(!StateLock.isHeld(state: location))
+            let gateway = StateLock(state: location)
+            try gateway.acquire(gateway: true)
+            #expect(StateLock.gatewayHolds(state: location))
+            do {
+                try StateLock(state: location).acquire()
+                Issue.record("a second holder must be refused")
+            } catch let busy as StateLock.Busy {
+                #expect(busy.isGateway)
+                #expect(busy.description.hasPrefix("a gateway (pid \(getpid())) is running on \(location.displayName)"), "\(busy)")
+            }
+            gateway.release()
+        }
     }
 }

@@ -14,7 +14,7 @@ struct PlanningWaveTests {
     init() throws { dir = try TemporaryDirectory("sg-waves") }
 
     /// One destination per source (`a` -> `carA`, `b` -> `carB`), each a ``FlakyDestination``.
-    func engine(_ destinations: [String: FlakyDestination], sources: [String] = ["a"]) throws -> SyncEngine {
+    func engine(_ destinations: [String: FlakyDestination], sources: [String] = ["a"], state: StateLocation? = nil) throws -> SyncEngine {
         let registry = PluginRegistry([PluginRegistration(type: "flaky", summary: "test") { setup in destinations[setup.name]! }])
         let config = try GatewayConfig.parse(text: """
             version: 1
@@ -23,7 +23,7 @@ struct PlanningWaveTests {
             destinations: [\(sources.map { "{name: car\($0.uppercased()), type: flaky, concurrency: 2}" }.joined(separator: ", "))]
             routes: [\(sources.map { "{match: ['**/*'], sources: [\($0)], to: [car\($0.uppercased())]}" }.joined(separator: ", "))]
             """, file: "plugins.yaml", baseDirectory: dir.url, registry: registry)
-        return SyncEngine(config: config, ledger: try Ledger(path: config.statePath))
+        return SyncEngine(config: config, ledger: try Ledger(state: state ?? config.state))
     }
 
     func options(wave: Int) -> SyncOptions {
@@ -42,39 +42,42 @@ struct PlanningWaveTests {
         var syncedAtOtherStart: Int?
     }
 
-    @Test func aFirstSyncIsRecordedAndSentWaveByWave() async throws {
+    /// On both engines: the waves read PostgreSQL's rows by keyset pages as they read SQLite's by cursor.
+    @Test(arguments: LedgerEngine.testable) func aFirstSyncIsRecordedAndSentWaveByWave(ledgerEngine: LedgerEngine) async throws {
         defer { dir.remove() }
-        for index in 0..<60 { try dir.write(String(format: "a/d%d/f%02d.txt", index % 3, index), "file \(index)") }
-        let car = FlakyDestination()
-        car.distinctNames = true
-        let engine = try engine(["carA": car])
-        let ledger = engine.ledger
-        let watch = Watch()
-        let summary = try await engine.run(options(wave: 8)) { event in
-            guard case .started = event.kind else { return }
-            let entries = (try? ledger.entries()) ?? []
-            watch.lock.withLock {
-                watch.rowsAtStart.append(entries.count)
-                watch.statusAtStart[event.file.path] = entries.first { $0.file == event.file }?.status
+        try await ledgerEngine.withStates(dir) { state, _ in
+            for index in 0..<60 { try dir.write(String(format: "a/d%d/f%02d.txt", index % 3, index), "file \(index)") }
+            let car = FlakyDestination()
+            car.distinctNames = true
+            let engine = try engine(["carA": car], state: try await state("ledger"))
+            let ledger = engine.ledger
+            let watch = Watch()
+            let summary = try await engine.run(options(wave: 8)) { event in
+                guard case .started = event.kind else { return }
+                let entries = (try? ledger.entries()) ?? []
+                watch.lock.withLock {
+                    watch.rowsAtStart.append(entries.count)
+                    watch.statusAtStart[event.file.path] = entries.first { $0.file == event.file }?.status
+                }
             }
-        }
-        #expect(summary.uploaded == 60)
-        #expect(car.storedNames.count == 60)
-        #expect(try ledger.entries().allSatisfy { $0.status == .synced })
-        // Recording runs at most one wave ahead of sending (the next wave is staged while one is sent): when the
-        // i-th upload starts, the waves up to its own are in the ledger, perhaps the next one, and no later one
-        // (the last wave holds 4). What the run holds does not grow with the number of files.
-        #expect(watch.rowsAtStart.count == 60)
-        #expect(watch.rowsAtStart.first.map { $0 == 8 || $0 == 16 } == true, "\(watch.rowsAtStart)")
-        #expect(watch.rowsAtStart.enumerated().allSatisfy { (min(60, 8 * ($0.offset / 8 + 1))...min(60, 8 * ($0.offset / 8 + 2))).contains($0.element) },
-                "\(watch.rowsAtStart)")
-        // Every file was in the ledger before its upload started.
-        #expect(watch.statusAtStart.count == 60)
-        #expect(watch.statusAtStart.values.allSatisfy { $0 == .pending || $0 == .uploading }, "\(watch.statusAtStart)")
+            #expect(summary.uploaded == 60)
+            #expect(car.storedNames.count == 60)
+            #expect(try ledger.entries().allSatisfy { $0.status == .synced })
+            // Recording runs at most one wave ahead of sending (the next wave is staged while one is sent): when the
+            // i-th upload starts, the waves up to its own are in the ledger, perhaps the next one, and no later one
+            // (the last wave holds 4). What the run holds does not grow with the number of files.
+            #expect(watch.rowsAtStart.count == 60)
+            #expect(watch.rowsAtStart.first.map { $0 == 8 || $0 == 16 } == true, "\(watch.rowsAtStart)")
+            #expect(watch.rowsAtStart.enumerated().allSatisfy { (min(60, 8 * ($0.offset / 8 + 1))...min(60, 8 * ($0.offset / 8 + 2))).contains($0.element) },
+                    "\(watch.rowsAtStart)")
+            // Every file was in the ledger before its upload started.
+            #expect(watch.statusAtStart.count == 60)
+            #expect(watch.statusAtStart.values.allSatisfy { $0 == .pending || $0 == .uploading }, "\(watch.statusAtStart)")
 
-        // Nothing changed: every wave's counts add up.
-        let again = try await engine.run(options(wave: 8))
-        #expect(again.uploaded == 0 && again.upToDate == 60 && again.files == 60)
+            // Nothing changed: every wave's counts add up.
+            let again = try await engine.run(options(wave: 8))
+            #expect(again.uploaded == 0 && again.upToDate == 60 && again.files == 60)
+        }
     }
 
     @Test func eachWaveReadsTheLedgerFromWhereTheLastEnded() async throws {
@@ -176,31 +179,33 @@ struct PlanningWaveTests {
         #expect(car.storedNames.count == 40)
     }
 
-    @Test func theLedgerCursorForOneSourceStartsAfterAPath() throws {
+    @Test(arguments: LedgerEngine.testable) func theLedgerCursorForOneSourceStartsAfterAPath(engine: LedgerEngine) async throws {
         defer { dir.remove() }
-        let ledger = try Ledger(path: dir.file("ledger.sqlite").path)
-        let now = Date()
-        var pending: [Ledger.Pending] = []
-        for (source, path) in [("a", "x/1"), ("a", "x/2"), ("a", "y"), ("b", "x/1"), ("ab", "z")] {
-            for destination in ["d1", "d2"] {
-                pending.append(Ledger.Pending(file: FileKey(source: source, path: path), destination: destination, size: 1,
-                                              modificationTime: now, sha256: nil, contentChanged: false))
-            }
-        }
-        try ledger.recordPending(pending, at: now)
-        func walk(_ source: String, after: String?) throws -> [String] {
-            try ledger.withRows(source: source, after: after) { rows in
-                var seen: [String] = []
-                while let key = rows.key {
-                    seen.append("\(key.source):\(key.path)@\(rows.destination ?? "?")")
-                    try rows.advance()
+        try await engine.withStates(dir) { state, _ in
+            let ledger = try Ledger(state: try await state("ledger"))
+            let now = Date()
+            var pending: [Ledger.Pending] = []
+            for (source, path) in [("a", "x/1"), ("a", "x/2"), ("a", "y"), ("b", "x/1"), ("ab", "z")] {
+                for destination in ["d1", "d2"] {
+                    pending.append(Ledger.Pending(file: FileKey(source: source, path: path), destination: destination, size: 1,
+                                                  modificationTime: now, sha256: nil, contentChanged: false))
                 }
-                return seen
             }
+            try ledger.recordPending(pending, at: now)
+            func walk(_ source: String, after: String?) throws -> [String] {
+                try ledger.withRows(source: source, after: after) { rows in
+                    var seen: [String] = []
+                    while let key = rows.key {
+                        seen.append("\(key.source):\(key.path)@\(rows.destination ?? "?")")
+                        try rows.advance()
+                    }
+                    return seen
+                }
+            }
+            #expect(try walk("a", after: nil) == ["a:x/1@d1", "a:x/1@d2", "a:x/2@d1", "a:x/2@d2", "a:y@d1", "a:y@d2"])
+            #expect(try walk("a", after: "x/1") == ["a:x/2@d1", "a:x/2@d2", "a:y@d1", "a:y@d2"])
+            #expect(try walk("a", after: "y") == [])
+            #expect(try walk("b", after: nil) == ["b:x/1@d1", "b:x/1@d2"])
         }
-        #expect(try walk("a", after: nil) == ["a:x/1@d1", "a:x/1@d2", "a:x/2@d1", "a:x/2@d2", "a:y@d1", "a:y@d2"])
-        #expect(try walk("a", after: "x/1") == ["a:x/2@d1", "a:x/2@d2", "a:y@d1", "a:y@d2"])
-        #expect(try walk("a", after: "y") == [])
-        #expect(try walk("b", after: nil) == ["b:x/1@d1", "b:x/1@d2"])
     }
 }

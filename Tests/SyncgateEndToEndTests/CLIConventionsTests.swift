@@ -54,7 +54,7 @@ struct CLIConventionsTests {
         defer { dir.remove() }
         let help = try await cli.run(["--help"])
         #expect(help.status == 0)
-        #expect(help.stdout.contains("SUBCOMMANDS") && help.stdout.contains("validate"), "\(help.stdout)")
+        #expect(help.stdout.contains("SUBCOMMANDS") && help.stdout.contains("validate") && help.stdout.contains("migrate"), "\(help.stdout)")
         let subHelp = try await cli.run(["--config", "x.yaml", "sync", "--help"])
         #expect(subHelp.status == 0)
         #expect(subHelp.stdout.contains("--dry-run"), "\(subHelp.stdout)")
@@ -72,7 +72,7 @@ struct CLIConventionsTests {
             #expect(result.status == 0, "\(shell): \(result.stderr)")
             // fish's script names options without their dashes (`'config='`).
             let options = shell == "fish" ? ["'config='", "'log-format='"] : ["--config", "--log-format"]
-            for word in ["syncgate", "validate", "retry"] + options {
+            for word in ["syncgate", "validate", "retry", "migrate"] + options {
                 #expect(result.stdout.contains(word), "\(shell) completion lacks \(word)")
             }
         }

@@ -43,7 +43,7 @@ final class TestGateway: GatewayObservable, @unchecked Sendable {
             \(destinations.map { "  - " + $0 }.joined(separator: "\n"))
             routes: [\((routes ?? ["{match: [\"**/*\"], to: [\(names.joined(separator: ", "))]}"]).joined(separator: ", "))]
             """, file: "plugins.yaml", baseDirectory: dir.url, registry: PluginRegistry([LocalDestination.registration] + plugins))
-        ledger = try Ledger(path: config.statePath)
+        ledger = try Ledger(state: config.state)
         engine = SyncEngine(config: config, ledger: ledger)
     }
 

@@ -8,8 +8,14 @@ public struct GatewayConfig: Sendable {
     public var file: String
     /// Its folder: relative paths in the config resolve against it.
     public var baseDirectory: URL
-    /// Absolute path of the state ledger (SQLite).
-    public var statePath: String
+    /// Where the state ledger is: an SQLite file (absolute path) or a PostgreSQL database.
+    public var state: StateLocation
+    /// The state file's absolute path (SQLite), or a PostgreSQL state's URL without its password (what messages
+    /// show). Setting it makes the state that SQLite file.
+    public var statePath: String {
+        get { state.displayName }
+        set { state = .sqlite(path: newValue) }
+    }
     public var sources: [SourceConfig]
     public var artwork: GlobSet
     public var defaults: DeliverySettings
@@ -161,7 +167,14 @@ extension GatewayConfig {
         } else {
             load.note(decoder.error(at: root, keyPath: "version", "missing required key 'version'"))
         }
-        let state = try optional(String.self, "state")
+        let rawState = try optional(RawState.self, "state")
+        let state = (rawState ?? RawState.sqliteDefault).location(baseDirectory: baseDirectory, environment: environment)
+        /// Where plugins keep files of their own (cached tokens): the state file's folder, or `.syncgate` beside the
+        /// config for a PostgreSQL state.
+        let stateDirectory: String = switch state {
+        case .sqlite(let path): URL(fileURLWithPath: path).deletingLastPathComponent().path
+        case .postgres: URL(fileURLWithPath: resolve(defaultStatePath, against: baseDirectory)).deletingLastPathComponent().path
+        }
         let artwork = try optional(GlobSet.self, "artwork")
         let defaults = try optional(DeliveryOverrides.self, "defaults")?.applied(to: .builtIn) ?? .builtIn
         let gateway = try optional(RawGatewaySettings.self, "gateway")
@@ -226,7 +239,7 @@ extension GatewayConfig {
                 logger: pluginLogger, node: node, path: path, decoder: decoder, checksFiles: checkingFiles,
                 readsLedgerOnly: readingLedgerOnly,
                 delivery: delivery,
-                stateDirectory: URL(fileURLWithPath: resolve(state ?? defaultStatePath, against: baseDirectory)).deletingLastPathComponent().path
+                stateDirectory: stateDirectory
             )
             let build: @Sendable () -> any Destination
             do {
@@ -294,7 +307,7 @@ extension GatewayConfig {
 
         return GatewayConfig(
             file: file, baseDirectory: baseDirectory,
-            statePath: resolve(state ?? defaultStatePath, against: baseDirectory),
+            state: state,
             sources: sources, artwork: artwork ?? (try! GlobSet(patterns: defaultArtwork)),
             defaults: defaults, destinations: destinations, routes: routes,
             gateway: gateway?.settings ?? .builtIn, http: http?.settings

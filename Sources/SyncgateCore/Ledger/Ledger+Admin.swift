@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 extension Ledger {
     @discardableResult
@@ -16,7 +15,7 @@ extension Ledger {
     }
 
     /// Runs `statement` on the failed rows of a destination (all when nil) and paths (all when empty).
-    private func changeFailed(_ statement: String, _ leading: [any DatabaseValueConvertible], destination: String?, paths: [String]) throws -> Int {
+    private func changeFailed(_ statement: String, _ leading: [any LedgerBindable], destination: String?, paths: [String]) throws -> Int {
         try write { db in
             var sql = statement + " WHERE status = 'failed'"
             var arguments = leading
@@ -28,8 +27,9 @@ extension Ledger {
                 sql += " AND path IN (\(paths.map { _ in "?" }.joined(separator: ",")))"
                 arguments.append(contentsOf: paths)
             }
-            try db.execute(sql: sql, arguments: StatementArguments(arguments))
-            return db.changesCount
+            let changed = try db.executeOnce(sql, arguments)
+            try database.noteChange(db)
+            return changed
         }
     }
     /// Drops the rows of files stored under these remote names at a destination (after `syncgate rm`), so that a
@@ -39,9 +39,10 @@ extension Ledger {
         let rows = try entries(destination: destination).filter { names.contains($0.receipt?.remoteName ?? $0.file.path) }
         try write { db in
             for row in rows {
-                try db.execute(sql: "DELETE FROM files WHERE source = ? AND path = ? AND destination = ?",
-                               arguments: [row.file.source, row.file.path, destination])
+                try db.execute("DELETE FROM files WHERE source = ? AND path = ? AND destination = ?",
+                               [row.file.source, row.file.path, destination])
             }
+            try database.noteChange(db)
         }
     }
 }

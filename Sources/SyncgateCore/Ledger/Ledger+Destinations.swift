@@ -1,21 +1,21 @@
 import Foundation
-import GRDB
 
 extension Ledger {
     /// Every destination's record, by name (destinations never tried have none: they count as available).
     public func destinationRecords() throws -> [String: DestinationRecord] {
         try read { db in
             var result: [String: DestinationRecord] = [:]
-            for row in try Row.fetchAll(db, sql: """
+            for row in try db.fetchAll("""
                 SELECT name, state, since, last_error, error_code, failed_probes, next_probe_at, fingerprint, last_seen_at
                 FROM destinations
-                """)
+                """, [])
             {
                 let record = DestinationRecord(
-                    name: row[0], state: DestinationState(rawValue: row[1]) ?? .available, since: Date(timeIntervalSince1970: row[2]),
-                    lastError: row[3], errorCode: row[4], failedProbes: row[5],
-                    nextProbeAt: (row[6] as Double?).map { Date(timeIntervalSince1970: $0) }, fingerprint: row[7],
-                    lastSeenAt: (row[8] as Double?).map { Date(timeIntervalSince1970: $0) })
+                    name: row.string(0) ?? "", state: row.string(1).flatMap(DestinationState.init(rawValue:)) ?? .available,
+                    since: Date(timeIntervalSince1970: row.double(2) ?? 0),
+                    lastError: row.string(3), errorCode: row.string(4), failedProbes: row.int(5) ?? 0,
+                    nextProbeAt: row.double(6).map { Date(timeIntervalSince1970: $0) }, fingerprint: row.string(7),
+                    lastSeenAt: row.double(8).map { Date(timeIntervalSince1970: $0) })
                 result[record.name] = record
             }
             return result
@@ -27,25 +27,25 @@ extension Ledger {
     /// reachable and refused the file.
     public func markAvailable(_ name: String, at now: Date) throws {
         try write { db in
-            let previous = try Row.fetchOne(db, sql: "SELECT state, since FROM destinations WHERE name = ?", arguments: [name])
+            let previous = try db.fetchOne("SELECT state, since FROM destinations WHERE name = ?", [name])
             let t = now.timeIntervalSince1970
-            if let previous, (previous["state"] as String) != DestinationState.available.rawValue {
-                let away = max(0, t - (previous["since"] as Double))
-                try db.execute(sql: """
+            if let previous, previous.string(0) != DestinationState.available.rawValue {
+                let away = max(0, t - (previous.double(1) ?? t))
+                try db.execute("""
                     UPDATE files SET first_failed_at = first_failed_at + ?
                     WHERE destination = ? AND status = 'failed' AND first_failed_at IS NOT NULL
-                    """, arguments: [away, name])
+                    """, [away, name])
             }
-            if let previous, (previous["state"] as String) == DestinationState.available.rawValue {
-                try db.execute(sql: "UPDATE destinations SET last_seen_at = ?, updated_at = ? WHERE name = ?", arguments: [t, t, name])
+            if let previous, previous.string(0) == DestinationState.available.rawValue {
+                try db.execute("UPDATE destinations SET last_seen_at = ?, updated_at = ? WHERE name = ?", [t, t, name])
                 return
             }
-            try db.execute(sql: """
+            try db.execute("""
                 INSERT INTO destinations (name, state, since, last_seen_at, updated_at) VALUES (?, 'available', ?, ?, ?)
                 ON CONFLICT (name) DO UPDATE SET state = 'available', since = excluded.since, last_error = NULL,
                     error_code = NULL, failed_probes = 0, next_probe_at = NULL, fingerprint = NULL,
                     last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at
-                """, arguments: [name, t, t, t])
+                """, [name, t, t, t])
         }
     }
 
@@ -57,19 +57,19 @@ extension Ledger {
         precondition(state != .available, "markAvailable records a destination that answered")
         try write { db in
             let t = now.timeIntervalSince1970
-            let previous = try Row.fetchOne(db, sql: "SELECT state, since, failed_probes FROM destinations WHERE name = ?", arguments: [name])
-            let same = previous.map { ($0["state"] as String) == state.rawValue } ?? false
-            let since = same ? (previous?["since"] as Double? ?? t) : t
-            let probes = (same ? (previous?["failed_probes"] as Int? ?? 0) : 0) + (probeFailed ? 1 : 0)
+            let previous = try db.fetchOne("SELECT state, since, failed_probes FROM destinations WHERE name = ?", [name])
+            let same = previous.map { $0.string(0) == state.rawValue } ?? false
+            let since = same ? (previous?.double(1) ?? t) : t
+            let probes = (same ? (previous?.int(2) ?? 0) : 0) + (probeFailed ? 1 : 0)
             let next = t + Ledger.probeInterval(failedProbes: probes, maximum: probeIntervalMax)
-            try db.execute(sql: """
+            try db.execute("""
                 INSERT INTO destinations (name, state, since, last_error, error_code, failed_probes, next_probe_at, fingerprint, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (name) DO UPDATE SET state = excluded.state, since = excluded.since,
                     last_error = excluded.last_error, error_code = excluded.error_code,
                     failed_probes = excluded.failed_probes, next_probe_at = excluded.next_probe_at,
                     fingerprint = excluded.fingerprint, updated_at = excluded.updated_at
-                """, arguments: [name, state.rawValue, since, Redactor.shared.redact(error), code, probes, next, fingerprint, t])
+                """, [name, state.rawValue, since, Redactor.shared.redact(error), code, probes, next, fingerprint, t])
         }
     }
 
@@ -84,28 +84,30 @@ extension Ledger {
     public func unblock(destination: String?, at now: Date) throws -> Int {
         try write { db in
             var sql = "UPDATE destinations SET fingerprint = NULL, next_probe_at = ?, updated_at = ? WHERE state = 'blocked'"
-            var arguments: [any DatabaseValueConvertible] = [now.timeIntervalSince1970, now.timeIntervalSince1970]
+            var arguments: [any LedgerBindable] = [now.timeIntervalSince1970, now.timeIntervalSince1970]
             if let destination {
                 sql += " AND name = ?"
                 arguments.append(destination)
             }
-            try db.execute(sql: sql, arguments: StatementArguments(arguments))
-            return db.changesCount
+            let changed = try db.execute(sql, arguments)
+            try database.noteChange(db)
+            return changed
         }
     }
 
     /// The earliest automatic retry of a failed file at a destination (nil: none scheduled).
     public func nextRetryDue(destination: String) throws -> Date? {
         try read { db in
-            try Double.fetchOne(db, sql: "SELECT MIN(next_retry_at) FROM files WHERE destination = ? AND status = 'failed' AND next_retry_at IS NOT NULL AND removed IS NULL",
-                                arguments: [destination]).map { Date(timeIntervalSince1970: $0) }
+            try db.fetchOne("SELECT MIN(next_retry_at) FROM files WHERE destination = ? AND status = 'failed' AND next_retry_at IS NOT NULL AND removed IS NULL",
+                            [destination])?.double(0).map { Date(timeIntervalSince1970: $0) }
         }
     }
 
     /// A number that changes whenever another connection (another syncgate process: `retry`, `forget`) commits a
-    /// change to the ledger (SQLite's `data_version`): a gateway looks at it to act on such changes at once.
+    /// change to the ledger (SQLite's `data_version`; on PostgreSQL a count of such changes kept in the ledger): a
+    /// gateway looks at it to act on such changes at once.
     public func changeCounter() throws -> Int {
-        try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA data_version") ?? 0 }
+        try database.changeCounter()
     }
 
     // MARK: - Runs
@@ -128,7 +130,9 @@ extension Ledger {
     public func lastRun() throws -> RunRecord? {
         try read { db in
             var values: [String: String] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT key, value FROM syncgate_meta WHERE key LIKE 'last_run_%'") { values[row[0]] = row[1] }
+            for row in try db.fetchAll("SELECT key, value FROM syncgate_meta WHERE key LIKE 'last_run_%'", []) {
+                if let key = row.string(0), let value = row.string(1) { values[key] = value }
+            }
             guard let started = values["last_run_started_at"].flatMap(Double.init) else { return nil }
             return RunRecord(startedAt: Date(timeIntervalSince1970: started),
                              finishedAt: values["last_run_finished_at"].flatMap(Double.init).map { Date(timeIntervalSince1970: $0) },
@@ -138,10 +142,10 @@ extension Ledger {
 
     private func setMeta(_ values: [String: String], clearing: [String]) throws {
         try write { db in
-            for key in clearing { try db.execute(sql: "DELETE FROM syncgate_meta WHERE key = ?", arguments: [key]) }
+            for key in clearing { try db.execute("DELETE FROM syncgate_meta WHERE key = ?", [key]) }
             for (key, value) in values {
-                try db.execute(sql: "INSERT INTO syncgate_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                               arguments: [key, value])
+                    try db.execute("INSERT INTO syncgate_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                               [key, value])
             }
         }
     }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 extension Ledger {
     // MARK: - Reading
@@ -10,21 +9,19 @@ extension Ledger {
         try read { db in
             var sql = "SELECT \(Ledger.columns) FROM files"
             var clauses: [String] = []
-            var arguments: [any DatabaseValueConvertible] = []
+            var arguments: [any LedgerBindable] = []
             if let destination {
                 clauses.append("destination = ?")
                 arguments.append(destination)
             }
             if let statuses {
-                clauses.append("status IN (\(statuses.map { "'\($0.rawValue)'" }.joined(separator: ",")))")
+                clauses.append("status IN (\(statuses.map(\.rawValue).sorted().map { "'\($0)'" }.joined(separator: ",")))")
                 clauses.append("removed IS NULL")  // files gone from their source are not waiting for anything
             }
             if !clauses.isEmpty { sql += " WHERE " + clauses.joined(separator: " AND ") }
             sql += " ORDER BY destination, source, path"
-            // A cursor: rows are decoded one at a time, never all held as SQLite rows at once.
             var result: [LedgerEntry] = []
-            let rows = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(arguments))
-            while let row = try rows.next() { result.append(Ledger.entry(row)) }
+            try db.forEachRow(sql, arguments) { row in result.append(Ledger.entry(row)) }
             return result
         }
     }
@@ -34,29 +31,27 @@ extension Ledger {
     /// scanned files and keeps none it does not act on; a file's rows at its destinations come one after another.
     /// Receipts are neither read nor decoded.
     public func withRows<T>(destination: String? = nil, _ body: (LedgerRowStream) throws -> T) throws -> T {
-        // `+destination`: filter, do not look up by it, so that the primary key gives the order without a sort.
-        try withRows(where: destination == nil ? "" : "WHERE +destination = ?", destination.map { [$0] } ?? [], body)
+        // SQLite: `+destination`, filter, do not look up by it, so that the primary key gives the order without a sort.
+        try withRows(where: destination == nil ? nil : { "\($0.unindexed("destination")) = ?" }, destination.map { [$0] } ?? [], body)
     }
 
     /// Walks one source's rows whose path comes after `path` (all of them when nil), in the order of
     /// ``withRows(destination:_:)``. A sync reads its plan in waves, a short read transaction each, so that the rows
     /// it writes meanwhile never wait for a long-lived reader to let the write-ahead log go.
     public func withRows<T>(source: String, after path: String?, _ body: (LedgerRowStream) throws -> T) throws -> T {
-        try withRows(where: "WHERE source = ?" + (path == nil ? "" : " AND path > ?"), [source] + (path.map { [$0] } ?? []), body)
+        try withRows(where: { _ in "source = ?" + (path == nil ? "" : " AND path > ?") }, [source] + (path.map { [$0] } ?? []), body)
     }
 
     /// One file's rows (at every destination), as a stream in the order of ``withRows(destination:_:)``.
     public func withRows<T>(file: FileKey, _ body: (LedgerRowStream) throws -> T) throws -> T {
-        try withRows(where: "WHERE source = ? AND path = ?", [file.source, file.path], body)
+        try withRows(where: { _ in "source = ? AND path = ?" }, [file.source, file.path], body)
     }
 
-    /// The rows `filter` selects, in primary key order, as a stream read inside one read transaction.
-    private func withRows<T>(where filter: String, _ arguments: [String], _ body: (LedgerRowStream) throws -> T) throws -> T {
+    /// The rows `condition` selects, in primary key order, as a stream read inside one read.
+    func withRows<T>(where condition: ((SQLDialect) -> String)?, _ arguments: [String], columns: String = Ledger.columnsWithoutReceipt,
+                     _ body: (LedgerRowStream) throws -> T) throws -> T {
         try read { db in
-            let rows = try Row.fetchCursor(
-                db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files \(filter) ORDER BY source, path, destination",
-                arguments: StatementArguments(arguments))
-            let stream = LedgerRowStream(rows)
+            let stream = LedgerRowStream(try db.keyOrderedFiles(columns: columns, condition: condition?(db.dialect), arguments))
             try stream.advance()
             return try body(stream)
         }
@@ -64,8 +59,8 @@ extension Ledger {
 
     public func entry(_ file: FileKey, destination: String) throws -> LedgerEntry? {
         try read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Ledger.columns) FROM files WHERE source = ? AND path = ? AND destination = ?",
-                             arguments: [file.source, file.path, destination]).map(Ledger.entry)
+            try db.fetchOne("SELECT \(Ledger.columns) FROM files WHERE source = ? AND path = ? AND destination = ?",
+                            [file.source, file.path, destination]).map(Ledger.entry)
         }
     }
 
@@ -73,10 +68,9 @@ extension Ledger {
     public func counts() throws -> [String: [FileStatus: Int]] {
         try read { db in
             var result: [String: [FileStatus: Int]] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT destination, status, COUNT(*) AS n FROM files WHERE removed IS NULL GROUP BY destination, status") {
-                let destination: String = row["destination"]
-                guard let status = FileStatus(rawValue: row["status"]) else { continue }
-                result[destination, default: [:]][status] = row["n"]
+            for row in try db.fetchAll("SELECT destination, status, COUNT(*) AS n FROM files WHERE removed IS NULL GROUP BY destination, status", []) {
+                guard let destination = row.string(0), let status = row.string(1).flatMap(FileStatus.init(rawValue:)) else { continue }
+                result[destination, default: [:]][status] = row.int(2) ?? 0
             }
             return result
         }
@@ -86,8 +80,8 @@ extension Ledger {
     public func lastSuccess() throws -> [String: Date] {
         try read { db in
             var result: [String: Date] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT destination, MAX(synced_at) AS t FROM files WHERE synced_at IS NOT NULL GROUP BY destination") {
-                if let t: Double = row["t"] { result[row["destination"]] = Date(timeIntervalSince1970: t) }
+            for row in try db.fetchAll("SELECT destination, MAX(synced_at) AS t FROM files WHERE synced_at IS NOT NULL GROUP BY destination", []) {
+                if let destination = row.string(0), let t = row.double(1) { result[destination] = Date(timeIntervalSince1970: t) }
             }
             return result
         }
@@ -96,16 +90,16 @@ extension Ledger {
     /// Rows synced since `since`, newest first (at most `limit`).
     public func recentlySynced(since: Date, limit: Int = 1000) throws -> [LedgerEntry] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT \(Ledger.columns) FROM files WHERE status = 'synced' AND synced_at >= ? ORDER BY synced_at DESC LIMIT ?",
-                             arguments: [since.timeIntervalSince1970, limit]).map(Ledger.entry)
+            try db.fetchAll("SELECT \(Ledger.columns) FROM files WHERE status = 'synced' AND synced_at >= ? ORDER BY synced_at DESC LIMIT ?",
+                            [since.timeIntervalSince1970, limit]).map(Ledger.entry)
         }
     }
 
     /// Rows that failed with an attempt since `since`, newest first (at most `limit`).
     public func recentlyFailed(since: Date, limit: Int = 1000) throws -> [LedgerEntry] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT \(Ledger.columns) FROM files WHERE status = 'failed' AND removed IS NULL AND COALESCE(last_attempt_at, updated_at) >= ? ORDER BY COALESCE(last_attempt_at, updated_at) DESC LIMIT ?",
-                             arguments: [since.timeIntervalSince1970, limit]).map(Ledger.entry)
+            try db.fetchAll("SELECT \(Ledger.columns) FROM files WHERE status = 'failed' AND removed IS NULL AND COALESCE(last_attempt_at, updated_at) >= ? ORDER BY COALESCE(last_attempt_at, updated_at) DESC LIMIT ?",
+                            [since.timeIntervalSince1970, limit]).map(Ledger.entry)
         }
     }
 
@@ -114,10 +108,10 @@ extension Ledger {
         guard !paths.isEmpty else { return [] }
         return try read { db in
             var result: [LedgerEntry] = []
-            let statement = try db.cachedStatement(sql: "SELECT \(Ledger.columns) FROM files WHERE path = ? ORDER BY source, path, destination")
             for path in Set(paths).sorted() {
-                let rows = try Row.fetchCursor(statement, arguments: [path])
-                while let row = try rows.next() { result.append(Ledger.entry(row)) }
+                try db.forEachRow("SELECT \(Ledger.columns) FROM files WHERE path = ? ORDER BY source, path, destination", [path]) { row in
+                    result.append(Ledger.entry(row))
+                }
             }
             return result
         }
@@ -126,11 +120,12 @@ extension Ledger {
     /// Every row (of one destination when given), receipt included, handed to `body` one at a time in key order:
     /// nothing is held, however many rows there are (`status --all --json`).
     public func forEachEntry(destination: String? = nil, _ body: (LedgerEntry) throws -> Void) throws {
-        try read { db in
-            let rows = try Row.fetchCursor(
-                db, sql: "SELECT \(Ledger.columns) FROM files \(destination == nil ? "" : "WHERE +destination = ?") ORDER BY source, path, destination",
-                arguments: StatementArguments(destination.map { [$0] } ?? []))
-            while let row = try rows.next() { try body(Ledger.entry(row)) }
+        try withRows(where: destination == nil ? nil : { "\($0.unindexed("destination")) = ?" }, destination.map { [$0] } ?? [],
+                     columns: Ledger.columns) { stream in
+            while let entry = stream.entry() {
+                try body(entry)
+                try stream.advance()
+            }
         }
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 extension Ledger {
     // MARK: - Files gone from their source
@@ -10,13 +9,12 @@ extension Ledger {
     public func markRemoved(_ files: [FileKey], at now: Date) throws -> Int {
         guard !files.isEmpty else { return 0 }
         return try write { db in
-            let statement = try db.cachedStatement(sql: """
+            let statement = """
                 UPDATE files SET removed = 'source', removed_at = ?, updated_at = ? WHERE source = ? AND path = ? AND removed IS NULL
-                """)
+                """
             var changed = 0
             for file in files {
-                try statement.execute(arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path])
-                if db.changesCount > 0 { changed += 1 }
+                if try db.execute(statement, [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path]) > 0 { changed += 1 }
             }
             return changed
         }
@@ -38,10 +36,10 @@ extension Ledger {
     private func clearMarks(_ files: [FileKey], of kinds: String) throws {
         guard !files.isEmpty else { return }
         try write { db in
-            let statement = try db.cachedStatement(sql: """
+            let statement = """
                 UPDATE files SET removed = NULL, removed_at = NULL WHERE source = ? AND path = ? AND removed IN (\(kinds))
-                """)
-            for file in files { try statement.execute(arguments: [file.source, file.path]) }
+                """
+            for file in files { try db.execute(statement, [file.source, file.path]) }
         }
     }
 
@@ -51,11 +49,11 @@ extension Ledger {
     public func markMoved(_ files: [FileKey], at now: Date) throws {
         guard !files.isEmpty else { return }
         try durably { db in
-            let statement = try db.cachedStatement(sql: """
+            let statement = """
                 UPDATE files SET removed = 'moved', removed_at = ?, updated_at = ? WHERE source = ? AND path = ?
-                """)
+                """
             for file in files {
-                try statement.execute(arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path])
+                try db.execute(statement, [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path])
             }
         }
     }
@@ -64,10 +62,10 @@ extension Ledger {
     /// once): what `delete_remote` deletes. Receipts included (the name the copy was stored under).
     public func remoteDeletions(destination: String) throws -> [LedgerEntry] {
         try read { db in
-            try Row.fetchAll(db, sql: """
+            try db.fetchAll("""
                 SELECT \(Ledger.columns) FROM files WHERE destination = ? AND removed = 'source' AND synced_at IS NOT NULL
                 ORDER BY source, path
-                """, arguments: [destination]).map(Ledger.entry)
+                """, [destination]).map(Ledger.entry)
         }
     }
 
@@ -76,11 +74,11 @@ extension Ledger {
     public func noteRemoteRemoval(_ files: [FileKey], destination: String, how: Removal, at now: Date) throws {
         guard !files.isEmpty else { return }
         try write { db in
-            let statement = try db.cachedStatement(sql: """
+            let statement = """
                 UPDATE files SET removed = ?, removed_at = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ? AND removed = 'source'
-                """)
+                """
             for file in files {
-                try statement.execute(arguments: [how.rawValue, now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
+                try db.execute(statement, [how.rawValue, now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
             }
         }
     }
@@ -90,32 +88,24 @@ extension Ledger {
     @discardableResult
     public func dropRemoved(destination: String, before: Date, keepingDeletions: Bool) throws -> Int {
         try write(notify: false) { db in
-            try db.execute(sql: """
+            try db.execute("""
                 DELETE FROM files WHERE destination = ? AND removed IS NOT NULL AND removed_at < ?
                     AND NOT (? AND removed = 'source' AND synced_at IS NOT NULL)
-                """, arguments: [destination, before.timeIntervalSince1970, keepingDeletions])
-            return db.changesCount
+                """, [destination, before.timeIntervalSince1970, keepingDeletions])
         }
     }
 
     /// The rows of one source's files that are still there, in key order, as a stream (see ``withRows(destination:_:)``).
     public func withPresentRows<T>(source: String, _ body: (LedgerRowStream) throws -> T) throws -> T {
-        try read { db in
-            let rows = try Row.fetchCursor(
-                db, sql: "SELECT \(Ledger.columnsWithoutReceipt) FROM files WHERE source = ? AND removed IS NULL ORDER BY source, path, destination",
-                arguments: [source])
-            let stream = LedgerRowStream(rows)
-            try stream.advance()
-            return try body(stream)
-        }
+        try withRows(where: { _ in "source = ? AND removed IS NULL" }, [source], body)
     }
 
     /// Rows marked removed per destination (still in the ledger: `status` shows them apart).
     public func removedCounts() throws -> [String: Int] {
         try read { db in
             var result: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT destination, COUNT(*) AS n FROM files WHERE removed IS NOT NULL GROUP BY destination") {
-                result[row["destination"]] = row["n"]
+            for row in try db.fetchAll("SELECT destination, COUNT(*) AS n FROM files WHERE removed IS NOT NULL GROUP BY destination", []) {
+                if let destination = row.string(0) { result[destination] = row.int(1) ?? 0 }
             }
             return result
         }

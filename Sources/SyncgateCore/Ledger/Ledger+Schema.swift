@@ -1,14 +1,21 @@
 import Foundation
-import GRDB
 
 extension Ledger {
+    /// PostgreSQL: the advisory lock (key pair) taken by the transaction that checks or creates the schema, so
+    /// that two instances starting at once do not both create it.
+    static let schemaLockKey: (Int32, Int32) = (0x5347_4C47, 0)
+
     /// Checks that the database is a syncgate ledger of a schema this version reads, upgrading an older one in
     /// place; creates the schema in an empty database. Anything else is refused and left untouched.
-    static func checkOrCreateSchema(_ db: Database, existed: Bool, path: String) throws {
-        let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
+    static func checkOrCreateSchema(_ db: any LedgerConnection, path: String) throws -> SchemaChange {
+        let d = db.dialect
+        if d.isPostgres {
+            try db.execute("SELECT pg_advisory_xact_lock(\(schemaLockKey.0), \(schemaLockKey.1))", [])
+        }
+        let tables = try db.fetchAll(d.tableNamesQuery, []).compactMap { $0.string(0) }
         if tables.contains("syncgate_meta") {
-            let format = try String.fetchOne(db, sql: "SELECT value FROM syncgate_meta WHERE key = 'format'")
-            let schemaText = try String.fetchOne(db, sql: "SELECT value FROM syncgate_meta WHERE key = 'schema'")
+            let format = try db.fetchOne("SELECT value FROM syncgate_meta WHERE key = 'format'", [])?.string(0)
+            let schemaText = try db.fetchOne("SELECT value FROM syncgate_meta WHERE key = 'schema'", [])?.string(0)
             guard format == Ledger.format else { throw LedgerError(path: path, message: "is not a syncgate state file") }
             guard let schema = schemaText.flatMap(Int.init), schema >= 1 else {
                 throw LedgerError(path: path, message: "has an unreadable schema version (\(schemaText ?? "none"))")
@@ -20,86 +27,100 @@ extension Ledger {
             if schema < 3 { try createResumeTable(db) }
             if schema < 4 { try addRemovalColumns(db) }
             if schema < Ledger.schemaVersion {
-                try db.execute(sql: "UPDATE syncgate_meta SET value = ? WHERE key = 'schema'", arguments: [String(Ledger.schemaVersion)])
+                try db.execute("UPDATE syncgate_meta SET value = ? WHERE key = 'schema'", [String(Ledger.schemaVersion)])
+                return .upgraded(from: schema, to: Ledger.schemaVersion)
             }
-            return
+            return .current(schema)
         }
         if !tables.isEmpty {
-            throw LedgerError(path: path, message: "is an SQLite database of another program (tables: \(tables.prefix(5).joined(separator: ", "))); it was left untouched")
+            throw LedgerError(path: path, message: "is \(d.isPostgres ? "a PostgreSQL" : "an SQLite") database of another program (tables: \(tables.sorted().prefix(5).joined(separator: ", "))); it was left untouched")
         }
-        try db.execute(sql: """
-            CREATE TABLE syncgate_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
-            INSERT INTO syncgate_meta (key, value) VALUES ('format', '\(Ledger.format)'), ('schema', '\(Ledger.schemaVersion)');
+        for statement in [
+            "CREATE TABLE syncgate_meta (key \(d.keyText) PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
+            "INSERT INTO syncgate_meta (key, value) VALUES ('format', '\(Ledger.format)'), ('schema', '\(Ledger.schemaVersion)')",
+            """
             CREATE TABLE files (
-                source TEXT NOT NULL,
-                path TEXT NOT NULL,
-                destination TEXT NOT NULL,
+                source \(d.keyText) NOT NULL,
+                path \(d.keyText) NOT NULL,
+                destination \(d.keyText) NOT NULL,
                 status TEXT NOT NULL CHECK (status IN ('pending', 'uploading', 'synced', 'failed')),
-                attempts INTEGER NOT NULL DEFAULT 0,
-                last_attempt_at REAL,
+                attempts \(d.integer) NOT NULL DEFAULT 0,
+                last_attempt_at \(d.real),
                 last_error TEXT,
                 error_class TEXT,
                 error_code TEXT,
-                next_retry_at REAL,
-                failed_runs INTEGER NOT NULL DEFAULT 0,
-                first_failed_at REAL,
-                size INTEGER NOT NULL,
-                mtime REAL NOT NULL,
+                next_retry_at \(d.real),
+                failed_runs \(d.integer) NOT NULL DEFAULT 0,
+                first_failed_at \(d.real),
+                size \(d.integer) NOT NULL,
+                mtime \(d.real) NOT NULL,
                 sha256 TEXT,
                 receipt TEXT,
-                bytes_done INTEGER NOT NULL DEFAULT 0,
-                queued_at REAL,
-                synced_at REAL,
-                updated_at REAL NOT NULL,
+                bytes_done \(d.integer) NOT NULL DEFAULT 0,
+                queued_at \(d.real),
+                synced_at \(d.real),
+                updated_at \(d.real) NOT NULL,
                 PRIMARY KEY (source, path, destination)
-            ) WITHOUT ROWID;
-            CREATE INDEX files_by_destination_status ON files (destination, status);
-            """)
+            )\(d.tableSuffix)
+            """,
+            "CREATE INDEX files_by_destination_status ON files (destination, status)",
+        ] {
+            try db.executeOnce(statement, [])
+        }
         try createDestinationsTable(db)
         try createResumeTable(db)
         try addRemovalColumns(db)
+        return .created(Ledger.schemaVersion)
     }
 
     /// Schema 4: rows of files gone from their source (``Removal``): how, and since when.
-    private static func addRemovalColumns(_ db: Database) throws {
-        try db.execute(sql: """
-            ALTER TABLE files ADD COLUMN removed TEXT;
-            ALTER TABLE files ADD COLUMN removed_at REAL;
-            CREATE INDEX files_removed ON files (destination, removed_at) WHERE removed IS NOT NULL;
-            """)
+    private static func addRemovalColumns(_ db: any LedgerConnection) throws {
+        for statement in [
+            "ALTER TABLE files ADD COLUMN removed TEXT",
+            "ALTER TABLE files ADD COLUMN removed_at \(db.dialect.real)",
+            "CREATE INDEX files_removed ON files (destination, removed_at) WHERE removed IS NOT NULL",
+        ] {
+            try db.executeOnce(statement, [])
+        }
     }
 
     /// Schema 3: what a destination needs to resume an interrupted upload in a later run (an S3 multipart upload's
     /// id and finished parts), by destination and remote name, as the plugin wrote it (``ResumeStore``).
-    private static func createResumeTable(_ db: Database) throws {
-        try db.execute(sql: """
+    private static func createResumeTable(_ db: any LedgerConnection) throws {
+        let d = db.dialect
+        try db.executeOnce("""
             CREATE TABLE IF NOT EXISTS resume_state (
-                destination TEXT NOT NULL,
-                name TEXT NOT NULL,
+                destination \(d.keyText) NOT NULL,
+                name \(d.keyText) NOT NULL,
                 value TEXT NOT NULL,
-                updated_at REAL NOT NULL,
+                updated_at \(d.real) NOT NULL,
                 PRIMARY KEY (destination, name)
-            ) WITHOUT ROWID;
-            """)
+            )\(d.tableSuffix)
+            """, [])
     }
 
     /// Schema 2: one row per destination that has been tried, with its state (see ``DestinationRecord``), and an
     /// index on failed files' next retry time (a gateway sleeps until the earliest).
-    private static func createDestinationsTable(_ db: Database) throws {
-        try db.execute(sql: """
-            CREATE INDEX IF NOT EXISTS files_failed_by_next_retry ON files (destination, next_retry_at) WHERE status = 'failed';
+    private static func createDestinationsTable(_ db: any LedgerConnection) throws {
+        let d = db.dialect
+        for statement in [
+            "CREATE INDEX IF NOT EXISTS files_failed_by_next_retry ON files (destination, next_retry_at) WHERE status = 'failed'",
+            """
             CREATE TABLE IF NOT EXISTS destinations (
-                name TEXT PRIMARY KEY NOT NULL,
+                name \(d.keyText) PRIMARY KEY NOT NULL,
                 state TEXT NOT NULL CHECK (state IN ('available', 'unavailable', 'blocked')),
-                since REAL NOT NULL,
+                since \(d.real) NOT NULL,
                 last_error TEXT,
                 error_code TEXT,
-                failed_probes INTEGER NOT NULL DEFAULT 0,
-                next_probe_at REAL,
+                failed_probes \(d.integer) NOT NULL DEFAULT 0,
+                next_probe_at \(d.real),
                 fingerprint TEXT,
-                last_seen_at REAL,
-                updated_at REAL NOT NULL
-            ) WITHOUT ROWID;
-            """)
+                last_seen_at \(d.real),
+                updated_at \(d.real) NOT NULL
+            )\(d.tableSuffix)
+            """,
+        ] {
+            try db.executeOnce(statement, [])
+        }
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 extension Ledger {
     // MARK: - Writing
@@ -26,19 +25,19 @@ extension Ledger {
     /// Records files as `pending` in one transaction (before any of them is uploaded).
     public func recordPending(_ rows: [Pending], at now: Date) throws {
         try write { db in
-            let statement = try db.cachedStatement(sql: """
+            let statement = """
                 INSERT INTO files (source, path, destination, status, size, mtime, sha256, queued_at, updated_at)
                 VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)
                 ON CONFLICT (source, path, destination) DO UPDATE SET
                     status = 'pending', size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256,
                     queued_at = excluded.queued_at, updated_at = excluded.updated_at, bytes_done = 0,
                     removed = NULL, removed_at = NULL,
-                    failed_runs = CASE WHEN ? THEN 0 ELSE failed_runs END,
-                    first_failed_at = CASE WHEN ? THEN NULL ELSE first_failed_at END
-                """)
+                    failed_runs = CASE WHEN ? THEN 0 ELSE files.failed_runs END,
+                    first_failed_at = CASE WHEN ? THEN NULL ELSE files.first_failed_at END
+                """
             let t = now.timeIntervalSince1970
             for row in rows {
-                try statement.execute(arguments: [
+                try db.execute(statement, [
                     row.file.source, row.file.path, row.destination, row.size, row.modificationTime.timeIntervalSince1970,
                     row.sha256, t, t, row.contentChanged, row.contentChanged,
                 ])
@@ -49,8 +48,8 @@ extension Ledger {
     /// Updates metadata of a synced row whose file was touched but holds the same bytes.
     public func refreshMetadata(_ file: FileKey, destination: String, size: Int64, modificationTime: Date, at now: Date) throws {
         try write { db in
-            try db.execute(sql: "UPDATE files SET size = ?, mtime = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ?",
-                           arguments: [size, modificationTime.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
+            try db.execute("UPDATE files SET size = ?, mtime = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ?",
+                           [size, modificationTime.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
         }
     }
 
@@ -147,54 +146,51 @@ extension Ledger {
 
     /// Applies one update; a `.synced` with `attemptStartedAt` also counts the attempt that started then (what its
     /// `.uploading` would have written).
-    static func apply(_ update: Update, in db: Database, attemptStartedAt: Date? = nil) throws {
+    static func apply(_ update: Update, in db: any LedgerConnection, attemptStartedAt: Date? = nil) throws {
         switch update {
         case .uploading(let file, let destination, let now):
-            try db.cachedStatement(sql: """
+            try db.execute("""
                 UPDATE files SET status = 'uploading', attempts = attempts + 1, last_attempt_at = ?, bytes_done = 0, updated_at = ?
                 WHERE source = ? AND path = ? AND destination = ?
-                """).execute(arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
+                """, [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
         case .progress(let file, let destination, let bytes):
-            try db.cachedStatement(sql: "UPDATE files SET bytes_done = ? WHERE source = ? AND path = ? AND destination = ?")
-                .execute(arguments: [bytes, file.source, file.path, destination])
+            try db.execute("UPDATE files SET bytes_done = ? WHERE source = ? AND path = ? AND destination = ?", [bytes, file.source, file.path, destination])
         case .retryNote(let file, let destination, let error, let now):
-            try db.cachedStatement(sql: "UPDATE files SET last_error = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ?")
-                .execute(arguments: [Redactor.shared.redact(error), now.timeIntervalSince1970, file.source, file.path, destination])
+            try db.execute("UPDATE files SET last_error = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ?", [Redactor.shared.redact(error), now.timeIntervalSince1970, file.source, file.path, destination])
         case .synced(let file, let destination, let receipt, let size, let modificationTime, let sha256, let now):
             let receiptText = String(decoding: try Ledger.receiptEncoder.encode(receipt), as: UTF8.self)
             // Without a folded attempt start, `attempts + ?` adds 0 and `COALESCE(?, last_attempt_at)` keeps the column.
-            try db.cachedStatement(sql: """
+            try db.execute("""
                 UPDATE files SET status = 'synced', last_error = NULL, error_class = NULL, error_code = NULL,
                     next_retry_at = NULL, failed_runs = 0, first_failed_at = NULL, size = ?, mtime = ?, sha256 = ?,
                     receipt = ?, bytes_done = ?, synced_at = ?, updated_at = ?,
                     attempts = attempts + ?, last_attempt_at = COALESCE(?, last_attempt_at)
                 WHERE source = ? AND path = ? AND destination = ?
-                """).execute(arguments: [size, modificationTime.timeIntervalSince1970, sha256, Redactor.shared.redact(receiptText), size,
+                """, [size, modificationTime.timeIntervalSince1970, sha256, Redactor.shared.redact(receiptText), size,
                                          now.timeIntervalSince1970, now.timeIntervalSince1970,
                                          attemptStartedAt == nil ? 0 : 1, attemptStartedAt?.timeIntervalSince1970,
                                          file.source, file.path, destination])
         case .failed(let file, let destination, let failure, let retry, let now):
-            let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT failed_runs, first_failed_at FROM files WHERE source = ? AND path = ? AND destination = ?"),
-                                       arguments: [file.source, file.path, destination])
-            let failedRuns = (row?["failed_runs"] as Int? ?? 0) + 1
-            let firstFailed = (row?["first_failed_at"] as Double?) ?? now.timeIntervalSince1970
+            let row = try db.fetchOne("SELECT failed_runs, first_failed_at FROM files WHERE source = ? AND path = ? AND destination = ?",
+                                      [file.source, file.path, destination])
+            let failedRuns = (row?.int(0) ?? 0) + 1
+            let firstFailed = row?.double(1) ?? now.timeIntervalSince1970
             let next = RetrySchedule(retry).nextRetry(
                 after: failure, failedRuns: failedRuns, firstFailedAt: Date(timeIntervalSince1970: firstFailed), now: now)
-            try db.cachedStatement(sql: """
+            try db.execute("""
                 UPDATE files SET status = 'failed', last_error = ?, error_class = ?, error_code = ?, next_retry_at = ?,
                     failed_runs = ?, first_failed_at = ?, bytes_done = 0, updated_at = ?
                 WHERE source = ? AND path = ? AND destination = ?
-                """).execute(arguments: [Redactor.shared.redact(failure.message), failure.failureClass.name,
+                """, [Redactor.shared.redact(failure.message), failure.failureClass.name,
                                          failure.code, next?.timeIntervalSince1970, failedRuns, firstFailed, now.timeIntervalSince1970,
                                          file.source, file.path, destination])
         case .waiting(let file, let destination, let uncount, let now):
-            try db.cachedStatement(sql: """
-                UPDATE files SET status = 'pending', attempts = MAX(0, attempts - ?), bytes_done = 0, updated_at = ?
+            try db.execute("""
+                UPDATE files SET status = 'pending', attempts = CASE WHEN attempts > ? THEN attempts - ? ELSE 0 END, bytes_done = 0, updated_at = ?
                 WHERE source = ? AND path = ? AND destination = ? AND status != 'synced'
-                """).execute(arguments: [uncount ? 1 : 0, now.timeIntervalSince1970, file.source, file.path, destination])
+                """, [uncount ? 1 : 0, uncount ? 1 : 0, now.timeIntervalSince1970, file.source, file.path, destination])
         case .interrupted(let file, let destination, let now):
-            try db.cachedStatement(sql: "UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ? WHERE source = ? AND path = ? AND destination = ? AND status != 'synced'")
-                .execute(arguments: [now.timeIntervalSince1970, file.source, file.path, destination])
+            try db.execute("UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ? WHERE source = ? AND path = ? AND destination = ? AND status != 'synced'", [now.timeIntervalSince1970, file.source, file.path, destination])
         }
     }
 
@@ -202,9 +198,8 @@ extension Ledger {
     @discardableResult
     public func resetInterrupted(at now: Date) throws -> Int {
         try write { db in
-            try db.execute(sql: "UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ? WHERE status = 'uploading'",
-                           arguments: [now.timeIntervalSince1970])
-            return db.changesCount
+            try db.execute("UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ? WHERE status = 'uploading'",
+                           [now.timeIntervalSince1970])
         }
     }
 

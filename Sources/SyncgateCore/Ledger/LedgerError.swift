@@ -1,13 +1,20 @@
-/// Problems with the state file itself. Never silently replaced: the message says what to do.
+/// Problems with the state file (or database) itself. Never silently replaced: the message says what to do.
 public struct LedgerError: Error, Sendable, CustomStringConvertible {
+    /// The state file's path, or a PostgreSQL state's URL without its password.
     public var path: String
     public var message: String
     /// The file was deleted or replaced under a running syncgate (exit 78, like a damaged state file).
     public var stateLost: Bool
-    public init(path: String, message: String, stateLost: Bool = false) {
+    /// A PostgreSQL state that cannot be reached now (down, restarting, overloaded): a later run may succeed
+    /// (exit 75), unlike a damaged or refused state (exit 78).
+    public var temporary: Bool
+    public init(path: String, message: String, stateLost: Bool = false, temporary: Bool = false) {
         self.path = path
         self.message = message
         self.stateLost = stateLost
+        self.temporary = temporary
     }
-    public var description: String { "state file \(path): \(message)" }
+    public var description: String {
+        PostgresStateLocation.isURL(path) ? "state database \(path): \(message)" : "state file \(path): \(message)"
+    }
 }

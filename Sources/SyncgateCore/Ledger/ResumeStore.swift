@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// What one destination keeps in the ledger to resume an interrupted upload in a later run, or after a crash: a
 /// text per remote name, written by the plugin as the upload makes progress (an S3 multipart upload's id and its
@@ -34,8 +33,8 @@ public struct ResumeStore: Sendable {
     /// The text kept for `name`, if any.
     public func load(_ name: String) throws -> String? {
         guard let ledger else { return nil }
-        return try ledger.pool.read { db in
-            try String.fetchOne(db, sql: "SELECT value FROM resume_state WHERE destination = ? AND name = ?", arguments: [destination, name])
+        return try ledger.database.read { db in
+            try db.fetchOne("SELECT value FROM resume_state WHERE destination = ? AND name = ?", [destination, name])?.string(0)
         }
     }
 
@@ -43,27 +42,32 @@ public struct ResumeStore: Sendable {
     public func save(_ name: String, _ value: String, now: Date = Date()) throws {
         guard let ledger else { return }
         try ledger.checkIdentity()
-        try ledger.pool.write { db in
-            try db.execute(sql: """
+        try ledger.database.write(durable: false) { db in
+            try db.execute("""
                 INSERT INTO resume_state (destination, name, value, updated_at) VALUES (?, ?, ?, ?)
                 ON CONFLICT (destination, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-                """, arguments: [destination, name, value, now.timeIntervalSince1970])
+                """, [destination, name, value, now.timeIntervalSince1970])
         }
     }
 
     public func remove(_ name: String) throws {
         guard let ledger else { return }
-        try ledger.pool.write { db in
-            try db.execute(sql: "DELETE FROM resume_state WHERE destination = ? AND name = ?", arguments: [destination, name])
+        try ledger.database.write(durable: false) { db in
+            try db.execute("DELETE FROM resume_state WHERE destination = ? AND name = ?", [destination, name])
         }
     }
 
     /// Everything kept for this destination (for a plugin that cleans up what was left behind).
     public func all() throws -> [Entry] {
         guard let ledger else { return [] }
-        return try ledger.pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT name, value, updated_at FROM resume_state WHERE destination = ? ORDER BY name", arguments: [destination])
-                .map { Entry(name: $0["name"], value: $0["value"], updatedAt: Date(timeIntervalSince1970: $0["updated_at"])) }
+        return try ledger.database.read { db in
+            try db.fetchAll("SELECT name, value, updated_at FROM resume_state WHERE destination = ? ORDER BY name", [destination])
+                .map { Entry(name: $0.string(0) ?? "", value: $0.string(1) ?? "", updatedAt: Date(timeIntervalSince1970: $0.double(2) ?? 0)) }
         }
     }
+}
+
+extension Ledger {
+    /// The ``ResumeStore`` of one destination in this ledger (what the engine hands the destination).
+    public func resumeStore(destination: String) -> ResumeStore { ResumeStore(ledger: self, destination: destination) }
 }

@@ -7,10 +7,13 @@ import Foundation
 
 /// An exclusive lock beside the state file (`state.sqlite.lock`), held for the whole of a sync, so that a second
 /// `syncgate sync` on the same state says so instead of racing the first. Released by the kernel when the process
-/// dies, so a killed run never leaves it stuck.
+/// dies, so a killed run never leaves it stuck. A PostgreSQL state is locked the same way by a session advisory
+/// lock of the database (``PostgresStateLock``), released by the server when the holder's connection ends.
 public final class StateLock: @unchecked Sendable {
+    /// The lock file's path, or a PostgreSQL state's URL without its password.
     public let path: String
     private var fd: Int32 = -1
+    private let postgres: PostgresStateLock?
 
     public struct Busy: Error, CustomStringConvertible {
         public var path: String
@@ -27,10 +30,30 @@ public final class StateLock: @unchecked Sendable {
         }
     }
 
-    public init(statePath: String) { self.path = statePath + ".lock" }
+    public init(statePath: String) {
+        self.path = statePath + ".lock"
+        self.postgres = nil
+    }
+
+    /// The lock of the state `state` names.
+    public init(state: StateLocation) {
+        switch state {
+        case .sqlite(let path):
+            self.path = path + ".lock"
+            self.postgres = nil
+        case .postgres(let location):
+            self.path = location.displayName
+            self.postgres = PostgresStateLock(location: location)
+        }
+    }
 
     /// Takes the lock or throws ``Busy`` at once. `gateway`: the holder is `syncgate run` (others are told so).
+    /// A PostgreSQL state that cannot be reached throws a ``LedgerError`` (`temporary`).
     public func acquire(gateway: Bool = false) throws {
+        if let postgres {
+            try postgres.acquire(gateway: gateway)
+            return
+        }
         try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
@@ -56,10 +79,27 @@ public final class StateLock: @unchecked Sendable {
     }
 
     public func release() {
+        postgres?.release()
         guard fd >= 0 else { return }
         flock(fd, LOCK_UN)
         close(fd)
         fd = -1
+    }
+
+    /// Whether a gateway (`syncgate run`) holds the lock of `state` now.
+    public static func gatewayHolds(state: StateLocation) -> Bool {
+        switch state {
+        case .sqlite(let path): gatewayHolds(statePath: path)
+        case .postgres(let location): PostgresStateLock.holder(of: location)?.hasPrefix("gateway ") ?? false
+        }
+    }
+
+    /// Whether some process holds the lock of `state` now (without taking it).
+    public static func isHeld(state: StateLocation) -> Bool {
+        switch state {
+        case .sqlite(let path): isHeld(statePath: path)
+        case .postgres(let location): PostgresStateLock.holder(of: location) != nil
+        }
     }
 
     /// Whether a gateway (`syncgate run`) holds the lock now (what it wrote says so).

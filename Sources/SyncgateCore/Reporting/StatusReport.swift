@@ -74,7 +74,17 @@ public struct StatusReport: Sendable {
         } else {
             files = try ledger.entries(paths: paths).filter { names.contains($0.destination) }
         }
-        let running = StateLock.isHeld(statePath: config.statePath)
+        let running: Bool
+        let gatewayRunning: Bool
+        switch config.state {
+        case .sqlite:
+            running = StateLock.isHeld(state: config.state)
+            gatewayRunning = running && StateLock.gatewayHolds(state: config.state)
+        case .postgres:
+            let holder = try ledger.postgresLockHolder()
+            running = holder != nil
+            gatewayRunning = holder?.hasPrefix("gateway ") ?? false
+        }
         let ongoing = running ? try ledger.entries(destination: destination, statuses: [.uploading]).filter { names.contains($0.destination) } : []
         // One read per list over the longest window, each destination then keeping its own: the cost does not grow
         // with destinations times rows.
@@ -90,7 +100,7 @@ public struct StatusReport: Sendable {
         return StatusReport(
             generatedAt: now, lastRun: try ledger.lastRun(), destinations: lines, files: files, ongoing: ongoing,
             recentlyCompleted: completed, recentlyFailed: failed, syncRunning: running, listsPaths: !paths.isEmpty,
-            gatewayRunning: running && StateLock.gatewayHolds(statePath: config.statePath)
+            gatewayRunning: gatewayRunning
         )
     }
 

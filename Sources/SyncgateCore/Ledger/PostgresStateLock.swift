@@ -1,0 +1,107 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// ``StateLock`` for a PostgreSQL state: a session advisory lock of the database, held on a connection of its own
+/// for as long as the sync or gateway runs, and released by the server when that connection ends (the process
+/// exits or is killed). The holder is told apart by its connection's `application_name` (`syncgate pid N`,
+/// `syncgate gateway pid N`), read from `pg_stat_activity`.
+final class PostgresStateLock: @unchecked Sendable {
+    let location: PostgresStateLocation
+    private var connection: PostgresConnection?
+
+    /// The advisory lock's key pair (the schema's own lock is `(key, 0)`, see ``Ledger/schemaLockKey``).
+    static let key: (Int32, Int32) = (Ledger.schemaLockKey.0, 1)
+    static let applicationPrefix = "syncgate "
+
+    init(location: PostgresStateLocation) {
+        self.location = location
+    }
+
+    private static var logger: Logger {
+        var logger = Logger(label: "syncgate-ledger-postgres")
+        logger.logLevel = .error
+        return logger
+    }
+
+    func acquire(gateway: Bool) throws {
+        lock.withLock { released = false }
+        let holder = (gateway ? "gateway " : "") + "pid \(getpid())"
+        let configuration = try PostgresLedgerDatabase.configuration(location, applicationName: PostgresStateLock.applicationPrefix + holder)
+        let connection = try PostgresLedgerDatabase.connect(location, configuration: configuration, id: 0, logger: PostgresStateLock.logger)
+        let locked: Bool
+        do {
+            let rows = try connection.query(
+                PostgresQuery(unsafeSQL: "SELECT pg_try_advisory_lock(\(PostgresStateLock.key.0), \(PostgresStateLock.key.1))"),
+                logger: PostgresStateLock.logger
+            ).wait().rows
+            locked = try rows.first?.decode(Bool.self) ?? false
+        } catch {
+            _ = try? connection.close().wait()
+            throw PostgresLedgerDatabase.explain(error, location: location)
+        }
+        guard locked else {
+            let other = (try? PostgresStateLock.holder(on: connection)) ?? nil
+            _ = try? connection.close().wait()
+            throw StateLock.Busy(path: location.displayName, holder: other ?? "unknown pid")
+        }
+        self.connection = connection
+        // The server ends the lock with the connection (a restart, a network cut): say so, since another instance
+        // may then start on the same state.
+        let name = location.displayName
+        connection.closeFuture.whenComplete { [weak self] _ in
+            guard let self, self.lock.withLock({ !self.released }) else { return }
+            Logger(label: "syncgate").error("the connection holding the state lock of \(name) ended: another syncgate may now start on it; restart this one")
+        }
+    }
+
+    private let lock = NSLock()
+    private var released = false
+
+    func release() {
+        guard let connection else { return }
+        self.connection = nil
+        lock.withLock { released = true }
+        _ = try? connection.close().wait()
+    }
+
+    deinit { release() }
+
+    /// What the holder of the lock says of itself (`pid N`, `gateway pid N`), or nil when nobody holds it or the
+    /// database cannot be reached.
+    static func holder(of location: PostgresStateLocation) -> String? {
+        guard let configuration = try? PostgresLedgerDatabase.configuration(location, applicationName: "syncgate status"),
+            let connection = try? PostgresLedgerDatabase.connect(location, configuration: configuration, id: 0, logger: logger)
+        else { return nil }
+        defer { _ = try? connection.close().wait() }
+        return (try? holder(on: connection)) ?? nil
+    }
+
+    private static func holder(on connection: PostgresConnection) throws -> String? {
+        let rows = try connection.query(PostgresQuery(unsafeSQL: holderQuery), logger: logger).wait().rows
+        guard let row = rows.first else { return nil }
+        return holder(applicationName: try row.decode(String.self))
+    }
+
+    /// The `application_name` of the session holding the lock (no row when nobody holds it).
+    static let holderQuery = """
+        SELECT COALESCE(a.application_name, '') FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.granted AND l.classid = \(key.0) AND l.objid = \(key.1) AND l.objsubid = 2
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        """
+
+    static func holder(applicationName name: String) -> String {
+        name.hasPrefix(applicationPrefix) ? String(name.dropFirst(applicationPrefix.count)) : "pid unknown (\(name))"
+    }
+}
+
+extension Ledger {
+    /// Who holds the state lock of this PostgreSQL ledger (`pid N`, `gateway pid N`), asked on one of the ledger's
+    /// own connections (the status page asks at every change); nil when nobody does, or for an SQLite ledger.
+    func postgresLockHolder() throws -> String? {
+        guard case .postgres = state else { return nil }
+        return try read { db in
+            try db.fetchOne(PostgresStateLock.holderQuery, [])?.string(0).map(PostgresStateLock.holder(applicationName:))
+        }
+    }
+}

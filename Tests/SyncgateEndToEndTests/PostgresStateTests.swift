@@ -1,0 +1,158 @@
+import Foundation
+import SyncgateCore
+import SyncgateTestSupport
+import Testing
+
+/// The built binary with `state: postgres://...` on the PostgreSQL test server, and `syncgate migrate` on both
+/// engines.
+@Suite("PostgreSQL state end to end (real binary, real server)")
+struct PostgresStateTests {
+    let dir: TemporaryDirectory
+    var cli: SyncgateCLI
+
+    init() throws {
+        dir = try TemporaryDirectory("sg-e2e-pg")
+        cli = SyncgateCLI(dir: dir)
+    }
+
+    func writeConfig(state: String) throws {
+        try dir.write("plugins.yaml", """
+            version: 1
+            state: \(state)
+            sources:
+              - name: outbox
+                path: outbox
+            destinations:
+              - name: archive
+                type: local
+                path: synced
+            """)
+    }
+
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)))
+    func syncAndStatusOnAPostgresState() async throws {
+        defer { dir.remove() }
+        try await PostgresTestServer.withDatabase { url, server in
+            let location = try PostgresStateLocation.parse(url)
+            // The password from PGPASSWORD, not the URL.
+            try writeConfig(state: "\"postgres://\(PostgresTestServer.user)@127.0.0.1:\(location.port)/\(location.database)\"")
+            var cli = self.cli
+            cli.environment["PGPASSWORD"] = PostgresTestServer.password
+            try dir.write("outbox/a.txt", "alpha")
+            try dir.write("outbox/b/c.txt", "gamma")
+            try dir.write("outbox/Z.txt", "zulu")
+
+            let shown = "postgres://\(PostgresTestServer.user)@127.0.0.1:\(location.port)/\(location.database)"
+            var results: [ProcessResult] = []
+            let validate = try await cli.run(["validate"])
+            results.append(validate)
+            #expect(validate.status == 0, "\(validate.stderr)")
+            #expect(validate.stdout.contains("state: \(shown)"), "\(validate.stdout)")
+
+            let sync = try await cli.run(["-v", "sync", "--json"])
+            results.append(sync)
+            #expect(sync.status == 0, "\(sync.stderr)")
+            #expect(try dir.read("synced/b/c.txt") == Data("gamma".utf8))
+            #expect(try dir.read("synced/Z.txt") == Data("zulu".utf8))
+            #expect(!dir.exists(".syncgate/state.sqlite"), "no SQLite file beside the config")
+
+            let status = try await cli.run(["status", "--json"])
+            results.append(status)
+            #expect(status.status == 0, "\(status.stderr)")
+            let report = try #require(SyncgateCLI.json(status.stdout), "\(status.stdout)")
+            let destinations = try #require(report["destinations"] as? [[String: Any]], "\(status.stdout)")
+            let archive = try #require(destinations.first { $0["name"] as? String == "archive" })
+            #expect(archive["synced"] as? Int == 3, "\(archive)")
+            #expect(try await server.psql("SELECT count(*) FROM files WHERE status = 'synced'", database: location.database) == "3")
+
+            let again = try await cli.run(["sync", "--json"])
+            results.append(again)
+            #expect(again.status == 0, "\(again.stderr)")
+            let summary = SyncgateCLI.events(again.stdout).last { $0["event"] as? String == "summary" }
+            #expect(summary?["uploaded"] as? Int == 0, "\(again.stdout)")
+
+            let migrate = try await cli.run(["migrate"])
+            results.append(migrate)
+            #expect(migrate.status == 0, "\(migrate.stderr)")
+            #expect(migrate.stdout == "\(shown): already at schema \(Ledger.schemaVersion)\n")
+
+            // One sync or gateway at a time: a gateway holds the state, a sync is told so (exit 75).
+            let gateway = try cli.start(["run"])
+            defer { ProcessRunner.stop(gateway) }
+            var state = location
+            state.password = Secret(PostgresTestServer.password)
+            let deadline = Date().addingTimeInterval(60)
+            while !StateLock.gatewayHolds(state: .postgres(state)), gateway.isRunning, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            try #require(gateway.isRunning, "the gateway exited (\(gateway.terminationStatus))")
+            let busy = try await cli.run(["sync"])
+            results.append(busy)
+            #expect(busy.status == 75, "\(busy.stderr)")
+            #expect(busy.stderr.contains("a gateway (pid \(gateway.processIdentifier)) is running on \(shown)"), "\(busy.stderr)")
+            let statusBeside = try await cli.run(["status", "--json"])
+            results.append(statusBeside)
+            #expect(SyncgateCLI.json(statusBeside.stdout)?["gateway_running"] as? Bool == true, "\(statusBeside.stdout)")
+            ProcessRunner.stop(gateway)
+            #expect(gateway.terminationStatus == 0)
+
+            for result in results {
+                #expect(!result.output.contains(PostgresTestServer.password), "the password must never be shown: \(result.output)")
+            }
+        }
+    }
+
+    /// A PostgreSQL server that is not there is a reason to try again later (exit 75), not a broken config; its
+    /// password is not printed.
+    @Test func anUnreachableServerExits75() async throws {
+        defer { dir.remove() }
+        let port = Loopback.freePort()
+        try writeConfig(state: "\"postgres://syncgate:unreachable-pw-9@127.0.0.1:\(port)/ledger\"")
+        try dir.write("outbox/a.txt", "alpha")
+        for command in [["sync"], ["status"], ["migrate"], ["run"]] {
+            let result = try await cli.run(command)
+            #expect(result.status == 75, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("state database postgres://syncgate@127.0.0.1:\(port)/ledger: cannot reach PostgreSQL at 127.0.0.1:\(port)"),
+                    "\(command): \(result.stderr)")
+            #expect(!result.output.contains("unreachable-pw-9"), "\(command): \(result.output)")
+        }
+        #expect(!dir.exists("synced/a.txt"))
+    }
+
+    /// `syncgate migrate` creates, finds current, upgrades, and refuses a newer schema (exit 78), on both engines.
+    @Test(arguments: PostgresTestServer.enabled ? ["sqlite", "postgres"] : ["sqlite"])
+    func migrateCreatesUpgradesAndRefusesNewer(engine: String) async throws {
+        defer { dir.remove() }
+        func check(state: String, shown: String, sql: @escaping (String) async throws -> Void) async throws {
+            try writeConfig(state: state)
+            var result = try await cli.run(["migrate"])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout == "\(shown): created schema 4\n")
+            result = try await cli.run(["migrate"])
+            #expect(result.stdout == "\(shown): already at schema 4\n")
+            try await sql("DROP INDEX files_removed; ALTER TABLE files DROP COLUMN removed; ALTER TABLE files DROP COLUMN removed_at; UPDATE syncgate_meta SET value = '3' WHERE key = 'schema';")
+            result = try await cli.run(["migrate"])
+            #expect(result.stdout == "\(shown): upgraded schema 3 to 4\n", "\(result.stderr)")
+            try await sql("UPDATE syncgate_meta SET value = '5' WHERE key = 'schema';")
+            result = try await cli.run(["migrate"])
+            #expect(result.status == 78)
+            #expect(result.stderr.contains("was written by a newer syncgate (schema 5, this one reads up to 4); upgrade syncgate"), "\(result.stderr)")
+            result = try await cli.run(["sync"])
+            #expect(result.status == 78, "every command refuses it: \(result.stderr)")
+        }
+        if engine == "sqlite" {
+            let path = dir.file("state/ledger.sqlite").path
+            try await check(state: "state/ledger.sqlite", shown: path) { sql in
+                let result = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/sqlite3"), [path, sql])
+                try #require(result.status == 0, "\(result.stderr)")
+            }
+            return
+        }
+        try await PostgresTestServer.withDatabase { url, server in
+            let location = try PostgresStateLocation.parse(url)
+            try await check(state: "\"\(url)\"", shown: location.displayName) { sql in
+                try await server.psql(sql, database: location.database)
+            }
+        }
+    }
+}
