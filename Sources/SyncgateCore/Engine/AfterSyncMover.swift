@@ -16,8 +16,9 @@ struct AfterSyncMover {
 
     /// Files checked and deleted per durable mark.
     static let batchSize = 256
-    /// One mover at a time in a process: a gateway's destinations end their passes independently.
-    private static let running = NSLock()
+    /// One mover at a time in a process (a gateway's destinations end their passes independently), and no walk's
+    /// "found again" while one is under way (``RemovalDetector``).
+    static let running = NSLock()
 
     /// A file every destination holds, with what was delivered.
     private struct Candidate {

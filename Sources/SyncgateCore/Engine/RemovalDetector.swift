@@ -72,7 +72,13 @@ final class RemovalDetector: @unchecked Sendable {
         guard !presentBatch.isEmpty else { return }
         let batch = presentBatch
         presentBatch = []
-        submit { [self] in try ledger.clearRemoved(batch) }
+        submit { [self] in
+            // Looked at again with no move under way: a walk may have seen a file just before a mover marked it and
+            // deleted it, and its mark must stay then.
+            try AfterSyncMover.running.withLock {
+                try ledger.clearRemoved(batch.filter { !isGone($0) })
+            }
+        }
     }
 
     private func submit(_ work: @escaping @Sendable () throws -> Void) {

@@ -21,11 +21,11 @@ extension Ledger {
     }
 
     /// These files are in their source again: their marks go. A row whose copy syncgate deleted keeps its mark
-    /// until the file is recorded pending again (``recordPending(_:at:)`` clears it), since it must be sent again;
-    /// a `moved` row keeps it too (a walk may see the file between the mark and the unlink, see ``AfterSyncMover``):
-    /// such a file found again is a new file once the row is dropped.
+    /// until the file is recorded pending again (``recordPending(_:at:)`` clears it), since it must be sent again.
+    /// A `moved` mark goes too: the caller has made sure the file is there while no move is under way (see
+    /// ``RemovalDetector``), so it was put back, or a crash came between its mark and its unlink.
     public func clearRemoved(_ files: [FileKey]) throws {
-        try clearMarks(files, of: "'source', 'remote-kept'")
+        try clearMarks(files, of: "'source', 'remote-kept', 'moved'")
     }
 
     /// Files marked `moved` that were not deleted after all (changed meanwhile, or not deletable): unmarked.
