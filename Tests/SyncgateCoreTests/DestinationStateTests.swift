@@ -6,7 +6,9 @@ import Testing
 /// Destinations come and go: an error about the destination (unreachable, credentials rejected, throttling) is
 /// one state of that destination, not a failure of each of its files. The real engine and ledger, with a
 /// destination that is away, blocked or throttling on command.
-@Suite("destination states: unavailable, blocked, throttled")
+// One test at a time: on PostgreSQL each ledger call blocks its thread for a round trip, and several such tests at
+// once hold up the two-thread cooperative pool that every other suite of the run needs.
+@Suite("destination states: unavailable, blocked, throttled", .serialized)
 struct DestinationStateTests {
     let dir: TemporaryDirectory
 

@@ -4,7 +4,9 @@ import SyncgateTestSupport
 import Testing
 
 /// The ledger's own behaviour, on each engine (``LedgerEngine``: SQLite, and PostgreSQL on the test server).
-@Suite("state ledger: transitions, scheduling, damaged and foreign files")
+// One test at a time: on PostgreSQL each ledger call blocks its thread for a round trip, and several such tests at
+// once hold up the two-thread cooperative pool that every other suite of the run needs.
+@Suite("state ledger: transitions, scheduling, damaged and foreign files", .serialized)
 struct LedgerTests {
     let dir: TemporaryDirectory
     let retry = RetrySettings(file: 1, artwork: 1, baseDelay: .seconds(1), maxDelay: .seconds(20), jitter: .full,

@@ -7,7 +7,9 @@ import Testing
 /// A sync plans and delivers in waves where remote names cannot clash (``PlanningPass``): what it holds stays a few
 /// waves however many files it sends, each wave is recorded pending before its uploads, and the ledger is read
 /// beside the walk one short transaction per wave. Waves are made tiny here so that a handful of files spans many.
-@Suite("planning in waves")
+// One test at a time: on PostgreSQL each ledger call blocks its thread for a round trip, and several such tests at
+// once hold up the two-thread cooperative pool that every other suite of the run needs.
+@Suite("planning in waves", .serialized)
 struct PlanningWaveTests {
     let dir: TemporaryDirectory
 
