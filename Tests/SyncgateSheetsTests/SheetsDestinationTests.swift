@@ -110,8 +110,9 @@ struct SheetsDestinationTests {
         try dir.write("cancelled.csv", "n\n3\n4\n")
         // The sheet has its header already, so that every append here is one of rows.
         try server.setRows([["syncgate_row_id", "n"]])
-        // Applied, but answered only after the client gave up.
-        try server.fault(["kind": "delay_after_append", "seconds": 1.5])
+        // Applied, but answered only after the client gave up (10 s against a 500 ms timeout: a loaded machine can
+        // run the client's timer late, and an answer after 1.5 s once came first).
+        try server.fault(["kind": "delay_after_append", "seconds": 10.0])
         let slow = try SheetsFixtures.item(dir, "slow.csv")
         let timedOut = await SheetsFixtures.uploadError(destination, slow)
         #expect(timedOut?.failureClass.isRetryable == true)

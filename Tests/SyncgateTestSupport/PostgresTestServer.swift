@@ -195,7 +195,10 @@ public final class PostgresTestServer: @unchecked Sendable {
     // MARK: - One server shared by the tests of a process
 
     /// Runs `body` with a fresh database (its URL, with the password) on the server shared by this test process,
-    /// started by the first caller and stopped once no caller is left.
+    /// started by the first caller and kept until the process exits (then told to shut down fast, SIGINT; a server
+    /// a killed test process leaves is stopped by the next one, ``stopOrphans()``). Starting one per test, or again
+    /// whenever no test used it, ran `initdb` dozens of times and blocked threads on each stop: with the whole suite
+    /// starting at once on two cores, that held up every other test for a minute.
     public static func withDatabase<T>(_ body: (_ url: String, _ server: PostgresTestServer) async throws -> T) async throws -> T {
         let server = try await Shared.instance.acquire()
         do {
@@ -224,6 +227,10 @@ public final class PostgresTestServer: @unchecked Sendable {
                 let started = try await task.value
                 server = started
                 starting = nil
+                if let pid = started.process?.processIdentifier, sharedServerPID == 0 {
+                    sharedServerPID = pid
+                    atexit { if sharedServerPID > 0 { kill(sharedServerPID, SIGINT) } }
+                }
                 return started
             } catch {
                 starting = nil
@@ -234,9 +241,6 @@ public final class PostgresTestServer: @unchecked Sendable {
 
         func release() {
             users -= 1
-            guard users == 0, let server else { return }
-            self.server = nil
-            server.stop()
         }
     }
 }
@@ -245,3 +249,6 @@ public struct PostgresTestServerError: Error, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }
 }
+
+/// The shared server's process, for the `atexit` handler that shuts it down (a C function pointer captures nothing).
+nonisolated(unsafe) private var sharedServerPID: pid_t = 0
