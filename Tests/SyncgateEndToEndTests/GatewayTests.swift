@@ -210,7 +210,7 @@ struct GatewayTests {
         try dir.write("plugins.yaml", """
             version: 1
             sources: [{name: outbox, path: outbox, exclude: ["**/*.part"]}]
-            gateway: { settle: 300ms, rescan_interval: 10m }
+            gateway: { settle: 1s, rescan_interval: 10m }
             destinations:
               - {name: archive, type: local, path: synced, fsync: false}
             """)
@@ -228,7 +228,8 @@ struct GatewayTests {
         #expect(rename(dir.file("outbox/big.bin.part").path, dir.file("outbox/big.bin").path) == 0)
         #expect(try await eventually(15) { (try? dir.read("synced/big.bin")) == big }, "\(log)")
 
-        // Written slowly, with pauses shorter than settle: sent once it is quiet, complete.
+        // Written slowly, with pauses shorter than settle (100 ms against 1 s: a loaded machine has stretched them past
+        // 300 ms): sent once it is quiet, complete.
         _ = FileManager.default.createFile(atPath: dir.file("outbox/slow.log").path, contents: nil)
         let handle = try FileHandle(forWritingTo: dir.file("outbox/slow.log"))
         for i in 0..<8 {
