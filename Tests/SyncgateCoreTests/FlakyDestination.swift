@@ -105,7 +105,7 @@ final class FlakyDestination: Destination, @unchecked Sendable {
         try lock.withLock {
             deletes.append(remoteName)
             guard stored.removeValue(forKey: remoteName) != nil else {
-                throw DestinationError.permanent("no such file \(remoteName)", code: "NotFound")
+                throw DestinationError.permanent("no such file \(remoteName)", code: "not-found")
             }
         }
     }

@@ -71,6 +71,12 @@ public struct GatewayConfig: Sendable {
         }
     }
 
+    /// Whether two files can end up under one name at a destination: unless its plugin keeps paths apart and one
+    /// source feeds it.
+    public func namesCanClash(at destination: DestinationConfig) -> Bool {
+        !(destination.destination.remoteNamesAreDistinct && sources(routedTo: destination.name).count <= 1)
+    }
+
     /// The names of the sources whose files some route may send to a destination.
     public func sources(routedTo destination: String) -> Set<String> {
         var names = Set<String>()

@@ -56,7 +56,7 @@ final class DestinationPlanner {
         self.keepSkipped = keepSkipped
         self.now = now
         self.skipped = skipped
-        self.tracksNames = !(destination.destination.remoteNamesAreDistinct && config.sources(routedTo: destination.name).count <= 1)
+        self.tracksNames = config.namesCanClash(at: destination)
         self.minAges = Dictionary(config.sources.filter { $0.minAge > .zero }.map { ($0.name, $0.minAge) }) { a, _ in a }
     }
 

@@ -1,9 +1,9 @@
 import Foundation
 
 extension DestinationRun {
-    /// Remote names that mean "already gone" when a deletion is refused with them (the local folder's and the
-    /// plugin protocol's `not-found`, a head unit's, S3's).
-    static let goneCodes: Set<String> = ["not-found", "FILE_NOT_FOUND", "NoSuchKey", "NotFound"]
+    /// Error codes that mean "already gone" when a deletion is refused with them (the local folder's and the
+    /// plugin protocol's `not-found`, a head unit's, an S3-compatible server's).
+    static let goneCodes: Set<String> = ["not-found", "FILE_NOT_FOUND", "NoSuchKey"]
 
     /// Deletes the copies of files removed from their source (`delete_remote: true`), after the run's uploads, so
     /// that a renamed file's new copy is there before its old one goes. A run that would delete more than
@@ -35,7 +35,7 @@ extension DestinationRun {
         }
         // Names still used by files in the sources (a file of another source, or one that maps to the same name).
         var inUse = Set<String>()
-        if !(plugin.remoteNamesAreDistinct && sourcesFeeding <= 1) {
+        if namesCanClash {
             try ledger.withRows(destination: name) { stream in
                 while let key = stream.key {
                     if stream.removed == nil, let remote = try? plugin.remoteName(forRelativePath: key.path) { inUse.insert(remote) }

@@ -11,8 +11,8 @@ import Logging
 /// so that `status` counts the files that wait, but nothing is sent.
 final class DestinationRun: @unchecked Sendable {
     let destination: DestinationConfig
-    /// How many sources some route sends to this destination (names can clash between sources).
-    let sourcesFeeding: Int
+    /// Whether two files can end up under one name here (``GatewayConfig/namesCanClash(at:)``).
+    let namesCanClash: Bool
     let ledger: Ledger
     let clock: any SyncClock
     let logger: Logger
@@ -42,11 +42,11 @@ final class DestinationRun: @unchecked Sendable {
         var listing: Set<ExactString>?
     }
 
-    init(_ destination: DestinationConfig, sourcesFeeding: Int, record: DestinationRecord?, ledger: Ledger, clock: any SyncClock, logger: Logger,
+    init(_ destination: DestinationConfig, namesCanClash: Bool, record: DestinationRecord?, ledger: Ledger, clock: any SyncClock, logger: Logger,
          random: @escaping @Sendable (ClosedRange<Double>) -> Double, operations: OperationList, options: SyncOptions,
          cancellation: CancellationHandle, tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void) {
         self.destination = destination
-        self.sourcesFeeding = sourcesFeeding
+        self.namesCanClash = namesCanClash
         self.record = record
         self.ledger = ledger
         self.clock = clock

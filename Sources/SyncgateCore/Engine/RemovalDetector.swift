@@ -62,8 +62,7 @@ final class RemovalDetector: @unchecked Sendable {
         let batch = missingBatch
         missingBatch = []
         submit { [self] in
-            let gone = batch.filter(isGone)
-            let marked = try ledger.markRemoved(gone, at: now)
+            let marked = try ledger.markRemoved(gone(batch), at: now)
             lock.withLock { markedFiles += marked }
         }
     }
@@ -76,7 +75,8 @@ final class RemovalDetector: @unchecked Sendable {
             // Looked at again with no move under way: a walk may have seen a file just before a mover marked it and
             // deleted it, and its mark must stay then.
             try AfterSyncMover.running.withLock {
-                try ledger.clearRemoved(batch.filter { !isGone($0) })
+                let absent = Set(gone(batch))
+                try ledger.clearRemoved(batch.filter { !absent.contains($0) })
             }
         }
     }
@@ -93,13 +93,17 @@ final class RemovalDetector: @unchecked Sendable {
         }
     }
 
-    /// Whether the file is not there while its source folder is (each source's folder looked at once per batch
-    /// would do; once per file costs one more `stat` of a cached inode).
-    private func isGone(_ key: FileKey) -> Bool {
-        guard let root = roots[key.source], RemovalDetector.isFolder(root) else { return false }
-        var info = stat()
-        if lstat(root + "/" + key.path, &info) == 0 { return false }
-        return errno == ENOENT || errno == ENOTDIR
+    /// The files that are not there while their source folder is (each source's folder looked at once per batch).
+    private func gone(_ batch: [FileKey]) -> [FileKey] {
+        var folderThere: [String: Bool] = [:]
+        return batch.filter { key in
+            guard let root = roots[key.source] else { return false }
+            if folderThere[key.source] == nil { folderThere[key.source] = RemovalDetector.isFolder(root) }
+            guard folderThere[key.source] == true else { return false }
+            var info = stat()
+            if lstat(root + "/" + key.path, &info) == 0 { return false }
+            return errno == ENOENT || errno == ENOTDIR
+        }
     }
 
     private static func isFolder(_ path: String) -> Bool {

@@ -48,7 +48,7 @@ public final class SyncEngine: Sendable {
         // Each destination gets ready beside the planning: one probe of a destination that was away, the listing of
         // one whose listing is the truth (a head unit). Neither holds up the others.
         let runs = destinations.map { destination in
-            DestinationRun(destination, sourcesFeeding: config.sources(routedTo: destination.name).count, record: records[destination.name], ledger: ledger, clock: clock, logger: logger, random: random,
+            DestinationRun(destination, namesCanClash: config.namesCanClash(at: destination), record: records[destination.name], ledger: ledger, clock: clock, logger: logger, random: random,
                            operations: operations, options: options, cancellation: cancellation, tally: tally, observe: observe)
         }
         if !options.dryRun {
