@@ -1,0 +1,116 @@
+import Foundation
+import SyncgateCore
+import SyncgateTestSupport
+import Testing
+
+/// Claims with leases (schema 5): two ``Ledger`` objects on one PostgreSQL database are two instances of a fleet.
+/// One claims a row, the other skips it; a lease that ends (its holder gone) is taken over; a live holder renews
+/// its leases; an outcome releases the claim. On SQLite the same statements run, and claims never stand in the
+/// way of the one instance.
+@Suite("state ledger: claims and leases of several instances")
+struct LedgerClaimTests {
+    let dir: TemporaryDirectory
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    init() throws { dir = try TemporaryDirectory("sg-ledger-claims") }
+
+    func key(_ n: Int) -> FileKey { FileKey(source: "outbox", path: "f\(n).bin") }
+
+    func pending(_ n: Int, unlessSynced: Bool = true) -> Ledger.Pending {
+        Ledger.Pending(file: key(n), destination: "bucket", size: 10, modificationTime: t0, sha256: "aa", contentChanged: false,
+                       unlessSynced: unlessSynced)
+    }
+
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)))
+    func oneInstanceClaimsTheOtherSkips() async throws {
+        defer { dir.remove() }
+        try await LedgerEngine.postgres.withStates(dir) { state, _ in
+            let location = try await state("fleet")
+            let a = try Ledger(state: location, leaseSeconds: 30)
+            let b = try Ledger(state: location, leaseSeconds: 30)
+            #expect(a.instanceID != b.instanceID)
+            #expect(a.sharesWork && b.sharesWork)
+            #expect(try a.recordPending([pending(1), pending(2)], at: t0) == [true, true])
+            #expect(try b.recordPending([pending(1), pending(2), pending(3)], at: t0) == [false, false, true])
+            #expect(try a.entry(key(1), destination: "bucket")?.claimedBy == a.instanceID)
+            #expect(try a.entry(key(3), destination: "bucket")?.claimedBy == b.instanceID)
+            // A claim does not stop its own holder recording the row again.
+            #expect(try a.recordPending([pending(1)], at: t0 + 1) == [true])
+
+            // B starting a sync resets only what it may: A's upload in flight stays A's.
+            try a.markUploading(key(1), destination: "bucket", at: t0 + 1)
+            try b.markUploading(key(3), destination: "bucket", at: t0 + 1)
+            #expect(try b.resetInterrupted(at: t0 + 2) == 1)
+            #expect(try a.entry(key(1), destination: "bucket")?.status == .uploading)
+            #expect(try a.entry(key(1), destination: "bucket")?.claimedBy == a.instanceID)
+            #expect(try a.entry(key(3), destination: "bucket")?.status == .pending)
+            #expect(try b.othersClaims(destinations: ["bucket"]).live == 2)
+            #expect(try b.othersClaims(destinations: ["elsewhere"]).live == 0)
+
+            // An outcome releases the claim; a row delivered since it was planned new is not taken again.
+            try a.markSynced(key(1), destination: "bucket", receipt: Receipt(remoteName: "f1.bin"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 3)
+            let synced = try #require(try a.entry(key(1), destination: "bucket"))
+            #expect(synced.status == .synced && synced.claimedBy == nil && synced.leaseUntil == nil)
+            #expect(try b.recordPending([pending(1)], at: t0 + 4) == [false])
+            #expect(try b.entry(key(1), destination: "bucket")?.status == .synced)
+            #expect(try b.recordPending([pending(1, unlessSynced: false)], at: t0 + 4) == [true], "a changed file is sent again")
+
+            // An outcome B writes on a row A holds is not written: the row is A's.
+            try b.markSynced(key(2), destination: "bucket", receipt: Receipt(remoteName: "f2.bin"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 5)
+            #expect(try a.entry(key(2), destination: "bucket")?.status == .pending)
+            #expect(try a.entry(key(2), destination: "bucket")?.claimedBy == a.instanceID)
+
+            // The end of A's run frees what it did not send.
+            try a.releaseClaims(destination: "bucket")
+            #expect(try a.entry(key(2), destination: "bucket")?.claimedBy == nil)
+            #expect(try b.recordPending([pending(2)], at: t0 + 6) == [true])
+        }
+    }
+
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)))
+    func anExpiredLeaseIsTakenOverAndALiveOneIsRenewed() async throws {
+        defer { dir.remove() }
+        try await LedgerEngine.postgres.withStates(dir) { state, _ in
+            let location = try await state("fleet")
+            var dying: Ledger? = try Ledger(state: location, leaseSeconds: 1)
+            let living = try Ledger(state: location, leaseSeconds: 1)
+            let other = try Ledger(state: location, leaseSeconds: 30)
+            #expect(try dying?.recordPending([pending(1)], at: t0) == [true])
+            try dying?.markUploading(key(1), destination: "bucket", at: t0)
+            #expect(try living.recordPending([pending(2)], at: t0) == [true])
+            let firstLease = try #require(try other.entry(key(2), destination: "bucket")?.leaseUntil)
+            // The dying instance stops renewing (its process ends); the living one renews every third of a lease.
+            dying = nil
+            #expect(try other.recordPending([pending(1), pending(2)], at: t0) == [false, false])
+            #expect(try other.resetInterrupted(at: t0) == 0, "a lease that still runs is its holder's")
+            try await Task.sleep(for: .milliseconds(2500))
+            let claims = try other.othersClaims()
+            #expect(claims.expired == 1 && claims.live == 1, "\(claims)")
+            let renewed = try #require(try other.entry(key(2), destination: "bucket")?.leaseUntil)
+            #expect(renewed > firstLease + 1, "the live lease was renewed (\(firstLease) -> \(renewed))")
+            #expect(try other.resetInterrupted(at: t0 + 1) == 1, "the dead instance's upload is pending again")
+            let free = try #require(try other.entry(key(1), destination: "bucket"))
+            #expect(free.status == .pending && free.claimedBy == nil)
+            #expect(try other.recordPending([pending(1), pending(2)], at: t0 + 2) == [true, false])
+            #expect(try other.entry(key(1), destination: "bucket")?.claimedBy == other.instanceID)
+        }
+    }
+
+    /// SQLite: one instance at a time (the lock file), so the claims a killed run left never hold up the next.
+    @Test func sqliteClaimsNeverStandInTheWay() throws {
+        defer { dir.remove() }
+        let path = dir.file("state.sqlite").path
+        var first: Ledger? = try Ledger(path: path)
+        #expect(first?.sharesWork == false)
+        #expect(try first?.recordPending([pending(1)], at: t0) == [true])
+        try first?.markUploading(key(1), destination: "bucket", at: t0)
+        first = nil
+        let next = try Ledger(path: path)
+        #expect(try next.entry(key(1), destination: "bucket")?.claimedBy != nil)
+        #expect(try next.resetInterrupted(at: t0 + 1) == 1)
+        #expect(try next.entry(key(1), destination: "bucket")?.claimedBy == nil)
+        #expect(try next.recordPending([pending(1)], at: t0 + 2) == [true])
+        try next.markSynced(key(1), destination: "bucket", receipt: Receipt(remoteName: "f1.bin"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 3)
+        #expect(try next.entry(key(1), destination: "bucket")?.claimedBy == nil)
+    }
+}
