@@ -229,7 +229,7 @@ extension Ledger {
             let free = sharesWork ? " AND (claimed_by IS NULL OR claimed_by = ? OR lease_until < \(db.dialect.now))" : ""
             let arguments: [any LedgerBindable] = sharesWork ? [instanceID] : []
             let reset = try db.execute("UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ?, claimed_by = NULL, lease_until = NULL WHERE status = 'uploading'\(free)",
-                                       [now.timeIntervalSince1970] + arguments)
+                                       [now.timeIntervalSince1970 as any LedgerBindable] + arguments)
             try db.execute("UPDATE files SET claimed_by = NULL, lease_until = NULL WHERE claimed_by IS NOT NULL\(free)", arguments)
             return reset
         }

@@ -64,7 +64,7 @@ public final class Ledger: Sendable {
             database = postgres
         }
         schemaChange = change
-        leases = LeaseKeeper(database: database, instanceID: instanceID, leaseSeconds: leaseSeconds)
+        leases = LeaseKeeper(database: database, instanceID: instanceID, leaseSeconds: self.leaseSeconds)
         if case .postgres(let location) = state { leadership = DestinationLeadership(location: location) } else { leadership = nil }
     }
 
@@ -88,7 +88,8 @@ public final class Ledger: Sendable {
 
     static func makeInstanceID() -> String {
         var name = [CChar](repeating: 0, count: 256)
-        let host = gethostname(&name, name.count) == 0 ? String(cString: name) : "host"
+        let host = gethostname(&name, name.count) == 0
+            ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "host"
         let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
         return "\(host):\(getpid()):\(suffix)"
     }
