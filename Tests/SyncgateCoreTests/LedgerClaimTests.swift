@@ -96,6 +96,32 @@ struct LedgerClaimTests {
         }
     }
 
+    /// A destination that needs one writer is led by one instance; the lead passes on when its holder's connection
+    /// ends (the process dies).
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)))
+    func oneLeaderPerDestinationHandedOverWhenItDies() async throws {
+        defer { dir.remove() }
+        try await LedgerEngine.postgres.withStates(dir) { state, _ in
+            let location = try await state("fleet")
+            var leader: Ledger? = try Ledger(state: location)
+            let other = try Ledger(state: location)
+            #expect(leader?.leads("car", needsOneWriter: true) == true)
+            #expect(leader?.leads("car", needsOneWriter: true) == true, "asking again keeps the lead")
+            #expect(!other.leads("car", needsOneWriter: true))
+            #expect(other.leads("sheet", needsOneWriter: true), "each destination has its own leader")
+            #expect(other.leads("car", needsOneWriter: false), "a destination without the need is everyone's")
+            leader = nil
+            var handedOver = false
+            for _ in 0..<50 where !handedOver {
+                handedOver = other.leads("car", needsOneWriter: true)
+                if !handedOver { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(handedOver)
+        }
+        let sqlite = try Ledger(path: dir.file("state.sqlite").path)
+        #expect(sqlite.leads("car", needsOneWriter: true), "SQLite's one instance leads every destination")
+    }
+
     /// SQLite: one instance at a time (the lock file), so the claims a killed run left never hold up the next.
     @Test func sqliteClaimsNeverStandInTheWay() throws {
         defer { dir.remove() }
