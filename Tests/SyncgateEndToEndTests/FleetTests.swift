@@ -29,7 +29,7 @@ struct FleetTests {
         }
     }
 
-    @Test(.enabled(if: FleetTests.enabled, "needs PostgreSQL's server binaries and moto"), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: FleetTests.enabled, "needs PostgreSQL's server binaries and moto"), .timeLimit(.minutes(40)))
     func threeInstancesShareTheFilesThroughKills() async throws {
         let dir = try TemporaryDirectory("sg-e2e-fleet")
         defer { dir.remove() }
@@ -99,11 +99,11 @@ struct FleetTests {
             // The syncs run to their end; the gateway works until every row is synced and none is claimed.
             for slot in slots where slot.command == ["sync"] {
                 guard let process = slot.process else { continue }
-                let ended = await ProcessRunner.waitForExit(process, timeout: 240)
+                let ended = await ProcessRunner.waitForExit(process, timeout: max(240, Double(Self.files) / 10))
                 #expect(ended, "\(slot.name) did not finish")
                 if process.terminationStatus != 0 {
                     // Killed just before the end, or its last run failed: one more run says which.
-                    let again = try await ProcessRunner.run(binary, ["sync"], environment: environment, currentDirectory: dir.url, timeout: 240)
+                    let again = try await ProcessRunner.run(binary, ["sync"], environment: environment, currentDirectory: dir.url, timeout: max(240, Double(Self.files) / 10))
                     #expect(again.status == 0, "\(slot.name): \(again.stderr.suffix(2000))")
                 }
             }
