@@ -7,11 +7,11 @@ import Testing
 /// and one `syncgate run` send a folder to moto's S3 and a local folder while instances are killed (`kill -9`) at
 /// random moments and started again; the others take the dead one's files once its leases end. At the end every
 /// file is at both destinations byte for byte, no other object is there, every row is synced and none is claimed.
-/// `SYNCGATE_FLEET_FILES` (default 600) and `SYNCGATE_FLEET_KILLS` (default 10) raise the sizes
+/// `SYNCGATE_FLEET_FILES` (default 1500) and `SYNCGATE_FLEET_KILLS` (default 10) raise the sizes
 /// (`scripts/fleet-run` runs 20,000 files).
 @Suite("fleet: instances share one PostgreSQL ledger through kills", .serialized)
 struct FleetTests {
-    static var files: Int { Int(ProcessInfo.processInfo.environment["SYNCGATE_FLEET_FILES"] ?? "") ?? 600 }
+    static var files: Int { Int(ProcessInfo.processInfo.environment["SYNCGATE_FLEET_FILES"] ?? "") ?? 1500 }
     static var kills: Int { Int(ProcessInfo.processInfo.environment["SYNCGATE_FLEET_KILLS"] ?? "") ?? 10 }
     static var enabled: Bool {
         (PostgresTestServer.unavailableReason == nil && S3TestServer.unavailableReason == nil) || TestPaths.serversRequired
