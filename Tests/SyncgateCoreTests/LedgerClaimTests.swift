@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateCore
+import SyncgateLocal
 import SyncgateTestSupport
 import Testing
 
@@ -120,6 +121,36 @@ struct LedgerClaimTests {
         }
         let sqlite = try Ledger(path: dir.file("state.sqlite").path)
         #expect(sqlite.leads("car", needsOneWriter: true), "SQLite's one instance leads every destination")
+    }
+
+    /// `status` on a shared ledger: the uploads in flight of the whole fleet, each with the instance that holds it.
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)))
+    func statusShowsWhichInstanceHoldsWhichUpload() async throws {
+        defer { dir.remove() }
+        try await PostgresTestServer.withDatabase { url, _ in
+            let config = try GatewayConfig.parse(text: """
+                version: 1
+                state: "\(url)"
+                sources: [{name: outbox, path: outbox}]
+                destinations: [{name: bucket, type: local, path: synced}]
+                """, file: "plugins.yaml", baseDirectory: dir.url, registry: PluginRegistry([LocalDestination.registration]))
+            let a = try Ledger(state: config.state, leaseSeconds: 30)
+            let b = try Ledger(state: config.state, leaseSeconds: 30)
+            let lock = StateLock(state: config.state)
+            try lock.acquire()
+            defer { lock.release() }
+            #expect(try a.recordPending([pending(1)], at: t0) == [true])
+            #expect(try b.recordPending([pending(2)], at: t0) == [true])
+            try a.markUploading(key(1), destination: "bucket", at: t0)
+            try b.markUploading(key(2), destination: "bucket", at: t0)
+            let report = try StatusReport.build(config: config, ledger: a, destination: nil, failedOnly: false, now: t0)
+            #expect(Set(report.ongoing.compactMap(\.claimedBy)) == [a.instanceID, b.instanceID])
+            #expect(report.text.contains("bucket  f1.bin  0%  (\(a.instanceID))"), "\(report.text)")
+            #expect(report.text.contains("bucket  f2.bin  0%  (\(b.instanceID))"), "\(report.text)")
+            let object = StatusReport.fileObject(try #require(report.ongoing.first { $0.file == key(2) }))
+            #expect(object["claimed_by"] as? String == b.instanceID)
+            #expect(object["lease_until"] is String)
+        }
     }
 
     /// SQLite: one instance at a time (the lock file), so the claims a killed run left never hold up the next.
