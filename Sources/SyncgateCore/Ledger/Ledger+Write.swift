@@ -167,11 +167,14 @@ extension Ledger {
     /// Applies one update; a `.synced` with `attemptStartedAt` also counts the attempt that started then (what its
     /// `.uploading` would have written).
     ///
-    /// An outcome (synced, failed, interrupted, waiting) releases the row's claim; it is written only to a row that
-    /// `claimant` holds or nobody does (a row whose lease ended and that another instance took is that one's now).
+    /// An outcome (synced, failed, interrupted, waiting) releases the row's claim; on a shared ledger it is written
+    /// only to a row that `claimant` holds or nobody does (a row whose lease ended and that another instance took is
+    /// that one's now).
     static func apply(_ update: Update, in db: any LedgerConnection, attemptStartedAt: Date? = nil, claimant: String) throws {
         let release = "claimed_by = NULL, lease_until = NULL"
-        let mine = "(claimed_by IS NULL OR claimed_by = ?)"
+        // On SQLite (one instance) every row is the instance's own, whoever claimed it last: the same statement
+        // with a condition that always holds.
+        let mine = db.dialect.isPostgres ? "(claimed_by IS NULL OR claimed_by = ?)" : "(? IS NOT NULL)"
         switch update {
         case .uploading(let file, let destination, let now):
             try db.execute("""
