@@ -61,7 +61,8 @@ extension Ledger {
                 return try db.execute(statement, arguments) > 0
             }
         }
-        leases.start()
+        // Renewal matters only where other instances could take an expired row (an SQLite state has one instance).
+        if sharesWork { leases.start() }
         return taken
     }
 
