@@ -379,13 +379,16 @@ struct LedgerTests {
     @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)))
     func thePostgresStateLockEndsWithItsConnection() async throws {
         try await PostgresTestServer.withDatabase { url, server in
-            let state = StateLocation.postgres(try PostgresStateLocation.parse(url))
+            let location = try PostgresStateLocation.parse(url)
+            let state = StateLocation.postgres(location)
             _ = try Ledger(state: state)
             let lock = StateLock(state: state)
             try lock.acquire()
             #expect(StateLock.isHeld(state: state))
+            // Only this test's database: other tests of this process hold state locks of their own beside it.
             let ended = try await server.psql("""
-                SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'syncgate pid \(getpid())'
+                SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                WHERE application_name = 'syncgate pid \(getpid())' AND datname = '\(location.database)'
                 """)
             #expect(ended == "1")
             var held = true
