@@ -34,6 +34,8 @@ public final class HeadUnitDestination: Destination {
     public var listingIsAuthoritative: Bool { true }
     /// A PutFile of the whole file replaces what was there.
     public var resendIsHarmless: Bool { true }
+    /// One session per app: one instance of a fleet at a time.
+    public var needsOneWriter: Bool { true }
     public var hashesWhileSending: Bool { true }
 
     public func remoteName(forRelativePath path: String) throws -> String {

@@ -283,16 +283,18 @@ struct LedgerTests {
             let location = try await state("state")
             do {
                 let ledger = try Ledger(state: location)
-                #expect(ledger.schemaChange == .created(4))
+                #expect(ledger.schemaChange == .created(5))
                 try pending(ledger)
             }
-            // Back to schema 3: the removal columns of schema 4 gone.
+            // Back to schema 3: the removal columns of schema 4 and the claims of schema 5 gone.
             _ = try await LedgerEngine.rawSQL("""
                 DROP INDEX files_removed; ALTER TABLE files DROP COLUMN removed; ALTER TABLE files DROP COLUMN removed_at;
+                DROP INDEX files_claimed; ALTER TABLE files DROP COLUMN claimed_by; ALTER TABLE files DROP COLUMN lease_until;
                 UPDATE syncgate_meta SET value = '3' WHERE key = 'schema';
                 """, on: location, server: server)
             let upgraded = try Ledger(state: location)
-            #expect(upgraded.schemaChange == .upgraded(from: 3, to: 4))
+            #expect(upgraded.schemaChange == .upgraded(from: 3, to: 5))
+            #expect(try upgraded.entry(file, destination: "car")?.claimedBy == nil)
             #expect(try upgraded.entry(file, destination: "car")?.removed == nil)
             try upgraded.markRemoved([file], at: t0)
             #expect(try upgraded.entry(file, destination: "car")?.removed == .source)
@@ -404,7 +406,9 @@ struct LedgerTests {
         }
     }
 
-    @Test(arguments: LedgerEngine.testable) func stateLockIsExclusive(engine: LedgerEngine) async throws {
+    /// SQLite: one holder at a time. PostgreSQL: the lock is shared (a fleet works on one ledger, each file claimed
+    /// by the instance that sends it); it tells who runs, a gateway first.
+    @Test(arguments: LedgerEngine.testable) func stateLockIsExclusiveOnSQLiteAndSharedOnPostgres(engine: LedgerEngine) async throws {
         defer { dir.remove() }
         try await engine.withStates(dir) { state, _ in
             let location = try await state("state")
@@ -414,25 +418,32 @@ struct LedgerTests {
             try first.acquire()
             #expect(StateLock.isHeld(state: location))
             #expect(!StateLock.gatewayHolds(state: location))
+            let second = StateLock(state: location)
             do {
-                try StateLock(state: location).acquire()
-                Issue.record("a second holder must be refused")
+                try second.acquire()
+                #expect(engine == .postgres, "a second holder must be refused on SQLite")
             } catch let busy as StateLock.Busy {
+                #expect(engine == .sqlite, "PostgreSQL's lock is shared")
                 #expect(busy.holder == "pid \(getpid())")
                 #expect(busy.description.contains("another syncgate (pid \(getpid())) is using"), "\(busy)")
             }
+            second.release()
             first.release()
             #expect(!StateLock.isHeld(state: location))
             let gateway = StateLock(state: location)
             try gateway.acquire(gateway: true)
             #expect(StateLock.gatewayHolds(state: location))
+            let beside = StateLock(state: location)
             do {
-                try StateLock(state: location).acquire()
-                Issue.record("a second holder must be refused")
+                try beside.acquire()
+                #expect(engine == .postgres, "a second holder must be refused on SQLite")
+                #expect(StateLock.gatewayHolds(state: location), "the gateway is seen beside a sync")
             } catch let busy as StateLock.Busy {
+                #expect(engine == .sqlite)
                 #expect(busy.isGateway)
                 #expect(busy.description.hasPrefix("a gateway (pid \(getpid())) is running on \(location.displayName)"), "\(busy)")
             }
+            beside.release()
             gateway.release()
         }
     }

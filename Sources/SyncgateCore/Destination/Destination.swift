@@ -44,6 +44,11 @@ public protocol Destination: Sendable {
     /// where only a durable mark makes the next run check what arrived before sending again.
     var resendIsHarmless: Bool { get }
 
+    /// `true` when only one instance of a fleet may work on the destination at a time (a head unit accepts one
+    /// session per app; a spreadsheet's duplicate check reads, then appends). On a shared PostgreSQL ledger one
+    /// instance leads it (``DestinationLeadership``) and the others leave it out of their passes.
+    var needsOneWriter: Bool { get }
+
     /// `true` when ``upload(_:progress:)`` computes the SHA-256 of the bytes it sends and returns it in
     /// ``Receipt/sha256`` whenever ``UploadItem/sha256`` is empty. The engine then does not read new files once
     /// more just to hash them before sending. Default `false`: items always come with their hash.
@@ -113,6 +118,7 @@ extension Destination {
     public var remoteNamesAreDistinct: Bool { false }
     public var listingIsAuthoritative: Bool { false }
     public var resendIsHarmless: Bool { false }
+    public var needsOneWriter: Bool { false }
     public var hashesWhileSending: Bool { false }
     public func makeDurable() throws {}
     public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] { [:] }

@@ -207,12 +207,18 @@ final class DestinationRun: @unchecked Sendable {
             if case .skip = plan.action { return false }
             return away == nil || plan.entry?.status != .failed
         }
-        try ledger.recordPending(toRecord.map { plan in
-            Ledger.Pending(
+        let taken = try ledger.recordPending(toRecord.map { plan in
+            var unlessSynced = true
+            if case .upload(let reason) = plan.action, reason == .changed || reason == .missingAtDestination { unlessSynced = false }
+            return Ledger.Pending(
                 file: plan.file.key, destination: destination.name, size: plan.file.size, modificationTime: plan.file.modificationTime,
-                sha256: plan.sha256, contentChanged: plan.entry?.sha256 != nil && plan.sha256 != nil && plan.entry?.sha256 != plan.sha256
+                sha256: plan.sha256, contentChanged: plan.entry?.sha256 != nil && plan.sha256 != nil && plan.entry?.sha256 != plan.sha256,
+                unlessSynced: unlessSynced
             )
         }, at: now)
+        // Files another instance holds (a shared ledger), or has delivered since they were planned: theirs, not ours.
+        let notOurs = Set(zip(toRecord, taken).compactMap { $1 ? nil : $0.file.key })
+        if !notOurs.isEmpty { plans.removeAll { notOurs.contains($0.file.key) } }
 
         var items: [UploadItem] = []
         for plan in plans where plan.isUpload {
@@ -352,6 +358,8 @@ final class DestinationRun: @unchecked Sendable {
             failure = recorder.firstError
         }
         if !options.isGatewayPass { await destination.destination.finish() }
+        // Rows this instance recorded but did not send (the destination away, the run interrupted) are free again.
+        if failure == nil, !options.dryRun { try ledger.releaseClaims(destination: destination.name) }
         if failure == nil, !options.dryRun { try recordState() }
         if let failure { throw failure }
     }

@@ -37,13 +37,72 @@ public final class SyncEngine: Sendable {
     ) async throws -> SyncSummary {
         let started = Date()
         let tally = SummaryTally()
-        let destinations = config.destinations.filter { options.destinations.isEmpty || options.destinations.contains($0.name) }
+        var destinations = config.destinations.filter { options.destinations.isEmpty || options.destinations.contains($0.name) }
+        if !options.dryRun {
+            // On a shared ledger, a destination that needs one writer is left to the instance that leads it.
+            destinations = destinations.filter { destination in
+                let leads = ledger.leads(destination.name, needsOneWriter: destination.destination.needsOneWriter)
+                if !leads { logger.debug("\(destination.name): another instance leads this destination; left to it") }
+                return leads
+            }
+        }
 
-        let records = options.dryRun ? [:] : try ledger.destinationRecords()
         if !options.dryRun && !options.isGatewayPass {
             try ledger.resetInterrupted(at: clock.now())
             try ledger.noteRunStarted(at: clock.now())
         }
+        var removedFiles = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
+        // A shared ledger (PostgreSQL): files that other instances held are theirs to send; those whose holder is
+        // gone (its lease ended) are taken over here, in another pass, until no other instance holds any file of
+        // these destinations (waiting up to a lease and a half for live claims to end or expire).
+        if ledger.sharesWork && !options.dryRun && !options.isGatewayPass {
+            let names = Set(destinations.map(\.name))
+            var idleSince = Date()
+            var extraPasses = 0
+            while !cancellation.isCancelled, extraPasses < 100 {
+                let claims = try ledger.othersClaims(destinations: names)
+                if claims.expired > 0 {
+                    logger.info("\(claims.expired) file(s) held by an instance whose lease ended: taking them over")
+                    try ledger.resetInterrupted(at: clock.now())
+                    removedFiles += try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
+                    extraPasses += 1
+                    idleSince = Date()
+                } else if claims.live > 0, Date().timeIntervalSince(idleSince) < ledger.leaseSeconds * 1.5 + 2 {
+                    try await Task.sleep(for: .milliseconds(250))
+                } else {
+                    break
+                }
+            }
+        }
+
+        tally.update { $0.removedFromSources = removedFiles }
+        if !options.dryRun && !cancellation.isCancelled && !config.sourcesDeletingAfterSync.isEmpty {
+            let (moved, failures) = try AfterSyncMover(config: config, ledger: ledger, clock: clock, logger: logger).run(cancellation: cancellation)
+            tally.update {
+                $0.moved += moved
+                $0.moveFailures += failures
+            }
+        }
+
+        var summary = tally.value
+        summary.interrupted = cancellation.isCancelled
+        summary.away.sort { $0.name < $1.name }
+        summary.seconds = Date().timeIntervalSince(started)
+        if !options.dryRun && !options.isGatewayPass { try ledger.noteRunFinished(at: clock.now(), exitCode: summary.exitCode) }
+        return summary
+    }
+
+    /// On a shared ledger, waves are this small: each wave's files are claimed when it is recorded, so smaller
+    /// waves spread the files over the instances walking the same source.
+    static let sharedWaveSize = 256
+
+    /// One pass over the sources and destinations: plans, records, delivers. Returns how many files were found
+    /// removed from their sources.
+    private func pass(
+        _ destinations: [DestinationConfig], options: SyncOptions, cancellation: CancellationHandle, tally: SummaryTally,
+        observe: @escaping @Sendable (DeliveryEvent) -> Void, warn: @escaping @Sendable (ScanWarning) -> Void
+    ) async throws -> Int {
+        let records = options.dryRun ? [:] : try ledger.destinationRecords()
 
         // Each destination gets ready beside the planning: one probe of a destination that was away, the listing of
         // one whose listing is the truth (a head unit). Neither holds up the others.
@@ -69,7 +128,7 @@ public final class SyncEngine: Sendable {
             }
         }
         let feed = WaveFeed(destinations: planners.count)
-        let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: options.waveSize, paths: options.paths,
+        let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: ledger.sharesWork ? min(options.waveSize, SyncEngine.sharedWaveSize) : options.waveSize, paths: options.paths,
                                     detectsRemovals: !options.dryRun, now: now, warn: warn)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await planning.run() }
@@ -84,21 +143,7 @@ public final class SyncEngine: Sendable {
             }
         }
 
-        tally.update { $0.removedFromSources = planning.removedFiles }
-        if !options.dryRun && !cancellation.isCancelled && !config.sourcesDeletingAfterSync.isEmpty {
-            let (moved, failures) = try AfterSyncMover(config: config, ledger: ledger, clock: clock, logger: logger).run(cancellation: cancellation)
-            tally.update {
-                $0.moved += moved
-                $0.moveFailures += failures
-            }
-        }
-
-        var summary = tally.value
-        summary.interrupted = cancellation.isCancelled
-        summary.away.sort { $0.name < $1.name }
-        summary.seconds = Date().timeIntervalSince(started)
-        if !options.dryRun && !options.isGatewayPass { try ledger.noteRunFinished(at: clock.now(), exitCode: summary.exitCode) }
-        return summary
+        return planning.removedFiles
     }
 
     /// Plans one destination's files without changing anything (hashes only files whose size or time changed).

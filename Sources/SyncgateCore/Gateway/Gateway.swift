@@ -81,11 +81,20 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
     }
 
     /// Notices changes other processes commit to the ledger (`syncgate retry`, `syncgate forget`) within about a
-    /// second, and acts on them with a full pass.
+    /// second, and acts on them with a full pass. On a shared ledger (PostgreSQL) it also looks, every third of a
+    /// lease, for files held by an instance whose lease ended (it died): they are set back and taken in a full pass.
     private func watchLedger() async {
         var seen = (try? ledger.changeCounter()) ?? 0
+        var lastClaimCheck = Date()
         while !isStopped {
             try? await Task.sleep(for: .seconds(1))
+            if ledger.sharesWork, Date().timeIntervalSince(lastClaimCheck) >= ledger.leaseSeconds / 3 {
+                lastClaimCheck = Date()
+                if let claims = try? ledger.othersClaims(), claims.expired > 0, !isStopped {
+                    _ = try? ledger.resetInterrupted(at: Date())
+                    rescanAll(reason: "\(claims.expired) file(s) held by an instance whose lease ended")
+                }
+            }
             guard let now = try? ledger.changeCounter(), now != seen else { continue }
             seen = now
             if !isStopped { rescanAll(reason: "the ledger was changed by another syncgate (retry or forget)") }

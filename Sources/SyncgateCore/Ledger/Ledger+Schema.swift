@@ -26,6 +26,7 @@ extension Ledger {
             if schema < 2 { try createDestinationsTable(db) }
             if schema < 3 { try createResumeTable(db) }
             if schema < 4 { try addRemovalColumns(db) }
+            if schema < 5 { try addClaimColumns(db) }
             if schema < Ledger.schemaVersion {
                 try db.execute("UPDATE syncgate_meta SET value = ? WHERE key = 'schema'", [String(Ledger.schemaVersion)])
                 return .upgraded(from: schema, to: Ledger.schemaVersion)
@@ -70,7 +71,20 @@ extension Ledger {
         try createDestinationsTable(db)
         try createResumeTable(db)
         try addRemovalColumns(db)
+        try addClaimColumns(db)
         return .created(Ledger.schemaVersion)
+    }
+
+    /// Schema 5: the instance that holds a row for its upload (``Ledger/instanceID``) and until when its lease runs
+    /// (seconds since 1970 on the database server's clock); both NULL when nobody holds it.
+    private static func addClaimColumns(_ db: any LedgerConnection) throws {
+        for statement in [
+            "ALTER TABLE files ADD COLUMN claimed_by TEXT",
+            "ALTER TABLE files ADD COLUMN lease_until \(db.dialect.real)",
+            "CREATE INDEX files_claimed ON files (claimed_by) WHERE claimed_by IS NOT NULL",
+        ] {
+            try db.executeOnce(statement, [])
+        }
     }
 
     /// Schema 4: rows of files gone from their source (``Removal``): how, and since when.

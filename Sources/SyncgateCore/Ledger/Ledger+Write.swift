@@ -12,7 +12,11 @@ extension Ledger {
         public var sha256: String?
         /// The content changed since the last record: failure history starts afresh.
         public var contentChanged: Bool
-        public init(file: FileKey, destination: String, size: Int64, modificationTime: Date, sha256: String?, contentChanged: Bool) {
+        /// The plan expected the file undelivered (new, or a retry): a row another instance has delivered since
+        /// is left alone (on a shared ledger).
+        public var unlessSynced: Bool
+        public init(file: FileKey, destination: String, size: Int64, modificationTime: Date, sha256: String?, contentChanged: Bool, unlessSynced: Bool = false) {
+            self.unlessSynced = unlessSynced
             self.file = file
             self.destination = destination
             self.size = size
@@ -22,27 +26,44 @@ extension Ledger {
         }
     }
 
-    /// Records files as `pending` in one transaction (before any of them is uploaded).
-    public func recordPending(_ rows: [Pending], at now: Date) throws {
-        try write { db in
+    /// Records files as `pending` in one transaction (before any of them is uploaded), each claimed by this
+    /// instance (``instanceID``) for a lease. Returns, in the order of `rows`, whether each was recorded: on a
+    /// shared ledger (PostgreSQL) a row another instance holds under a lease that has not ended is left as it is,
+    /// and so is one another instance delivered since it was planned when `unlessSynced` says the plan expected it
+    /// undelivered. Those are not this instance's to send.
+    @discardableResult
+    public func recordPending(_ rows: [Pending], at now: Date) throws -> [Bool] {
+        guard !rows.isEmpty else { return [] }
+        let taken: [Bool] = try write { db in
+            let d = db.dialect
+            let guardClause = sharesWork ? """
+
+                WHERE (files.claimed_by IS NULL OR files.claimed_by = excluded.claimed_by OR files.lease_until < \(d.now))
+                    AND (NOT ? OR files.status <> 'synced')
+                """ : ""
             let statement = """
-                INSERT INTO files (source, path, destination, status, size, mtime, sha256, queued_at, updated_at)
-                VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)
+                INSERT INTO files (source, path, destination, status, size, mtime, sha256, queued_at, updated_at, claimed_by, lease_until)
+                VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, \(d.now) + ?)
                 ON CONFLICT (source, path, destination) DO UPDATE SET
                     status = 'pending', size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256,
                     queued_at = excluded.queued_at, updated_at = excluded.updated_at, bytes_done = 0,
-                    removed = NULL, removed_at = NULL,
+                    removed = NULL, removed_at = NULL, claimed_by = excluded.claimed_by, lease_until = excluded.lease_until,
                     failed_runs = CASE WHEN ? THEN 0 ELSE files.failed_runs END,
-                    first_failed_at = CASE WHEN ? THEN NULL ELSE files.first_failed_at END
+                    first_failed_at = CASE WHEN ? THEN NULL ELSE files.first_failed_at END\(guardClause)
                 """
             let t = now.timeIntervalSince1970
-            for row in rows {
-                try db.execute(statement, [
+            return try rows.map { row in
+                var arguments: [any LedgerBindable] = [
                     row.file.source, row.file.path, row.destination, row.size, row.modificationTime.timeIntervalSince1970,
-                    row.sha256, t, t, row.contentChanged, row.contentChanged,
-                ])
+                    row.sha256, t, t, instanceID, leaseSeconds, row.contentChanged, row.contentChanged,
+                ]
+                if sharesWork { arguments.append(row.unlessSynced) }
+                return try db.execute(statement, arguments) > 0
             }
         }
+        // Renewal matters only where other instances could take an expired row (an SQLite state has one instance).
+        if sharesWork { leases.start() }
+        return taken
     }
 
     /// Updates metadata of a synced row whose file was touched but holds the same bytes.
@@ -87,7 +108,7 @@ extension Ledger {
         let changes = Ledger.foldingAttemptStarts(updates)
         let onlyProgress = updates.allSatisfy { if case .progress = $0 { true } else { false } }
         try write(notify: !onlyProgress) { db in
-            for change in changes { try Ledger.apply(change.update, in: db, attemptStartedAt: change.attemptStartedAt) }
+            for change in changes { try Ledger.apply(change.update, in: db, attemptStartedAt: change.attemptStartedAt, claimant: instanceID) }
         }
     }
 
@@ -146,13 +167,21 @@ extension Ledger {
 
     /// Applies one update; a `.synced` with `attemptStartedAt` also counts the attempt that started then (what its
     /// `.uploading` would have written).
-    static func apply(_ update: Update, in db: any LedgerConnection, attemptStartedAt: Date? = nil) throws {
+    ///
+    /// An outcome (synced, failed, interrupted, waiting) releases the row's claim; on a shared ledger it is written
+    /// only to a row that `claimant` holds or nobody does (a row whose lease ended and that another instance took is
+    /// that one's now).
+    static func apply(_ update: Update, in db: any LedgerConnection, attemptStartedAt: Date? = nil, claimant: String) throws {
+        let release = "claimed_by = NULL, lease_until = NULL"
+        // On SQLite (one instance) every row is the instance's own, whoever claimed it last: the same statement
+        // with a condition that always holds.
+        let mine = db.dialect.isPostgres ? "(claimed_by IS NULL OR claimed_by = ?)" : "(? IS NOT NULL)"
         switch update {
         case .uploading(let file, let destination, let now):
             try db.execute("""
                 UPDATE files SET status = 'uploading', attempts = attempts + 1, last_attempt_at = ?, bytes_done = 0, updated_at = ?
-                WHERE source = ? AND path = ? AND destination = ?
-                """, [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
+                WHERE source = ? AND path = ? AND destination = ? AND \(mine)
+                """, [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination, claimant])
         case .progress(let file, let destination, let bytes):
             try db.execute("UPDATE files SET bytes_done = ? WHERE source = ? AND path = ? AND destination = ?", [bytes, file.source, file.path, destination])
         case .retryNote(let file, let destination, let error, let now):
@@ -164,12 +193,12 @@ extension Ledger {
                 UPDATE files SET status = 'synced', last_error = NULL, error_class = NULL, error_code = NULL,
                     next_retry_at = NULL, failed_runs = 0, first_failed_at = NULL, size = ?, mtime = ?, sha256 = ?,
                     receipt = ?, bytes_done = ?, synced_at = ?, updated_at = ?,
-                    attempts = attempts + ?, last_attempt_at = COALESCE(?, last_attempt_at)
-                WHERE source = ? AND path = ? AND destination = ?
+                    attempts = attempts + ?, last_attempt_at = COALESCE(?, last_attempt_at), \(release)
+                WHERE source = ? AND path = ? AND destination = ? AND \(mine)
                 """, [size, modificationTime.timeIntervalSince1970, sha256, Redactor.shared.redact(receiptText), size,
                                          now.timeIntervalSince1970, now.timeIntervalSince1970,
                                          attemptStartedAt == nil ? 0 : 1, attemptStartedAt?.timeIntervalSince1970,
-                                         file.source, file.path, destination])
+                                         file.source, file.path, destination, claimant])
         case .failed(let file, let destination, let failure, let retry, let now):
             let row = try db.fetchOne("SELECT failed_runs, first_failed_at FROM files WHERE source = ? AND path = ? AND destination = ?",
                                       [file.source, file.path, destination])
@@ -179,27 +208,56 @@ extension Ledger {
                 after: failure, failedRuns: failedRuns, firstFailedAt: Date(timeIntervalSince1970: firstFailed), now: now)
             try db.execute("""
                 UPDATE files SET status = 'failed', last_error = ?, error_class = ?, error_code = ?, next_retry_at = ?,
-                    failed_runs = ?, first_failed_at = ?, bytes_done = 0, updated_at = ?
-                WHERE source = ? AND path = ? AND destination = ?
+                    failed_runs = ?, first_failed_at = ?, bytes_done = 0, updated_at = ?, \(release)
+                WHERE source = ? AND path = ? AND destination = ? AND \(mine)
                 """, [Redactor.shared.redact(failure.message), failure.failureClass.name,
                                          failure.code, next?.timeIntervalSince1970, failedRuns, firstFailed, now.timeIntervalSince1970,
-                                         file.source, file.path, destination])
+                                         file.source, file.path, destination, claimant])
         case .waiting(let file, let destination, let uncount, let now):
             try db.execute("""
-                UPDATE files SET status = 'pending', attempts = CASE WHEN attempts > ? THEN attempts - ? ELSE 0 END, bytes_done = 0, updated_at = ?
-                WHERE source = ? AND path = ? AND destination = ? AND status != 'synced'
-                """, [uncount ? 1 : 0, uncount ? 1 : 0, now.timeIntervalSince1970, file.source, file.path, destination])
+                UPDATE files SET status = 'pending', attempts = CASE WHEN attempts > ? THEN attempts - ? ELSE 0 END, bytes_done = 0, updated_at = ?, \(release)
+                WHERE source = ? AND path = ? AND destination = ? AND status != 'synced' AND \(mine)
+                """, [uncount ? 1 : 0, uncount ? 1 : 0, now.timeIntervalSince1970, file.source, file.path, destination, claimant])
         case .interrupted(let file, let destination, let now):
-            try db.execute("UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ? WHERE source = ? AND path = ? AND destination = ? AND status != 'synced'", [now.timeIntervalSince1970, file.source, file.path, destination])
+            try db.execute("UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ?, \(release) WHERE source = ? AND path = ? AND destination = ? AND status != 'synced' AND \(mine)", [now.timeIntervalSince1970, file.source, file.path, destination, claimant])
         }
     }
 
-    /// Rows left `uploading` by a run that died are `pending` again. Returns how many.
+    /// Rows left `uploading` by a run that died are `pending` again, and claims of instances that are gone are
+    /// dropped. Returns how many rows were set back. On a shared ledger (PostgreSQL) only rows whose lease ended, or
+    /// that this instance held, are touched: another instance's uploads in flight are its own. On SQLite (one
+    /// instance at a time) every such row is.
     @discardableResult
     public func resetInterrupted(at now: Date) throws -> Int {
         try write { db in
-            try db.execute("UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ? WHERE status = 'uploading'",
-                           [now.timeIntervalSince1970])
+            let free = sharesWork ? " AND (claimed_by IS NULL OR claimed_by = ? OR lease_until < \(db.dialect.now))" : ""
+            let arguments: [any LedgerBindable] = sharesWork ? [instanceID] : []
+            let reset = try db.execute("UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ?, claimed_by = NULL, lease_until = NULL WHERE status = 'uploading'\(free)",
+                                       [now.timeIntervalSince1970 as any LedgerBindable] + arguments)
+            try db.execute("UPDATE files SET claimed_by = NULL, lease_until = NULL WHERE claimed_by IS NOT NULL\(free)", arguments)
+            return reset
+        }
+    }
+
+    /// Drops this instance's claims on the rows of `destination` (its run there has ended: what it did not send is
+    /// free for any instance).
+    public func releaseClaims(destination: String) throws {
+        try write(notify: false) { db in
+            try db.execute("UPDATE files SET claimed_by = NULL, lease_until = NULL WHERE claimed_by = ? AND destination = ?", [instanceID, destination])
+        }
+    }
+
+    /// What other instances hold of the rows of `destinations` (all when empty): how many claims whose lease still
+    /// runs, and how many whose lease ended (their holder is gone: the rows are free to take).
+    public func othersClaims(destinations: Set<String> = []) throws -> (live: Int, expired: Int) {
+        try read { db in
+            var live = 0, expired = 0
+            try db.forEachRow("SELECT destination, CASE WHEN lease_until < \(db.dialect.now) THEN 1 ELSE 0 END FROM files WHERE claimed_by IS NOT NULL AND claimed_by <> ?",
+                              [instanceID]) { row in
+                guard destinations.isEmpty || destinations.contains(row.string(0) ?? "") else { return }
+                if row.int(1) == 1 { expired += 1 } else { live += 1 }
+            }
+            return (live, expired)
         }
     }
 

@@ -16,9 +16,21 @@ public final class Ledger: Sendable {
     private let committed = CommitSignal()
 
     static let format = "syncgate-ledger"
-    /// The schema this syncgate writes. Versions 1 (files only), 2 (destination states), 3 (resumable uploads) are
-    /// upgraded in place; a newer one is refused.
-    public static let schemaVersion = 4
+    /// The schema this syncgate writes. Versions 1 (files only), 2 (destination states), 3 (resumable uploads), 4
+    /// (removals) are upgraded in place (5: claims with leases); a newer one is refused.
+    public static let schemaVersion = 5
+    /// Who this ledger's claims are made by (`claimed_by`): the host, the process and a random suffix, so that a
+    /// restarted process with a reused pid is another instance.
+    public let instanceID: String
+    /// How long a claim holds without being renewed (``LeaseKeeper`` renews this instance's claims a third of it).
+    public let leaseSeconds: Double
+    /// Whether other instances may work on this ledger at the same time (PostgreSQL): claims of others are then
+    /// respected until their lease ends. An SQLite state has one instance at a time (its lock file), whose claims
+    /// are written the same way but never stand in its own way.
+    public var sharesWork: Bool { database.dialect.isPostgres }
+    let leases: LeaseKeeper
+    /// The destinations this instance leads on a shared ledger (nil on SQLite, where the one instance leads all).
+    let leadership: DestinationLeadership?
 
     /// Opens (creating if needed) the SQLite ledger at `path`. A file that is not SQLite, is damaged, or belongs to
     /// another program is reported, never replaced.
@@ -28,9 +40,12 @@ public final class Ledger: Sendable {
 
     /// Opens the ledger where `state` says, creating or upgrading its schema in place. A database of another
     /// program, or of a newer syncgate, is reported and left untouched.
-    public init(state: StateLocation) throws {
+    /// `leaseSeconds`: how long this instance's claims hold unless renewed (default: ``defaultLeaseSeconds``).
+    public init(state: StateLocation, leaseSeconds: Double? = nil) throws {
         self.state = state
         self.path = state.displayName
+        self.instanceID = Ledger.makeInstanceID()
+        self.leaseSeconds = leaseSeconds ?? Ledger.defaultLeaseSeconds
         let displayName = state.displayName
         var change = SchemaChange.current(Ledger.schemaVersion)
         switch state {
@@ -49,9 +64,35 @@ public final class Ledger: Sendable {
             database = postgres
         }
         schemaChange = change
+        leases = LeaseKeeper(database: database, instanceID: instanceID, leaseSeconds: self.leaseSeconds)
+        if case .postgres(let location) = state { leadership = DestinationLeadership(location: location) } else { leadership = nil }
     }
 
-    deinit { database.close() }
+    /// Whether this instance may work on `destination` now: always, unless the ledger is shared and the destination
+    /// needs one writer (``Destination/needsOneWriter``), when only its leader may.
+    public func leads(_ destination: String, needsOneWriter: Bool) -> Bool {
+        guard needsOneWriter, let leadership else { return true }
+        return leadership.lead(destination)
+    }
+
+    deinit {
+        leases.stop()
+        leadership?.close()
+        database.close()
+    }
+
+    /// The lease of a claim: 60 s, or `SYNCGATE_LEASE_SECONDS` (the fleet tests shorten it).
+    static var defaultLeaseSeconds: Double {
+        ProcessInfo.processInfo.environment["SYNCGATE_LEASE_SECONDS"].flatMap(Double.init).map { max(0.5, $0) } ?? 60
+    }
+
+    static func makeInstanceID() -> String {
+        var name = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&name, name.count) == 0
+            ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "host"
+        let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        return "\(host):\(getpid()):\(suffix)"
+    }
 
     /// Throws when the state file was deleted or replaced since it was opened, after saving what this process
     /// holds of it (SQLite; see ``SQLiteLedgerDatabase/checkIdentity()``).
@@ -92,7 +133,8 @@ public final class Ledger: Sendable {
 
     /// The columns ``entry(_:)`` reads, in its order (by index: a lookup by name costs more than the read).
     static let columns = "source, path, destination, status, attempts, last_attempt_at, last_error, error_class, error_code, "
-        + "next_retry_at, failed_runs, first_failed_at, size, mtime, sha256, receipt, bytes_done, queued_at, synced_at, updated_at, removed, removed_at"
+        + "next_retry_at, failed_runs, first_failed_at, size, mtime, sha256, receipt, bytes_done, queued_at, synced_at, updated_at, removed, removed_at, "
+        + "claimed_by, lease_until"
 
     /// ``columns`` with NULL for the receipt.
     static let columnsWithoutReceipt = columns.replacingOccurrences(of: "receipt", with: "NULL")
@@ -108,7 +150,8 @@ public final class Ledger: Sendable {
             firstFailedAt: date(11), size: row.int64(12) ?? 0, modificationTime: date(13) ?? Date(timeIntervalSince1970: 0),
             sha256: row.string(14), receipt: receipt, bytesDone: row.int64(16) ?? 0, queuedAt: date(17),
             syncedAt: date(18), updatedAt: date(19) ?? Date(timeIntervalSince1970: 0),
-            removed: row.string(20).flatMap(Removal.init(rawValue:)), removedAt: date(21)
+            removed: row.string(20).flatMap(Removal.init(rawValue:)), removedAt: date(21),
+            claimedBy: row.string(22), leaseUntil: date(23)
         )
     }
 }

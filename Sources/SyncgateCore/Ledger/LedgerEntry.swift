@@ -32,6 +32,10 @@ public struct LedgerEntry: Sendable, Hashable {
     public var removed: Removal? = nil
     /// Since when the row is marked ``removed`` (it is dropped `recent.completed` after that).
     public var removedAt: Date? = nil
+    /// The instance that holds the row for its upload (``Ledger/instanceID``), nil when none does.
+    public var claimedBy: String? = nil
+    /// Until when its claim holds unless renewed (the database server's clock).
+    public var leaseUntil: Date? = nil
 
     /// Progress of an upload in flight, 0...1.
     public var progress: Double {

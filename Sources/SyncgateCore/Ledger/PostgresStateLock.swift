@@ -2,9 +2,10 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// ``StateLock`` for a PostgreSQL state: a session advisory lock of the database, held on a connection of its own
-/// for as long as the sync or gateway runs, and released by the server when that connection ends (the process
-/// exits or is killed). The holder is told apart by its connection's `application_name` (`syncgate pid N`,
+/// ``StateLock`` for a PostgreSQL state: a shared session advisory lock of the database, held on a connection of
+/// its own for as long as the sync or gateway runs, and released by the server when that connection ends (the
+/// process exits or is killed). It is shared: several instances work on one PostgreSQL ledger at once, each file
+/// delivered by the one that claims it (``Ledger/recordPending(_:at:)``); the lock tells `status` who runs. The holder is told apart by its connection's `application_name` (`syncgate pid N`,
 /// `syncgate gateway pid N`), read from `pg_stat_activity`.
 final class PostgresStateLock: @unchecked Sendable {
     let location: PostgresStateLocation
@@ -32,7 +33,7 @@ final class PostgresStateLock: @unchecked Sendable {
         let locked: Bool
         do {
             let rows = try connection.query(
-                PostgresQuery(unsafeSQL: "SELECT pg_try_advisory_lock(\(PostgresStateLock.key.0), \(PostgresStateLock.key.1))"),
+                PostgresQuery(unsafeSQL: "SELECT pg_try_advisory_lock_shared(\(PostgresStateLock.key.0), \(PostgresStateLock.key.1))"),
                 logger: PostgresStateLock.logger
             ).wait().rows
             locked = try rows.first?.decode(Bool.self) ?? false
@@ -83,11 +84,12 @@ final class PostgresStateLock: @unchecked Sendable {
         return holder(applicationName: try row.decode(String.self))
     }
 
-    /// The `application_name` of the session holding the lock (no row when nobody holds it).
+    /// The `application_name` of a session holding the lock, a gateway's first (no row when nobody holds it).
     static let holderQuery = """
         SELECT COALESCE(a.application_name, '') FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
         WHERE l.locktype = 'advisory' AND l.granted AND l.classid = \(key.0) AND l.objid = \(key.1) AND l.objsubid = 2
             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        ORDER BY (COALESCE(a.application_name, '') LIKE 'syncgate gateway %') DESC, l.pid
         """
 
     static func holder(applicationName name: String) -> String {

@@ -127,6 +127,10 @@ public struct StatusReport: Sendable {
             if let etag = receipt.etag { object["etag"] = etag }
         }
         if let synced = entry.syncedAt { object["synced_at"] = JSONText.time(synced) }
+        if let holder = entry.claimedBy {
+            object["claimed_by"] = holder
+            object["lease_until"] = JSONText.time(entry.leaseUntil)
+        }
         if let removed = entry.removed {
             object["removed"] = removed.rawValue
             object["removed_at"] = JSONText.time(entry.removedAt)
@@ -212,7 +216,7 @@ public struct StatusReport: Sendable {
         }
         if !ongoing.isEmpty {
             out += "\nUploading now:\n"
-            for e in ongoing { out += "  \(e.destination)  \(e.file.path)  \(Int(e.progress * 100))%\n" }
+            for e in ongoing { out += "  \(e.destination)  \(e.file.path)  \(Int(e.progress * 100))%" + (e.claimedBy.map { "  (\($0))" } ?? "") + "\n" }
         }
         if listsPaths {
             out += files.isEmpty ? "\nNone of these paths is in the ledger.\n" : "\nFiles (\(files.count)):\n"

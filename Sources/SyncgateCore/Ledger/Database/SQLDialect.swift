@@ -14,14 +14,19 @@ struct SQLDialect: Sendable {
     var tableNamesQuery: String
     /// A column named in a condition so that no index is used to look it up (the primary key gives the order).
     var unindexed: @Sendable (String) -> String
+    /// The database server's time now, in seconds since 1970 (leases are timed by the server that keeps them, not
+    /// by the clocks of the instances).
+    var now: String
 
     var isPostgres: Bool { name == "PostgreSQL" }
 
     static let sqlite = SQLDialect(
         name: "SQLite", real: "REAL", integer: "INTEGER", keyText: "TEXT", tableSuffix: " WITHOUT ROWID",
-        tableNamesQuery: "SELECT name FROM sqlite_master WHERE type = 'table'", unindexed: { "+" + $0 })
+        tableNamesQuery: "SELECT name FROM sqlite_master WHERE type = 'table'", unindexed: { "+" + $0 },
+        now: "((julianday('now') - 2440587.5) * 86400.0)")
 
     static let postgres = SQLDialect(
         name: "PostgreSQL", real: "DOUBLE PRECISION", integer: "BIGINT", keyText: "TEXT COLLATE \"C\"", tableSuffix: "",
-        tableNamesQuery: "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()", unindexed: { $0 })
+        tableNamesQuery: "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()", unindexed: { $0 },
+        now: "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)")
 }

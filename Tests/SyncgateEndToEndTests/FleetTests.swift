@@ -1,0 +1,142 @@
+import Foundation
+import SyncgateCore
+import SyncgateTestSupport
+import Testing
+
+/// Several instances of the real binary share one PostgreSQL ledger (issue 19, part 2): two `syncgate sync` slots
+/// and one `syncgate run` send a folder to moto's S3 and a local folder while instances are killed (`kill -9`) at
+/// random moments and started again; the others take the dead one's files once its leases end. At the end every
+/// file is at both destinations byte for byte, no other object is there, every row is synced and none is claimed.
+/// `SYNCGATE_FLEET_FILES` (default 1500) and `SYNCGATE_FLEET_KILLS` (default 10) raise the sizes
+/// (`scripts/fleet-run` runs 20,000 files).
+@Suite("fleet: instances share one PostgreSQL ledger through kills", .serialized)
+struct FleetTests {
+    static var files: Int { Int(ProcessInfo.processInfo.environment["SYNCGATE_FLEET_FILES"] ?? "") ?? 1500 }
+    static var kills: Int { Int(ProcessInfo.processInfo.environment["SYNCGATE_FLEET_KILLS"] ?? "") ?? 10 }
+    static var enabled: Bool {
+        (PostgresTestServer.unavailableReason == nil && S3TestServer.unavailableReason == nil) || TestPaths.serversRequired
+    }
+
+    /// One slot of the fleet: what it runs, its process now, and how its last run ended.
+    final class Slot {
+        let command: [String]
+        let name: String
+        var process: Process?
+        var starts = 0
+        init(_ name: String, _ command: [String]) {
+            self.name = name
+            self.command = command
+        }
+    }
+
+    @Test(.enabled(if: FleetTests.enabled, "needs PostgreSQL's server binaries and moto"), .timeLimit(.minutes(40)))
+    func threeInstancesShareTheFilesThroughKills() async throws {
+        let dir = try TemporaryDirectory("sg-e2e-fleet")
+        defer { dir.remove() }
+        let s3 = try await S3TestServer(buckets: ["fleet"])
+        defer { s3.stop() }
+        try await PostgresTestServer.withDatabase { url, server in
+            let database = try PostgresStateLocation.parse(url).database
+            try dir.write("plugins.yaml", """
+                version: 1
+                state: "\(url)"
+                sources:
+                  - name: outbox
+                    path: outbox
+                destinations:
+                  - name: archive
+                    type: local
+                    path: synced
+                  - name: bucket
+                    type: s3
+                    endpoint: \(s3.endpoint)
+                    region: us-east-1
+                    bucket: fleet
+                    prefix: out/
+                    access_key_id: ${TEST_S3_KEY}
+                    secret_access_key: ${TEST_S3_SECRET}
+                """)
+            var contents: [String: Data] = [:]
+            for i in 0..<Self.files {
+                var generator = SplitMix(seed: UInt64(i) &+ 91)
+                let size = 512 + Int(generator.next() % 6000)
+                let data = Data((0..<size).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
+                let path = "d\(i % 23)/e\(i % 7)/file-\(i).bin"
+                try dir.write("outbox/" + path, data)
+                contents[path] = data
+            }
+            let environment = ["TEST_S3_KEY": s3.accessKeyID, "TEST_S3_SECRET": s3.secretAccessKey, "SYNCGATE_LEASE_SECONDS": "3"]
+            let binary = TestPaths.executable("syncgate")
+            let slots = [Slot("sync-a", ["sync"]), Slot("sync-b", ["sync"]), Slot("gateway", ["run"])]
+            func start(_ slot: Slot) throws {
+                slot.starts += 1
+                slot.process = try ProcessRunner.start(binary, slot.command, environment: environment, currentDirectory: dir.url,
+                                                       logFile: dir.file("\(slot.name)-\(slot.starts).log"))
+            }
+            for slot in slots { try start(slot) }
+
+            // Kill one running instance at a random moment, start it again; a sync that finished starts again too
+            // (it then finds what is left, or nothing).
+            var generator = SplitMix(seed: UInt64(Date().timeIntervalSince1970))
+            var killed: [String] = []
+            var holders: Set<String> = []
+            while killed.count < Self.kills {
+                try await Task.sleep(for: .milliseconds(250 + Int(generator.next() % 1250)))
+                // Who holds what, as `status` shows the fleet.
+                let status = try await ProcessRunner.run(binary, ["status", "--json"], environment: environment, currentDirectory: dir.url)
+                let report = SyncgateCLI.json(status.stdout) ?? [:]
+                let rows = (report["files"] as? [[String: Any]] ?? []) + (report["ongoing"] as? [[String: Any]] ?? [])
+                holders.formUnion(rows.compactMap { $0["claimed_by"] as? String })
+                let running = slots.filter { $0.process?.isRunning == true }
+                if let victim = running.isEmpty ? nil : running[Int(generator.next() % UInt64(running.count))], let process = victim.process {
+                    kill(process.processIdentifier, SIGKILL)
+                    await ProcessRunner.waitForExit(process)
+                    killed.append(victim.name)
+                }
+                for slot in slots where slot.process?.isRunning != true { try start(slot) }
+            }
+
+            // The syncs run to their end; the gateway works until every row is synced and none is claimed.
+            for slot in slots where slot.command == ["sync"] {
+                guard let process = slot.process else { continue }
+                let ended = await ProcessRunner.waitForExit(process, timeout: max(240, Double(Self.files) / 10))
+                #expect(ended, "\(slot.name) did not finish")
+                if process.terminationStatus != 0 {
+                    // Killed just before the end, or its last run failed: one more run says which.
+                    let again = try await ProcessRunner.run(binary, ["sync"], environment: environment, currentDirectory: dir.url, timeout: max(240, Double(Self.files) / 10))
+                    #expect(again.status == 0, "\(slot.name): \(again.stderr.suffix(2000))")
+                }
+            }
+            var left = "?"
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline {
+                left = try await server.psql("SELECT count(*) FROM files WHERE status <> 'synced' OR claimed_by IS NOT NULL", database: database)
+                if left == "0" { break }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            let gateway = try #require(slots.last?.process)
+            #expect(gateway.isRunning, "the gateway exited on its own (\(gateway.terminationStatus))")
+            ProcessRunner.stop(gateway, grace: 30)
+            #expect(gateway.terminationStatus == 0, "the gateway's exit")
+
+            #expect(left == "0", "rows not synced or still claimed")
+            #expect(try await server.psql("SELECT count(*) FROM files", database: database) == String(2 * Self.files))
+            #expect(!holders.isEmpty, "status --json showed no claimed_by while the fleet worked")
+            #expect(killed.count >= Self.kills)
+
+            // Every file at both destinations, byte for byte, and nothing else.
+            var problems: [String] = []
+            for (path, data) in contents where (try? dir.read("synced/" + path)) != data { problems.append("archive: \(path)") }
+            let objects = try await s3.objects(bucket: "fleet", into: dir.file("dump"))
+            for (path, data) in contents where objects["out/" + path]?.data != data { problems.append("bucket: \(path)") }
+            #expect(objects.count == Self.files, "objects in the bucket")
+            let localCount = FileManager.default.enumerator(atPath: dir.file("synced").path)?.allObjects
+                .filter { ($0 as? String)?.hasSuffix(".bin") == true }.count
+            #expect(localCount == Self.files, "files in the local folder")
+            #expect(problems.isEmpty, "\(problems.count) missing or wrong: \(problems.prefix(10))")
+            #expect(try await s3.openMultipartUploads(bucket: "fleet") == 0)
+            let puts = s3.requests("PUT").count
+            print("fleet: \(Self.files) files x 2 destinations, kills \(killed), starts \(slots.map { "\($0.name) \($0.starts)" }), S3 PUTs \(puts), instances seen holding files \(holders.count)")
+        }
+    }
+}
