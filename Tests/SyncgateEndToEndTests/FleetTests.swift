@@ -4,9 +4,11 @@ import SyncgateTestSupport
 import Testing
 
 /// Several instances of the real binary share one PostgreSQL ledger (issue 19, part 2): two `syncgate sync` slots
-/// and one `syncgate run` send a folder to moto's S3 and a local folder while instances are killed (`kill -9`) at
-/// random moments and started again; the others take the dead one's files once its leases end. At the end every
-/// file is at both destinations byte for byte, no other object is there, every row is synced and none is claimed.
+/// and one `syncgate run` send a folder to moto's S3 and a local folder, and one folder of it to a Google Sheets
+/// server (one row per file, written by the destination's leader), while instances are killed (`kill -9`) at random
+/// moments and started again; the others take the dead one's files once its leases end, and walk its share of the
+/// folder. At the end every file is at both destinations byte for byte, no other object is there, the sheet has one
+/// row per file of its folder and no duplicate, every row is synced and none is claimed.
 /// `SYNCGATE_FLEET_FILES` (default 1500) and `SYNCGATE_FLEET_KILLS` (default 10) raise the sizes
 /// (`scripts/fleet-run` runs 20,000 files).
 @Suite("fleet: instances share one PostgreSQL ledger through kills", .serialized)
@@ -14,7 +16,8 @@ struct FleetTests {
     static var files: Int { Int(ProcessInfo.processInfo.environment["SYNCGATE_FLEET_FILES"] ?? "") ?? 1500 }
     static var kills: Int { Int(ProcessInfo.processInfo.environment["SYNCGATE_FLEET_KILLS"] ?? "") ?? 10 }
     static var enabled: Bool {
-        (PostgresTestServer.unavailableReason == nil && S3TestServer.unavailableReason == nil) || TestPaths.serversRequired
+        (PostgresTestServer.unavailableReason == nil && S3TestServer.unavailableReason == nil && SheetsTestServer.unavailableReason == nil)
+            || TestPaths.serversRequired
     }
 
     /// One slot of the fleet: what it runs, its process now, and how its last run ended.
@@ -29,12 +32,14 @@ struct FleetTests {
         }
     }
 
-    @Test(.enabled(if: FleetTests.enabled, "needs PostgreSQL's server binaries and moto"), .timeLimit(.minutes(40)))
+    @Test(.enabled(if: FleetTests.enabled, "needs PostgreSQL's server binaries, moto and the Sheets test server"), .timeLimit(.minutes(40)))
     func threeInstancesShareTheFilesThroughKills() async throws {
         let dir = try TemporaryDirectory("sg-e2e-fleet")
         defer { dir.remove() }
         let s3 = try await S3TestServer(buckets: ["fleet"])
         defer { s3.stop() }
+        let sheets = try await SheetsTestServer()
+        defer { sheets.stop() }
         try await PostgresTestServer.withDatabase { url, server in
             let database = try PostgresStateLocation.parse(url).database
             try dir.write("plugins.yaml", """
@@ -55,6 +60,19 @@ struct FleetTests {
                     prefix: out/
                     access_key_id: ${TEST_S3_KEY}
                     secret_access_key: ${TEST_S3_SECRET}
+                  - name: sheet
+                    type: sheets
+                    spreadsheet_id: test-spreadsheet
+                    range: "Sheet1!A:G"
+                    credentials_file: \(sheets.keyFile.path)
+                    api_base: \(sheets.baseURL)
+                    rows: file
+                    writes_per_minute: 6000
+                routes:
+                  - match: ["**/*"]
+                    to: [archive, bucket]
+                  - match: ["d0/**"]
+                    to: [sheet]
                 """)
             var contents: [String: Data] = [:]
             for i in 0..<Self.files {
@@ -120,7 +138,11 @@ struct FleetTests {
             #expect(gateway.terminationStatus == 0, "the gateway's exit")
 
             #expect(left == "0", "rows not synced or still claimed")
-            #expect(try await server.psql("SELECT count(*) FROM files", database: database) == String(2 * Self.files))
+            let sheetPaths = contents.keys.filter { $0.hasPrefix("d0/") }
+            #expect(try await server.psql("SELECT count(*) FROM files", database: database) == String(2 * Self.files + sheetPaths.count))
+            // The walks were split: at least two instances walked their share of a view of several.
+            let splitWalkers = try await server.psql("SELECT count(DISTINCT instance) FROM instance_walks WHERE position(chr(10) in view) > 0", database: database)
+            #expect((Int(splitWalkers) ?? 0) >= 2, "instances that walked a share: \(splitWalkers)")
             #expect(!holders.isEmpty, "status --json showed no claimed_by while the fleet worked")
             #expect(killed.count >= Self.kills)
 
@@ -135,8 +157,16 @@ struct FleetTests {
             #expect(localCount == Self.files, "files in the local folder")
             #expect(problems.isEmpty, "\(problems.count) missing or wrong: \(problems.prefix(10))")
             #expect(try await s3.openMultipartUploads(bucket: "fleet") == 0)
+            // One sheet row per file of its folder, none twice (the header first).
+            var rows = try sheets.textRows()
+            #expect(rows.first?.first == "syncgate_row_id", "the sheet's header row: \(rows.first ?? [])")
+            if rows.first?.first == "syncgate_row_id" { rows.removeFirst() }
+            let names = rows.compactMap { $0.count > 1 ? $0[1] : nil }
+            let twice = Dictionary(grouping: names, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
+            #expect(twice.isEmpty, "sheet rows written twice: \(twice.prefix(10))")
+            #expect(Set(names) == Set(sheetPaths.map { "outbox/" + $0 }) || Set(names) == Set(sheetPaths), "sheet rows: \(names.count) for \(sheetPaths.count) files; e.g. \(names.prefix(3))")
             let puts = s3.requests("PUT").count
-            print("fleet: \(Self.files) files x 2 destinations, kills \(killed), starts \(slots.map { "\($0.name) \($0.starts)" }), S3 PUTs \(puts), instances seen holding files \(holders.count)")
+            print("fleet: \(Self.files) files x 2 destinations, kills \(killed), starts \(slots.map { "\($0.name) \($0.starts)" }), S3 PUTs \(puts), instances seen holding files \(holders.count), sheet rows \(names.count), instances that walked a share \(splitWalkers)")
         }
     }
 }

@@ -44,11 +44,18 @@ final class PlanningPass: @unchecked Sendable {
     private var finishedSources: [String] = []
     /// Files marked removed in this pass.
     private(set) var removedFiles = 0
+    /// The full walk went to its end (it was not stopped): every file of the walked sources (of this instance's
+    /// share, where split) was planned.
+    private(set) var walkedAll = false
+    /// Sources whose full walk is split between a fleet's instances: only this instance's share of their files is
+    /// walked and planned, and only its share of their ledger rows can be found removed.
+    private let shares: [String: FleetView]
 
     init(config: GatewayConfig, ledger: Ledger, planners: [DestinationPlanner], feed: WaveFeed, tally: SummaryTally,
-         cancellation: CancellationHandle, waveSize: Int, paths: [FileKey]? = nil, detectsRemovals: Bool = false, now: Date = Date(),
-         warn: @escaping @Sendable (ScanWarning) -> Void) {
+         cancellation: CancellationHandle, waveSize: Int, paths: [FileKey]? = nil, shares: [String: FleetView] = [:], detectsRemovals: Bool = false,
+         now: Date = Date(), warn: @escaping @Sendable (ScanWarning) -> Void) {
         self.paths = paths
+        self.shares = paths == nil ? shares : [:]
         self.removals = detectsRemovals ? RemovalDetector(ledger: ledger, sources: config.sources, now: now) : nil
         self.config = config
         self.ledger = ledger
@@ -81,7 +88,7 @@ final class PlanningPass: @unchecked Sendable {
     private var stopping: Bool { feed.isStopped || cancellation.isCancelled }
 
     private func plan() throws {
-        let walk: any FileWalk = paths.map { PathWalk(sources: sources, paths: $0) } ?? ScanPipeline(sources: sources)
+        let walk: any FileWalk = paths.map { PathWalk(sources: sources, paths: $0) } ?? ScanPipeline(sources: sources, shares: shares)
         self.walk = walk
         var removalError: (any Error)? = nil
         defer {
@@ -142,6 +149,7 @@ final class PlanningPass: @unchecked Sendable {
         tally.update { $0.files = fileCount }
         if !stopping { try handOver(final: true) }
         if let removalError { throw removalError }
+        walkedAll = !stopping
     }
 
     /// Reads, for removals, the rows of the sources whose walk ended that come after the last file found.
@@ -150,7 +158,7 @@ final class PlanningPass: @unchecked Sendable {
         for source in finishedSources {
             try ledger.withRows(source: source, after: lastSeeked[source]) { rows in
                 while let key = rows.key {
-                    if rows.removed == nil { removals.missing(key) }
+                    if rows.removed == nil, owns(key) { removals.missing(key) }
                     try rows.advance()
                 }
             }
@@ -187,7 +195,7 @@ final class PlanningPass: @unchecked Sendable {
         guard !routed.isEmpty else { return }
         let key = file.key
         while let at = rows.key, at < key {
-            if let removals, rows.removed == nil { removals.missing(at) }
+            if let removals, rows.removed == nil, owns(at) { removals.missing(at) }
             try rows.advance()
         }
         if removals != nil { lastSeeked[key.source] = key.path }
@@ -206,6 +214,9 @@ final class PlanningPass: @unchecked Sendable {
             try plannerByName[name]?.consider(file, rows: rows, found: false)
         }
     }
+
+    /// Whether `key` is this instance's to plan (always, unless its source's walk is split).
+    private func owns(_ key: FileKey) -> Bool { shares[key.source]?.owns(key) ?? true }
 
     /// Whether a wave is full, or the whole plans can go.
     private var handOverDue: Bool {

@@ -16,8 +16,9 @@ final class ScanPipeline: @unchecked Sendable {
 
     private let queue: BoundedQueue<Item>
 
-    /// Starts walking `sources`, in the order given.
-    init(sources: [SourceConfig], chunkSize: Int = 512, capacity: Int = 8) {
+    /// Starts walking `sources`, in the order given; a source in `shares` only for the files its view gives this
+    /// instance (``FleetView/owns(_:)``).
+    init(sources: [SourceConfig], shares: [String: FleetView] = [:], chunkSize: Int = 512, capacity: Int = 8) {
         let queue = BoundedQueue<Item>(capacity: capacity)
         self.queue = queue
         let thread = Thread {
@@ -26,7 +27,8 @@ final class ScanPipeline: @unchecked Sendable {
                 for source in sources {
                     var chunk: [ScannedFile] = []
                     chunk.reserveCapacity(chunkSize)
-                    let warnings = try SourceScanner().scan(source) { file in
+                    let share = shares[source.name].map { view in { (path: String) in view.owns(source: source.name, path: path) } }
+                    let warnings = try SourceScanner().scan(source, share: share) { file in
                         chunk.append(file)
                         if chunk.count >= chunkSize {
                             try ScanPipeline.put(queue, .files(chunk))

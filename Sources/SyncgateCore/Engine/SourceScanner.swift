@@ -56,8 +56,10 @@ public struct SourceScanner: Sendable {
     }
 
     /// Walks the source, handing each file to `visit` as it is found (in byte order), so that nothing is kept
-    /// per file; returns what was passed over.
-    public func scan(_ source: SourceConfig, visit: (ScannedFile) throws -> Void) rethrows -> [ScanWarning] {
+    /// per file; returns what was passed over. With `share`, only the files it accepts (by relative path) are
+    /// statted and handed over: a file the folder's listing says is a regular file and `share` declines is passed
+    /// over without a system call (a fleet's instances split a walk this way, see ``FleetView``).
+    public func scan(_ source: SourceConfig, share: ((String) -> Bool)? = nil, visit: (ScannedFile) throws -> Void) rethrows -> [ScanWarning] {
         var warnings: [ScanWarning] = []
         var root = stat()
         guard stat(source.path, &root) == 0, (root.st_mode & S_IFMT) == S_IFDIR else {
@@ -68,7 +70,7 @@ public struct SourceScanner: Sendable {
             return warnings
         }
         var visiting: Set<[UInt64]> = [[UInt64(root.st_dev), UInt64(root.st_ino)]]
-        try walk(source, absolute: source.path, relative: "", visit: visit, warnings: &warnings, visiting: &visiting)
+        try walk(source, absolute: source.path, relative: "", share: share, visit: visit, warnings: &warnings, visiting: &visiting)
         return warnings
     }
 
@@ -102,7 +104,7 @@ public struct SourceScanner: Sendable {
     }
 
     private func walk(
-        _ source: SourceConfig, absolute: String, relative: String, visit: (ScannedFile) throws -> Void,
+        _ source: SourceConfig, absolute: String, relative: String, share: ((String) -> Bool)?, visit: (ScannedFile) throws -> Void,
         warnings: inout [ScanWarning], visiting: inout Set<[UInt64]>
     ) rethrows {
         guard let dir = opendir(absolute) else {
@@ -123,6 +125,8 @@ public struct SourceScanner: Sendable {
                 continue
             }
             if name == "." || name == ".." { continue }
+            // A regular file (as the listing says) that is another instance's share: not even statted.
+            if let share, entry.pointee.d_type == UInt8(DT_REG), !share(child(name)) { continue }
             names.append(name)
         }
         // Stat every entry first (relative to the open folder: no path walk): whether it is a folder decides
@@ -171,10 +175,10 @@ public struct SourceScanner: Sendable {
                     continue
                 }
                 visiting.insert(id)
-                try walk(source, absolute: childAbsolute, relative: childRelative, visit: visit, warnings: &warnings, visiting: &visiting)
+                try walk(source, absolute: childAbsolute, relative: childRelative, share: share, visit: visit, warnings: &warnings, visiting: &visiting)
                 visiting.remove(id)
             case S_IFREG:
-                guard source.selects(childRelative) else { continue }
+                guard source.selects(childRelative), share?(childRelative) != false else { continue }
                 let stat = FileStat(st)
                 try visit(ScannedFile(
                     source: source.name, root: source.path, relativePath: childRelative,

@@ -51,28 +51,44 @@ public final class SyncEngine: Sendable {
             try ledger.resetInterrupted(at: clock.now())
             try ledger.noteRunStarted(at: clock.now())
         }
-        var removedFiles = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
+        var outcome = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
+        var removedFiles = outcome.removed
         // A shared ledger (PostgreSQL): files that other instances held are theirs to send; those whose holder is
         // gone (its lease ended) are taken over here, in another pass, until no other instance holds any file of
-        // these destinations (waiting up to a lease and a half for live claims to end or expire).
+        // these destinations (waiting up to a lease and a half for live claims to end or expire). A walk split
+        // between the instances is walked again when the fleet changed under it (an instance joined, or one left
+        // or died before walking its share), and the run waits, as long, for the others to walk their shares.
         if ledger.sharesWork && !options.dryRun && !options.isGatewayPass {
             let names = Set(destinations.map(\.name))
             var idleSince = Date()
             var extraPasses = 0
             while !cancellation.isCancelled, extraPasses < 100 {
+                let again: String?
                 let claims = try ledger.othersClaims(destinations: names)
-                if claims.expired > 0 {
-                    logger.info("\(claims.expired) file(s) held by an instance whose lease ended: taking them over")
+                if let split = outcome.split, try ledger.fleetChanged(since: split.view, destinations: split.destinations) {
+                    again = "the fleet changed while its shares were walked: walking again"
+                } else if claims.expired > 0 {
+                    again = "\(claims.expired) file(s) held by an instance whose lease ended: taking them over"
+                } else {
+                    again = nil
+                }
+                if let again {
+                    logger.info("\(again)")
                     try ledger.resetInterrupted(at: clock.now())
-                    removedFiles += try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
+                    outcome = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
+                    removedFiles += outcome.removed
                     extraPasses += 1
                     idleSince = Date()
-                } else if claims.live > 0, Date().timeIntervalSince(idleSince) < ledger.leaseSeconds * 1.5 + 2 {
+                    continue
+                }
+                let othersWalking = try outcome.split.map { try !ledger.fleetWalked($0.view, destinations: $0.destinations) } ?? false
+                if claims.live > 0 || othersWalking, Date().timeIntervalSince(idleSince) < ledger.leaseSeconds * 1.5 + 2 {
                     try await Task.sleep(for: .milliseconds(250))
                 } else {
                     break
                 }
             }
+            ledger.leaveFleet()
         }
 
         tally.update { $0.removedFromSources = removedFiles }
@@ -96,12 +112,18 @@ public final class SyncEngine: Sendable {
     /// waves spread the files over the instances walking the same source.
     static let sharedWaveSize = 256
 
-    /// One pass over the sources and destinations: plans, records, delivers. Returns how many files were found
-    /// removed from their sources.
+    /// What one pass did: how many files it found removed from their sources and, when its walk was split between a
+    /// fleet's instances and went to its end, the view it was split by and the destinations it walked for.
+    struct PassOutcome {
+        var removed: Int
+        var split: (view: FleetView, destinations: Set<String>)?
+    }
+
+    /// One pass over the sources and destinations: plans, records, delivers.
     private func pass(
         _ destinations: [DestinationConfig], options: SyncOptions, cancellation: CancellationHandle, tally: SummaryTally,
         observe: @escaping @Sendable (DeliveryEvent) -> Void, warn: @escaping @Sendable (ScanWarning) -> Void
-    ) async throws -> Int {
+    ) async throws -> PassOutcome {
         let records = options.dryRun ? [:] : try ledger.destinationRecords()
 
         // Each destination gets ready beside the planning: one probe of a destination that was away, the listing of
@@ -127,9 +149,10 @@ public final class SyncEngine: Sendable {
                 }
             }
         }
+        let split = try fleetSplit(planners, options: options)
         let feed = WaveFeed(destinations: planners.count)
         let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: ledger.sharesWork ? min(options.waveSize, SyncEngine.sharedWaveSize) : options.waveSize, paths: options.paths,
-                                    detectsRemovals: !options.dryRun, now: now, warn: warn)
+                                    shares: split?.shares ?? [:], detectsRemovals: !options.dryRun, now: now, warn: warn)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await planning.run() }
             for (index, run) in runs.enumerated() {
@@ -143,7 +166,32 @@ public final class SyncEngine: Sendable {
             }
         }
 
-        return planning.removedFiles
+        var outcome = PassOutcome(removed: planning.removedFiles)
+        if let split, planning.walkedAll, !cancellation.isCancelled {
+            try ledger.noteWalked(split.view, destinations: split.destinations)
+            outcome.split = (split.view, split.destinations)
+        }
+        return outcome
+    }
+
+    /// On a shared ledger, how a full walk is split between the fleet's instances (``FleetView``): the sources
+    /// whose every destination planned here can take its files from any instance are walked for this instance's
+    /// share only. A source feeding a destination planned whole (its names can clash) or needing one writer (its
+    /// leader plans it alone) is walked whole. Nil when nothing is split: SQLite, a dry run, a run of chosen files
+    /// or of chosen destinations (`sync --destination`: the others' shares of the rest would go unwalked).
+    private func fleetSplit(_ planners: [DestinationPlanner], options: SyncOptions) throws -> (view: FleetView, shares: [String: FleetView], destinations: Set<String>)? {
+        guard ledger.sharesWork, !options.dryRun, options.paths == nil, options.isGatewayPass || options.destinations.isEmpty,
+              let view = try ledger.fleetView() else { return nil }
+        let planned = Set(planners.map(\.destination.name))
+        let splittable = Set(planners.filter { $0.deliversInWaves && !$0.destination.destination.needsOneWriter }.map(\.destination.name))
+        var shares: [String: FleetView] = [:]
+        for source in config.sources {
+            let routed = planned.filter { config.sources(routedTo: $0).contains(source.name) }
+            if !routed.isEmpty, routed.isSubset(of: splittable) { shares[source.name] = view }
+        }
+        let destinations = splittable.filter { destination in config.sources(routedTo: destination).contains { shares[$0] != nil } }
+        if !view.isAlone { logger.debug("fleet: walking the share of \(view) of \(shares.keys.sorted().joined(separator: ", "))") }
+        return (view, view.isAlone ? [:] : shares, destinations)
     }
 
     /// Plans one destination's files without changing anything (hashes only files whose size or time changed).

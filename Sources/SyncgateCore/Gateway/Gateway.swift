@@ -48,6 +48,7 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
             await group.waitForAll()
         }
         for destination in config.destinations { await destination.finishIfBuilt() }
+        ledger.leaveFleet()
         try? ledger.noteRunFinished(at: Date(), exitCode: ExitStatus.success)
         hub.close()
     }
@@ -82,7 +83,9 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
 
     /// Notices changes other processes commit to the ledger (`syncgate retry`, `syncgate forget`) within about a
     /// second, and acts on them with a full pass. On a shared ledger (PostgreSQL) it also looks, every third of a
-    /// lease, for files held by an instance whose lease ended (it died): they are set back and taken in a full pass.
+    /// lease, for files held by an instance whose lease ended (it died): they are set back and taken in a full pass;
+    /// and for changes of the fleet that leave a split walk undone (an instance joined, or one left or died before
+    /// walking its share of the view this gateway walked by): a full pass walks this gateway's new share.
     private func watchLedger() async {
         var seen = (try? ledger.changeCounter()) ?? 0
         var lastClaimCheck = Date()
@@ -93,6 +96,8 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
                 if let claims = try? ledger.othersClaims(), claims.expired > 0, !isStopped {
                     _ = try? ledger.resetInterrupted(at: Date())
                     rescanAll(reason: "\(claims.expired) file(s) held by an instance whose lease ended")
+                } else if ledger.lastWalkedViews.contains(where: { (try? ledger.fleetChanged(since: $0.value, destinations: [$0.key])) == true }), !isStopped {
+                    rescanAll(reason: "the fleet changed: walking this instance's new share")
                 }
             }
             guard let now = try? ledger.changeCounter(), now != seen else { continue }

@@ -1,9 +1,10 @@
 import Foundation
 import Logging
 
-/// Renews the leases of the rows this instance holds (``Ledger/instanceID``), every third of a lease, once it has
-/// taken a claim, for as long as the ledger is open: one statement for all of them. A process that dies stops
-/// renewing, and its rows are free for another instance when their lease ends.
+/// Renews the leases of the rows this instance holds (``Ledger/instanceID``) and its own row among the fleet's
+/// instances, every third of a lease, once it has taken a claim or joined the fleet, for as long as the ledger is
+/// open: one statement for each. A process that dies stops renewing; its rows are free for another instance, and it
+/// is out of the fleet, when their lease ends.
 final class LeaseKeeper: @unchecked Sendable {
     private let database: any LedgerDatabase
     private let instanceID: String
@@ -38,6 +39,7 @@ final class LeaseKeeper: @unchecked Sendable {
         do {
             try database.write(durable: false) { db in
                 try db.execute("UPDATE files SET lease_until = \(db.dialect.now) + ? WHERE claimed_by = ?", [leaseSeconds, instanceID])
+                try db.execute("UPDATE instances SET alive_until = \(db.dialect.now) + ? WHERE id = ?", [leaseSeconds, instanceID])
             }
         } catch {
             Logger(label: "syncgate").warning("cannot renew the leases of this instance's uploads: \(error)")

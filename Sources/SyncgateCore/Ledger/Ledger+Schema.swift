@@ -76,12 +76,20 @@ extension Ledger {
     }
 
     /// Schema 5: the instance that holds a row for its upload (``Ledger/instanceID``) and until when its lease runs
-    /// (seconds since 1970 on the database server's clock); both NULL when nobody holds it.
+    /// (seconds since 1970 on the database server's clock); both NULL when nobody holds it. And the instances working
+    /// on the ledger (see ``Ledger/fleetView()``): until when each is alive unless renewed and when it left; and per
+    /// instance and destination, the view of the fleet whose share it walked last (``FleetView/signature``).
     private static func addClaimColumns(_ db: any LedgerConnection) throws {
+        let d = db.dialect
         for statement in [
             "ALTER TABLE files ADD COLUMN claimed_by TEXT",
-            "ALTER TABLE files ADD COLUMN lease_until \(db.dialect.real)",
+            "ALTER TABLE files ADD COLUMN lease_until \(d.real)",
             "CREATE INDEX files_claimed ON files (claimed_by) WHERE claimed_by IS NOT NULL",
+            "CREATE TABLE instances (id \(d.keyText) PRIMARY KEY NOT NULL, alive_until \(d.real) NOT NULL, left_at \(d.real))\(d.tableSuffix)",
+            """
+            CREATE TABLE instance_walks (instance \(d.keyText) NOT NULL, destination \(d.keyText) NOT NULL, view TEXT NOT NULL,
+                PRIMARY KEY (instance, destination))\(d.tableSuffix)
+            """,
         ] {
             try db.executeOnce(statement, [])
         }

@@ -17,7 +17,7 @@ public final class Ledger: Sendable {
 
     static let format = "syncgate-ledger"
     /// The schema this syncgate writes. Versions 1 (files only), 2 (destination states), 3 (resumable uploads), 4
-    /// (removals) are upgraded in place (5: claims with leases); a newer one is refused.
+    /// (removals) are upgraded in place (5: claims with leases, and the instances of a fleet); a newer one is refused.
     public static let schemaVersion = 5
     /// Who this ledger's claims are made by (`claimed_by`): the host, the process and a random suffix, so that a
     /// restarted process with a reused pid is another instance.
@@ -29,6 +29,8 @@ public final class Ledger: Sendable {
     /// are written the same way but never stand in its own way.
     public var sharesWork: Bool { database.dialect.isPostgres }
     let leases: LeaseKeeper
+    /// Per destination, the last view of the fleet whose share this instance walked (``lastWalkedViews``).
+    let walkedViews = WalkedViews()
     /// The destinations this instance leads on a shared ledger (nil on SQLite, where the one instance leads all).
     let leadership: DestinationLeadership?
 
@@ -77,6 +79,7 @@ public final class Ledger: Sendable {
 
     deinit {
         leases.stop()
+        leaveFleet()
         leadership?.close()
         database.close()
     }

@@ -1,0 +1,89 @@
+import Foundation
+
+/// The instances of a shared ledger (PostgreSQL): each registers in the `instances` table and renews its row with
+/// its leases (``LeaseKeeper``). A full walk is split by the ``FleetView`` at its start; after it, the instance
+/// notes per destination which view it walked its share of (`instance_walks`). An instance that sees the fleet
+/// change in a way that leaves a share unwalked walks again (``fleetChanged(since:destinations:)``).
+extension Ledger {
+    /// Registers (or renews) this instance and returns the live instances as it sees them: nil on SQLite, where one
+    /// instance works at a time and walks everything.
+    public func fleetView() throws -> FleetView? {
+        guard sharesWork else { return nil }
+        let members: [String] = try write(notify: false) { db in
+            let now = db.dialect.now
+            try db.execute("""
+                INSERT INTO instances (id, alive_until, left_at) VALUES (?, \(now) + ?, NULL)
+                ON CONFLICT (id) DO UPDATE SET alive_until = excluded.alive_until, left_at = NULL
+                """, [instanceID, leaseSeconds])
+            // Instances gone for a day are of no use to anyone.
+            try db.execute("DELETE FROM instance_walks WHERE instance IN (SELECT id FROM instances WHERE alive_until < \(now) - 86400)", [])
+            try db.execute("DELETE FROM instances WHERE alive_until < \(now) - 86400", [])
+            return try db.fetchAll("SELECT id FROM instances WHERE left_at IS NULL AND alive_until >= \(now)", []).compactMap { $0.string(0) }
+        }
+        leases.start()
+        return FleetView(members: members, me: instanceID)
+    }
+
+    /// The instances alive now, and per instance and destination the signature of the view it walked last.
+    private func fleetState() throws -> (live: Set<String>, walks: [String: [String: String]]) {
+        try read { db in
+            var live: Set<String> = [instanceID]
+            try db.forEachRow("SELECT id FROM instances WHERE left_at IS NULL AND alive_until >= \(db.dialect.now)", []) { row in
+                if let id = row.string(0) { live.insert(id) }
+            }
+            var walks: [String: [String: String]] = [:]
+            try db.forEachRow("SELECT instance, destination, view FROM instance_walks", []) { row in
+                guard let instance = row.string(0), let destination = row.string(1) else { return }
+                walks[instance, default: [:]][destination] = row.string(2)
+            }
+            return (live, walks)
+        }
+    }
+
+    /// Whether the fleet changed since `view` in a way that may leave part of a walk for `destinations` split by
+    /// `view` undone: an instance joined (the shares moved), or one of `view`'s instances is gone (left, or its
+    /// lease ended) without having walked its share of `view` for each of them.
+    public func fleetChanged(since view: FleetView, destinations: Set<String>) throws -> Bool {
+        guard sharesWork, !destinations.isEmpty else { return false }
+        let (live, walks) = try fleetState()
+        let members = Set(view.members)
+        if !live.subtracting(members).isEmpty { return true }
+        return members.subtracting(live).contains { gone in destinations.contains { walks[gone]?[$0] != view.signature } }
+    }
+
+    /// Whether every other instance of `view` walked its share of it for each of `destinations`.
+    public func fleetWalked(_ view: FleetView, destinations: Set<String>) throws -> Bool {
+        guard sharesWork, !view.isAlone, !destinations.isEmpty else { return true }
+        let walks = try fleetState().walks
+        return view.members.allSatisfy { member in
+            member == instanceID || destinations.allSatisfy { walks[member]?[$0] == view.signature }
+        }
+    }
+
+    /// Notes that this instance walked its share of `view` in full for `destinations` (their files are recorded,
+    /// and claimed where this instance sends them).
+    public func noteWalked(_ view: FleetView, destinations: Set<String>) throws {
+        guard sharesWork, !destinations.isEmpty else { return }
+        try write(notify: false) { db in
+            for destination in destinations.sorted() {
+                try db.execute("""
+                    INSERT INTO instance_walks (instance, destination, view) VALUES (?, ?, ?)
+                    ON CONFLICT (instance, destination) DO UPDATE SET view = excluded.view
+                    """, [instanceID, destination, view.signature])
+            }
+        }
+        for destination in destinations { walkedViews.set(view, for: destination) }
+    }
+
+    /// Per destination, the last view this instance walked its share of (a gateway looks for changes to them between
+    /// its passes).
+    public var lastWalkedViews: [String: FleetView] { walkedViews.value }
+
+    /// Leaves the fleet (the process ends): the others see it gone at once rather than when its lease ends.
+    public func leaveFleet() {
+        guard sharesWork else { return }
+        _ = try? database.write(durable: false) { db in
+            try db.execute("UPDATE instances SET left_at = \(db.dialect.now) WHERE id = ?", [instanceID])
+        }
+    }
+}
