@@ -286,10 +286,11 @@ struct LedgerTests {
                 #expect(ledger.schemaChange == .created(5))
                 try pending(ledger)
             }
-            // Back to schema 3: the removal columns of schema 4 and the claims of schema 5 gone.
+            // Back to schema 3: the removal columns of schema 4 and the claims and instances of schema 5 gone.
             _ = try await LedgerEngine.rawSQL("""
                 DROP INDEX files_removed; ALTER TABLE files DROP COLUMN removed; ALTER TABLE files DROP COLUMN removed_at;
                 DROP INDEX files_claimed; ALTER TABLE files DROP COLUMN claimed_by; ALTER TABLE files DROP COLUMN lease_until;
+                DROP TABLE instances; DROP TABLE instance_walks;
                 UPDATE syncgate_meta SET value = '3' WHERE key = 'schema';
                 """, on: location, server: server)
             let upgraded = try Ledger(state: location)

@@ -132,7 +132,7 @@ struct PostgresStateTests {
             #expect(result.stdout == "\(shown): created schema 5\n")
             result = try await cli.run(["migrate"])
             #expect(result.stdout == "\(shown): already at schema 5\n")
-            try await sql("DROP INDEX files_claimed; ALTER TABLE files DROP COLUMN claimed_by; ALTER TABLE files DROP COLUMN lease_until; UPDATE syncgate_meta SET value = '4' WHERE key = 'schema';")
+            try await sql("DROP INDEX files_claimed; ALTER TABLE files DROP COLUMN claimed_by; ALTER TABLE files DROP COLUMN lease_until; DROP TABLE instances; DROP TABLE instance_walks; UPDATE syncgate_meta SET value = '4' WHERE key = 'schema';")
             result = try await cli.run(["migrate"])
             #expect(result.stdout == "\(shown): upgraded schema 4 to 5\n", "\(result.stderr)")
             try await sql("UPDATE syncgate_meta SET value = '6' WHERE key = 'schema';")

@@ -67,7 +67,16 @@ final class DestinationLeadership: @unchecked Sendable {
     func close() {
         lock.withLock {
             held.removeAll()
-            if let connection { _ = try? connection.close().wait() }
+            if let connection {
+                // Unlocked first: the server drops a closed session's locks a moment later, and the next leader
+                // need not wait for that.
+                if !connection.isClosed {
+                    let giveUp = connection.eventLoop.scheduleTask(in: .seconds(2)) { connection.close().whenComplete { _ in } }
+                    _ = try? connection.query(PostgresQuery(unsafeSQL: "SELECT pg_advisory_unlock_all()"), logger: DestinationLeadership.logger).wait()
+                    giveUp.cancel()
+                }
+                _ = try? connection.close().wait()
+            }
             connection = nil
         }
     }

@@ -30,35 +30,29 @@ extension Ledger {
     /// instance (``instanceID``) for a lease. Returns, in the order of `rows`, whether each was recorded: on a
     /// shared ledger (PostgreSQL) a row another instance holds under a lease that has not ended is left as it is,
     /// and so is one another instance delivered since it was planned when `unlessSynced` says the plan expected it
-    /// undelivered. Those are not this instance's to send.
+    /// undelivered. Those are not this instance's to send (see ``recordPendingShared(_:at:in:)``).
     @discardableResult
     public func recordPending(_ rows: [Pending], at now: Date) throws -> [Bool] {
         guard !rows.isEmpty else { return [] }
         let taken: [Bool] = try write { db in
-            let d = db.dialect
-            let guardClause = sharesWork ? """
-
-                WHERE (files.claimed_by IS NULL OR files.claimed_by = excluded.claimed_by OR files.lease_until < \(d.now))
-                    AND (NOT ? OR files.status <> 'synced')
-                """ : ""
+            if sharesWork { return try recordPendingShared(rows, at: now, in: db) }
+            // SQLite: one instance, whose claims never stand in its own way; one prepared statement per row.
             let statement = """
                 INSERT INTO files (source, path, destination, status, size, mtime, sha256, queued_at, updated_at, claimed_by, lease_until)
-                VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, \(d.now) + ?)
+                VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, \(db.dialect.now) + ?)
                 ON CONFLICT (source, path, destination) DO UPDATE SET
                     status = 'pending', size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256,
                     queued_at = excluded.queued_at, updated_at = excluded.updated_at, bytes_done = 0,
                     removed = NULL, removed_at = NULL, claimed_by = excluded.claimed_by, lease_until = excluded.lease_until,
                     failed_runs = CASE WHEN ? THEN 0 ELSE files.failed_runs END,
-                    first_failed_at = CASE WHEN ? THEN NULL ELSE files.first_failed_at END\(guardClause)
+                    first_failed_at = CASE WHEN ? THEN NULL ELSE files.first_failed_at END
                 """
             let t = now.timeIntervalSince1970
             return try rows.map { row in
-                var arguments: [any LedgerBindable] = [
+                try db.execute(statement, [
                     row.file.source, row.file.path, row.destination, row.size, row.modificationTime.timeIntervalSince1970,
                     row.sha256, t, t, instanceID, leaseSeconds, row.contentChanged, row.contentChanged,
-                ]
-                if sharesWork { arguments.append(row.unlessSynced) }
-                return try db.execute(statement, arguments) > 0
+                ]) > 0
             }
         }
         // Renewal matters only where other instances could take an expired row (an SQLite state has one instance).

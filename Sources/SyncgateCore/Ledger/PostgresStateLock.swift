@@ -5,8 +5,9 @@ import PostgresNIO
 /// ``StateLock`` for a PostgreSQL state: a shared session advisory lock of the database, held on a connection of
 /// its own for as long as the sync or gateway runs, and released by the server when that connection ends (the
 /// process exits or is killed). It is shared: several instances work on one PostgreSQL ledger at once, each file
-/// delivered by the one that claims it (``Ledger/recordPending(_:at:)``); the lock tells `status` who runs. The holder is told apart by its connection's `application_name` (`syncgate pid N`,
-/// `syncgate gateway pid N`), read from `pg_stat_activity`.
+/// delivered by the one that claims it (``Ledger/recordPending(_:at:)``); the lock tells `status` who runs. The
+/// holder is told apart by its connection's `application_name` (`syncgate pid N`, `syncgate gateway pid N`), read
+/// from `pg_stat_activity`.
 final class PostgresStateLock: @unchecked Sendable {
     let location: PostgresStateLocation
     private var connection: PostgresConnection?
@@ -63,6 +64,15 @@ final class PostgresStateLock: @unchecked Sendable {
         guard let connection else { return }
         self.connection = nil
         lock.withLock { released = true }
+        // Unlocked before the connection ends: the server drops a closed session's locks a moment later, and
+        // whoever looks right after this returns must not see the lock held.
+        // A connection the server already ended may never answer: it is closed after 2 s whatever happens.
+        if !connection.isClosed {
+            let giveUp = connection.eventLoop.scheduleTask(in: .seconds(2)) { connection.close().whenComplete { _ in } }
+            _ = try? connection.query(PostgresQuery(unsafeSQL: "SELECT pg_advisory_unlock_shared(\(PostgresStateLock.key.0), \(PostgresStateLock.key.1))"),
+                                      logger: PostgresStateLock.logger).wait()
+            giveUp.cancel()
+        }
         _ = try? connection.close().wait()
     }
 
