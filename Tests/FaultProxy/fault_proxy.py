@@ -23,6 +23,10 @@ Modes:
   throttle    {"count": N, "flavor": "s3" | "sheets", "retry_after": S}
                               answer the next N HTTP requests as a throttling server does (S3: 503 SlowDown;
                               Sheets: 429 RESOURCE_EXHAUSTED), with Retry-After S when given, then forward again
+  delay       {"ms": M}       forward, but hold each HTTP/1.1 request M ms before sending its head on (requests
+                              told apart by Content-Length or chunked framing, so each request on a kept-alive
+                              connection waits, not only the first); a stream that is not HTTP is forwarded as is.
+                              The log entry counts the requests held ("requests")
 """
 import argparse
 import asyncio
@@ -119,7 +123,10 @@ class Proxy:
                 return
             limit = fault.get("after") if mode in ("reset", "cut") else None
             rate = fault.get("rate") if mode == "trickle" else None
-            up = asyncio.create_task(self.pipe(reader, up_writer, limit))
+            if mode == "delay":
+                up = asyncio.create_task(self.pipe_delayed(reader, up_writer, fault.get("ms", 0) / 1000, entry))
+            else:
+                up = asyncio.create_task(self.pipe(reader, up_writer, limit))
             down = asyncio.create_task(self.pipe(up_reader, writer, None, rate))
             done, pending = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
             if mode == "reset" and up in done:
@@ -129,7 +136,7 @@ class Proxy:
                 writer.close()
                 up_writer.close()
             else:
-                await asyncio.wait(pending, timeout=None if mode == "pass" or mode == "trickle" else 0)
+                await asyncio.wait(pending, timeout=None if mode in ("pass", "trickle", "delay") else 0)
             for t in pending:
                 t.cancel()
             for w in (writer, up_writer):
@@ -162,6 +169,84 @@ class Proxy:
             if writer.can_write_eof():
                 writer.write_eof()
         except (ConnectionError, OSError):
+            pass
+        return "eof"
+
+    async def pipe_delayed(self, reader, writer, seconds, entry):
+        """Forwards HTTP/1.1 requests, each held `seconds` before its head goes on; the body follows as it comes
+        (Content-Length or chunked), so `Expect: 100-continue` still works. Not HTTP: the rest is forwarded as is."""
+        buffer = bytearray()
+        entry["requests"] = 0
+
+        async def fill():
+            data = await reader.read(65536)
+            buffer.extend(data)
+            return bool(data)
+
+        async def forward(count):  # `count` bytes of the body: what is buffered first, then as they come
+            while count > 0:
+                if not buffer and not await fill():
+                    return False
+                take = min(count, len(buffer))
+                writer.write(bytes(buffer[:take]))
+                del buffer[:take]
+                count -= take
+                await writer.drain()
+            return True
+
+        async def line():  # one CRLF-ended line (a chunk's size, a trailer), forwarded; None at the end
+            while b"\r\n" not in buffer:
+                if not await fill():
+                    return None
+            cut = buffer.index(b"\r\n") + 2
+            text = bytes(buffer[:cut])
+            writer.write(text)
+            del buffer[:cut]
+            return text
+
+        try:
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    if len(buffer) > 65536 or not await fill():
+                        break
+                cut = buffer.find(b"\r\n\r\n")
+                lines = bytes(buffer[:max(cut, 0)]).split(b"\r\n")
+                if cut < 0 or len(lines[0].split(b" ")) != 3 or not lines[0].endswith((b"HTTP/1.1", b"HTTP/1.0")):
+                    writer.write(bytes(buffer))  # the end of the stream, or not HTTP: as is
+                    buffer.clear()
+                    await writer.drain()
+                    return await self.pipe(reader, writer)
+                length, chunked = 0, False
+                for header in lines[1:]:
+                    name, _, value = header.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value.strip())
+                    elif name.strip().lower() == b"transfer-encoding" and b"chunked" in value.lower():
+                        chunked = True
+                await asyncio.sleep(seconds)
+                entry["requests"] += 1
+                writer.write(bytes(buffer[:cut + 4]))
+                del buffer[:cut + 4]
+                await writer.drain()
+                if not chunked:
+                    if not await forward(length):
+                        break
+                    continue
+                while True:  # chunks, then the trailers up to an empty line
+                    size_line = await line()
+                    if size_line is None:
+                        break
+                    size = int(size_line.split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while (trailer := await line()) not in (None, b"\r\n"):
+                            pass
+                        break
+                    if not await forward(size + 2):
+                        break
+                await writer.drain()
+            if writer.can_write_eof():
+                writer.write_eof()
+        except (ConnectionError, OSError, ValueError):
             pass
         return "eof"
 
