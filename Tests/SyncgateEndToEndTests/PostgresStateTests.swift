@@ -104,6 +104,53 @@ struct PostgresStateTests {
         }
     }
 
+    /// PostgreSQL goes down under a running gateway and comes back: the gateway keeps running, files written
+    /// meanwhile wait (nothing is sent without its row), and once the server is back they are delivered and
+    /// recorded; nothing is lost.
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
+    func aGatewayWaitsWhilePostgresIsDown() async throws {
+        defer { dir.remove() }
+        let server = try await PostgresTestServer()
+        defer { server.stop() }
+        let database = try await server.createDatabase()
+        try writeConfig(state: "\"\(server.url(database: database))\"")
+        try dir.write("outbox/before.txt", "before")
+        let gateway = try cli.start(["run"])
+        defer { ProcessRunner.stop(gateway) }
+        func waitFor(_ paths: [String], seconds: Double) async throws -> Bool {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if paths.allSatisfy({ dir.exists("synced/" + $0) }) { return true }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return false
+        }
+        #expect(try await waitFor(["before.txt"], seconds: 60), "the gateway delivered the first file")
+
+        server.pause()
+        for n in 0..<5 { try dir.write("outbox/during/\(n).txt", "written while PostgreSQL was down \(n)") }
+        try await Task.sleep(for: .seconds(6))
+        #expect(gateway.isRunning, "the gateway must wait for PostgreSQL, not exit (\(gateway.isRunning ? 0 : gateway.terminationStatus))")
+        // Nothing is sent that could not be recorded first.
+        #expect(!dir.exists("synced/during"), "files were sent while their rows could not be written")
+
+        try await server.resume()
+        let during = (0..<5).map { "during/\($0).txt" }
+        #expect(try await waitFor(during, seconds: 120), "the files written during the outage were delivered after it")
+        for n in 0..<5 { #expect((try? dir.read("synced/during/\(n).txt")) == Data("written while PostgreSQL was down \(n)".utf8)) }
+        var synced = ""
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            synced = try await server.psql("SELECT count(*) FROM files WHERE status = 'synced'", database: database)
+            if synced == "6" { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(synced == "6", "rows synced in the ledger")
+        #expect(gateway.isRunning)
+        ProcessRunner.stop(gateway, grace: 30)
+        #expect(gateway.terminationStatus == 0)
+    }
+
     /// A PostgreSQL server that is not there is a reason to try again later (exit 75), not a broken config; its
     /// password is not printed.
     @Test func anUnreachableServerExits75() async throws {

@@ -110,6 +110,13 @@ public final class PostgresTestServer: @unchecked Sendable {
 
             """
         try hba.write(toFile: data + "/pg_hba.conf", atomically: false, encoding: .utf8)
+        try await startServer()
+        _ = try await psql("CREATE ROLE \(PostgresTestServer.user) LOGIN CREATEDB PASSWORD '\(PostgresTestServer.password)'")
+    }
+
+    /// Starts `postgres` on the data folder and port, and waits until it accepts connections.
+    private func startServer() async throws {
+        let data = folder.file("data").path
         let log = folder.file("postgres.log")
         let (postgres, arguments) = command(binaries.postgres, [
             "-D", data, "-h", "127.0.0.1", "-p", String(port), "-k", folder.path,
@@ -129,7 +136,21 @@ public final class PostgresTestServer: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        _ = try await psql("CREATE ROLE \(PostgresTestServer.user) LOGIN CREATEDB PASSWORD '\(PostgresTestServer.password)'")
+    }
+
+    /// Stops the server as an outage would (fast shutdown: every connection ends), keeping its data and port for
+    /// ``resume()``.
+    public func pause() {
+        guard let process else { return }
+        self.process = nil
+        kill(process.processIdentifier, SIGINT)
+        ProcessRunner.stop(process, grace: 20)
+    }
+
+    /// Starts the server again after ``pause()``, on the same port with the same data.
+    public func resume() async throws {
+        guard process == nil else { return }
+        try await startServer()
     }
 
     /// Runs SQL as the admin (`-tA`: bare values, one row a line) and returns what psql printed, trimmed.

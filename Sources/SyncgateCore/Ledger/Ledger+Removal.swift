@@ -23,9 +23,13 @@ extension Ledger {
     /// These files are in their source again: their marks go. A row whose copy syncgate deleted keeps its mark
     /// until the file is recorded pending again (``recordPending(_:at:)`` clears it), since it must be sent again.
     /// A `moved` mark goes too: the caller has made sure the file is there while no move is under way (see
-    /// ``RemovalDetector``), so it was put back, or a crash came between its mark and its unlink.
+    /// ``RemovalDetector``), so it was put back, or a crash came between its mark and its unlink. On a shared ledger
+    /// another instance's mover may be between its mark and its unlink right now (the caller's lock is per
+    /// process): a `moved` mark goes only once it is older than a lease.
     public func clearRemoved(_ files: [FileKey]) throws {
-        try clearMarks(files, of: "'source', 'remote-kept', 'moved'")
+        guard sharesWork else { return try clearMarks(files, of: "'source', 'remote-kept', 'moved'") }
+        try clearMarks(files, of: "'source', 'remote-kept'")
+        try clearMarks(files, of: "'moved'", markedBefore: Date().addingTimeInterval(-leaseSeconds))
     }
 
     /// Files marked `moved` that were not deleted after all (changed meanwhile, or not deletable): unmarked.
@@ -33,13 +37,17 @@ extension Ledger {
         try clearMarks(files, of: "'moved'")
     }
 
-    private func clearMarks(_ files: [FileKey], of kinds: String) throws {
+    private func clearMarks(_ files: [FileKey], of kinds: String, markedBefore: Date? = nil) throws {
         guard !files.isEmpty else { return }
         try write { db in
             let statement = """
-                UPDATE files SET removed = NULL, removed_at = NULL WHERE source = ? AND path = ? AND removed IN (\(kinds))
+                UPDATE files SET removed = NULL, removed_at = NULL WHERE source = ? AND path = ? AND removed IN (\(kinds))\(markedBefore == nil ? "" : " AND removed_at < ?")
                 """
-            for file in files { try db.execute(statement, [file.source, file.path]) }
+            for file in files {
+                var arguments: [any LedgerBindable] = [file.source, file.path]
+                if let markedBefore { arguments.append(markedBefore.timeIntervalSince1970) }
+                try db.execute(statement, arguments)
+            }
         }
     }
 
