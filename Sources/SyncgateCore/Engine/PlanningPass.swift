@@ -47,15 +47,17 @@ final class PlanningPass: @unchecked Sendable {
     /// The full walk went to its end (it was not stopped): every file of the walked sources (of this instance's
     /// share, where split) was planned.
     private(set) var walkedAll = false
-    /// Sources whose full walk is split between a fleet's instances: only this instance's share of their files is
-    /// walked and planned, and only its share of their ledger rows can be found removed.
-    private let shares: [String: FleetView]
+    /// Sources whose full walk is split between a fleet's instances: only this instance's `share` of their files
+    /// is walked and planned, and only its share of their ledger rows can be found removed.
+    private let splitSources: Set<String>
+    private let share: FleetShare?
 
     init(config: GatewayConfig, ledger: Ledger, planners: [DestinationPlanner], feed: WaveFeed, tally: SummaryTally,
-         cancellation: CancellationHandle, waveSize: Int, paths: [FileKey]? = nil, shares: [String: FleetView] = [:], detectsRemovals: Bool = false,
+         cancellation: CancellationHandle, waveSize: Int, paths: [FileKey]? = nil, share: FleetShare? = nil, splitSources: Set<String> = [], detectsRemovals: Bool = false,
          now: Date = Date(), warn: @escaping @Sendable (ScanWarning) -> Void) {
         self.paths = paths
-        self.shares = paths == nil ? shares : [:]
+        self.share = paths == nil ? share : nil
+        self.splitSources = splitSources
         self.removals = detectsRemovals ? RemovalDetector(ledger: ledger, sources: config.sources, now: now) : nil
         self.config = config
         self.ledger = ledger
@@ -88,7 +90,7 @@ final class PlanningPass: @unchecked Sendable {
     private var stopping: Bool { feed.isStopped || cancellation.isCancelled }
 
     private func plan() throws {
-        let walk: any FileWalk = paths.map { PathWalk(sources: sources, paths: $0) } ?? ScanPipeline(sources: sources, shares: shares)
+        let walk: any FileWalk = paths.map { PathWalk(sources: sources, paths: $0) } ?? ScanPipeline(sources: sources, share: share, splitSources: splitSources)
         self.walk = walk
         var removalError: (any Error)? = nil
         defer {
@@ -216,7 +218,10 @@ final class PlanningPass: @unchecked Sendable {
     }
 
     /// Whether `key` is this instance's to plan (always, unless its source's walk is split).
-    private func owns(_ key: FileKey) -> Bool { shares[key.source]?.owns(key) ?? true }
+    private func owns(_ key: FileKey) -> Bool {
+        guard let share, splitSources.contains(key.source) else { return true }
+        return share.owns(source: key.source, path: key.path)
+    }
 
     /// Whether a wave is full, or the whole plans can go.
     private var handOverDue: Bool {

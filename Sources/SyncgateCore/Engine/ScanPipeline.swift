@@ -16,9 +16,9 @@ final class ScanPipeline: @unchecked Sendable {
 
     private let queue: BoundedQueue<Item>
 
-    /// Starts walking `sources`, in the order given; a source in `shares` only for the files its view gives this
-    /// instance (``FleetView/owns(_:)``).
-    init(sources: [SourceConfig], shares: [String: FleetView] = [:], chunkSize: Int = 512, capacity: Int = 8) {
+    /// Starts walking `sources`, in the order given; a source in `splitSources` only for the files of this
+    /// instance's `share` (``FleetShare/owns(source:path:)``).
+    init(sources: [SourceConfig], share: FleetShare? = nil, splitSources: Set<String> = [], chunkSize: Int = 512, capacity: Int = 8) {
         let queue = BoundedQueue<Item>(capacity: capacity)
         self.queue = queue
         let thread = Thread {
@@ -27,8 +27,10 @@ final class ScanPipeline: @unchecked Sendable {
                 for source in sources {
                     var chunk: [ScannedFile] = []
                     chunk.reserveCapacity(chunkSize)
-                    let share = shares[source.name].map { view in { (path: String) in view.owns(source: source.name, path: path) } }
-                    let warnings = try SourceScanner().scan(source, share: share) { file in
+                    let owns: ((String) -> Bool)? = share.flatMap { share in
+                        splitSources.contains(source.name) ? { (path: String) in share.owns(source: source.name, path: path) } : nil
+                    }
+                    let warnings = try SourceScanner().scan(source, share: owns) { file in
                         chunk.append(file)
                         if chunk.count >= chunkSize {
                             try ScanPipeline.put(queue, .files(chunk))

@@ -65,7 +65,7 @@ public final class SyncEngine: Sendable {
             while !cancellation.isCancelled, extraPasses < 100 {
                 let again: String?
                 let claims = try ledger.othersClaims(destinations: names)
-                if let split = outcome.split, try ledger.fleetChanged(since: split.view, destinations: split.destinations) {
+                if try outcome.walkAgain || outcome.split.map({ try ledger.fleetChanged(since: $0.view, destinations: $0.destinations) }) == true {
                     again = "the fleet changed while its shares were walked: walking again"
                 } else if claims.expired > 0 {
                     again = "\(claims.expired) file(s) held by an instance whose lease ended: taking them over"
@@ -117,6 +117,8 @@ public final class SyncEngine: Sendable {
     struct PassOutcome {
         var removed: Int
         var split: (view: FleetView, destinations: Set<String>)?
+        /// The walk was split and the fleet changed on its way: it covered no single view.
+        var walkAgain = false
     }
 
     /// One pass over the sources and destinations: plans, records, delivers.
@@ -152,7 +154,18 @@ public final class SyncEngine: Sendable {
         let split = try fleetSplit(planners, options: options)
         let feed = WaveFeed(destinations: planners.count)
         let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: ledger.sharesWork ? min(options.waveSize, SyncEngine.sharedWaveSize) : options.waveSize, paths: options.paths,
-                                    shares: split?.shares ?? [:], detectsRemovals: !options.dryRun, now: now, warn: warn)
+                                    share: split?.share, splitSources: split?.sources ?? [], detectsRemovals: !options.dryRun, now: now, warn: warn)
+        // While the walk runs, the fleet is looked at every second: an instance that joins takes its share at once.
+        let fleetLedger = ledger
+        let refresher = split.map { split in
+            Task.detached {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(1))
+                    if !Task.isCancelled, let view = try? fleetLedger.fleetView() { split.share.update(view) }
+                }
+            }
+        }
+        defer { refresher?.cancel() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await planning.run() }
             for (index, run) in runs.enumerated() {
@@ -166,10 +179,16 @@ public final class SyncEngine: Sendable {
             }
         }
 
+        refresher?.cancel()
         var outcome = PassOutcome(removed: planning.removedFiles)
         if let split, planning.walkedAll, !cancellation.isCancelled {
-            try ledger.noteWalked(split.view, destinations: split.destinations)
-            outcome.split = (split.view, split.destinations)
+            if split.share.changed {
+                outcome.walkAgain = true
+                tally.update { $0.fleetChangedDuringWalk = true }
+            } else {
+                try ledger.noteWalked(split.share.start, destinations: split.destinations)
+                outcome.split = (split.share.start, split.destinations)
+            }
         }
         return outcome
     }
@@ -179,19 +198,20 @@ public final class SyncEngine: Sendable {
     /// share only. A source feeding a destination planned whole (its names can clash) or needing one writer (its
     /// leader plans it alone) is walked whole. Nil when nothing is split: SQLite, a dry run, a run of chosen files
     /// or of chosen destinations (`sync --destination`: the others' shares of the rest would go unwalked).
-    private func fleetSplit(_ planners: [DestinationPlanner], options: SyncOptions) throws -> (view: FleetView, shares: [String: FleetView], destinations: Set<String>)? {
+    private func fleetSplit(_ planners: [DestinationPlanner], options: SyncOptions) throws -> (share: FleetShare, sources: Set<String>, destinations: Set<String>)? {
         guard ledger.sharesWork, !options.dryRun, options.paths == nil, options.isGatewayPass || options.destinations.isEmpty,
               let view = try ledger.fleetView() else { return nil }
         let planned = Set(planners.map(\.destination.name))
         let splittable = Set(planners.filter { $0.deliversInWaves && !$0.destination.destination.needsOneWriter }.map(\.destination.name))
-        var shares: [String: FleetView] = [:]
+        var sources = Set<String>()
         for source in config.sources {
             let routed = planned.filter { config.sources(routedTo: $0).contains(source.name) }
-            if !routed.isEmpty, routed.isSubset(of: splittable) { shares[source.name] = view }
+            if !routed.isEmpty, routed.isSubset(of: splittable) { sources.insert(source.name) }
         }
-        let destinations = splittable.filter { destination in config.sources(routedTo: destination).contains { shares[$0] != nil } }
-        if !view.isAlone { logger.debug("fleet: walking the share of \(view) of \(shares.keys.sorted().joined(separator: ", "))") }
-        return (view, view.isAlone ? [:] : shares, destinations)
+        let destinations = splittable.filter { destination in !config.sources(routedTo: destination).isDisjoint(with: sources) }
+        guard !sources.isEmpty else { return nil }
+        logger.debug("fleet: walking the share of \(view) of \(sources.sorted().joined(separator: ", "))")
+        return (FleetShare(view), sources, destinations)
     }
 
     /// Plans one destination's files without changing anything (hashes only files whose size or time changed).

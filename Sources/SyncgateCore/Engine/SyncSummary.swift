@@ -35,6 +35,9 @@ public struct SyncSummary: Sendable {
     public var deleteLimits: [DeleteLimit] = []
     /// Source files deleted because every destination held them (`after_sync: delete`).
     public var moved: Int = 0
+    /// A walk split between a fleet's instances saw the fleet change on its way: another full pass is due (a
+    /// gateway's; a sync walks again by itself).
+    public var fleetChangedDuringWalk = false
     /// Such files that could not be deleted (with why, per file).
     public var moveFailures: [String] = []
 

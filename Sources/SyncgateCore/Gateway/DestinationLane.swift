@@ -111,6 +111,7 @@ final class DestinationLane: @unchecked Sendable {
                 tooNew.merge(summary.tooNewReadyAt) { max($0, $1) }
                 passCount += 1
                 if case .full = work, !summary.interrupted { lastFullPassEnd = Date() }
+                if summary.fleetChangedDuringWalk { fullPassWanted = true }
             }
         } catch {
             // The ledger could not be written (disk full, the state file lost): say so and try again later; a

@@ -8,6 +8,9 @@ public struct LedgerError: Error, Sendable, CustomStringConvertible {
     /// A PostgreSQL state that cannot be reached now (down, restarting, overloaded): a later run may succeed
     /// (exit 75), unlike a damaged or refused state (exit 78).
     public var temporary: Bool
+    /// PostgreSQL aborted the transaction to let another go on (a deadlock between instances, SQLSTATE 40P01, or a
+    /// serialization failure, 40001): running it again is expected to work.
+    public var transactionConflict = false
     public init(path: String, message: String, stateLost: Bool = false, temporary: Bool = false) {
         self.path = path
         self.message = message

@@ -106,22 +106,32 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
     }
 
     /// Writes of this process one at a time, as SQLite's single writer makes them: the ledger's read-then-write
-    /// steps (a failure's run count, a destination's state) were written for that. Other processes' writes are
-    /// kept out by the state lock until instances share work (issue 19, part 2).
+    /// steps (a failure's run count, a destination's state) were written for that. Other instances write beside
+    /// them (a fleet): a transaction PostgreSQL aborts for a deadlock with one of theirs, or a serialization
+    /// failure, is run again from the start (up to 8 times, after a short random pause), as PostgreSQL's manual
+    /// advises; every ledger write is a transaction that can be.
     func write<T>(durable: Bool, _ body: (any LedgerConnection) throws -> T) throws -> T {
         writer.lock()
         defer { writer.unlock() }
-        return try withConnection { connection in
-            try connection.executeOnce("BEGIN", [])
-            let result: T
+        var attempt = 0
+        while true {
+            attempt += 1
             do {
-                result = try body(connection)
-                try connection.executeOnce("COMMIT", [])
-            } catch {
-                _ = try? connection.executeOnce("ROLLBACK", [])
-                throw error
+                return try withConnection { connection in
+                    try connection.executeOnce("BEGIN", [])
+                    let result: T
+                    do {
+                        result = try body(connection)
+                        try connection.executeOnce("COMMIT", [])
+                    } catch {
+                        _ = try? connection.executeOnce("ROLLBACK", [])
+                        throw error
+                    }
+                    return result
+                }
+            } catch let error as LedgerError where error.transactionConflict && attempt < 8 {
+                usleep(UInt32.random(in: 5_000...(20_000 * UInt32(attempt))))
             }
-            return result
         }
     }
 
@@ -183,6 +193,10 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
                 return LedgerError(path: name, message: "user \(location.user) may not do this (\(message)); grant it the rights on the database")
             case "53100":
                 return LedgerError(path: name, message: "PostgreSQL's disk is full (\(message)); nothing was lost, free some space and run again", temporary: true)
+            case "40P01", "40001":
+                var conflict = LedgerError(path: name, message: "PostgreSQL aborted a transaction that conflicted with another instance's (\(message), SQLSTATE \(state)); try again", temporary: true)
+                conflict.transactionConflict = true
+                return conflict
             case let s where s.hasPrefix("08") || s.hasPrefix("57P") || s == "53300" || s.hasPrefix("40"):
                 return LedgerError(path: name, message: "PostgreSQL is not available (\(message), SQLSTATE \(state)); try again", temporary: true)
             default:

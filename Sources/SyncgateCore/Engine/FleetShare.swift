@@ -1,0 +1,25 @@
+import Foundation
+
+/// The share of a split walk (``FleetView``) that this instance plans, kept up to date while the walk runs: an
+/// instance that joins takes its part of the files not yet walked at once, rather than at the next walk. A walk
+/// whose view changed on the way covers no single view, and is walked again (see ``SyncEngine``).
+final class FleetShare: @unchecked Sendable {
+    /// The view at the walk's start.
+    let start: FleetView
+    private let lock = NSLock()
+    private var current: FleetView
+
+    init(_ view: FleetView) {
+        start = view
+        current = view
+    }
+
+    var view: FleetView { lock.withLock { current } }
+
+    func update(_ view: FleetView) { lock.withLock { current = view } }
+
+    /// Whether the fleet the walk is split by changed since its start.
+    var changed: Bool { view != start }
+
+    func owns(source: String, path: String) -> Bool { view.owns(source: source, path: path) }
+}
