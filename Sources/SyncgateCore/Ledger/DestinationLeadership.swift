@@ -21,11 +21,7 @@ final class DestinationLeadership: @unchecked Sendable {
         self.location = location
     }
 
-    private static var logger: Logger {
-        var logger = Logger(label: "syncgate-ledger-postgres")
-        logger.logLevel = .error
-        return logger
-    }
+    private static var logger: Logger { PostgresLedgerDatabase.lockLogger }
 
     /// The lock's second key: FNV-1a of the destination's name.
     static func lockKey(_ destination: String) -> Int32 {
@@ -67,16 +63,7 @@ final class DestinationLeadership: @unchecked Sendable {
     func close() {
         lock.withLock {
             held.removeAll()
-            if let connection {
-                // Unlocked first: the server drops a closed session's locks a moment later, and the next leader
-                // need not wait for that.
-                if !connection.isClosed {
-                    let giveUp = connection.eventLoop.scheduleTask(in: .seconds(2)) { connection.close().whenComplete { _ in } }
-                    _ = try? connection.query(PostgresQuery(unsafeSQL: "SELECT pg_advisory_unlock_all()"), logger: DestinationLeadership.logger).wait()
-                    giveUp.cancel()
-                }
-                _ = try? connection.close().wait()
-            }
+            if let connection { PostgresLedgerDatabase.unlockAndClose(connection, unlock: "SELECT pg_advisory_unlock_all()") }
             connection = nil
         }
     }

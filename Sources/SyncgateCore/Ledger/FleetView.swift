@@ -23,8 +23,10 @@ public struct FleetView: Sendable, Equatable, CustomStringConvertible {
 
     public var isAlone: Bool { members.count <= 1 }
 
-    /// Whether the file at `path` of `source` is this instance's to stat and plan (FNV-1a, 64 bits, over the source's
-    /// name, a zero byte and the path: the same on every instance, whatever its platform).
+    /// Whether the file at `path` of `source` is this instance's to stat and plan: FNV-1a (64 bits) over the source's
+    /// name, a zero byte and the path, mixed by MurmurHash3's 64-bit finalizer (FNV-1a's low bits alone follow the
+    /// parity of the bytes, and would split two instances' work unevenly), modulo the number of instances. The same
+    /// on every instance, whatever its platform.
     public func owns(source: String, path: String) -> Bool {
         guard members.count > 1 else { return true }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -35,6 +37,11 @@ public struct FleetView: Sendable, Equatable, CustomStringConvertible {
         for byte in source.utf8 { mix(byte) }
         mix(0)
         for byte in path.utf8 { mix(byte) }
+        hash ^= hash >> 33
+        hash = hash &* 0xff51_afd7_ed55_8ccd
+        hash ^= hash >> 33
+        hash = hash &* 0xc4ce_b9fe_1a85_ec53
+        hash ^= hash >> 33
         return Int(hash % UInt64(members.count)) == index
     }
 

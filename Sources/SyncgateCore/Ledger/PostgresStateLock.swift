@@ -20,11 +20,7 @@ final class PostgresStateLock: @unchecked Sendable {
         self.location = location
     }
 
-    private static var logger: Logger {
-        var logger = Logger(label: "syncgate-ledger-postgres")
-        logger.logLevel = .error
-        return logger
-    }
+    private static var logger: Logger { PostgresLedgerDatabase.lockLogger }
 
     func acquire(gateway: Bool) throws {
         lock.withLock { released = false }
@@ -64,16 +60,7 @@ final class PostgresStateLock: @unchecked Sendable {
         guard let connection else { return }
         self.connection = nil
         lock.withLock { released = true }
-        // Unlocked before the connection ends: the server drops a closed session's locks a moment later, and
-        // whoever looks right after this returns must not see the lock held.
-        // A connection the server already ended may never answer: it is closed after 2 s whatever happens.
-        if !connection.isClosed {
-            let giveUp = connection.eventLoop.scheduleTask(in: .seconds(2)) { connection.close().whenComplete { _ in } }
-            _ = try? connection.query(PostgresQuery(unsafeSQL: "SELECT pg_advisory_unlock_shared(\(PostgresStateLock.key.0), \(PostgresStateLock.key.1))"),
-                                      logger: PostgresStateLock.logger).wait()
-            giveUp.cancel()
-        }
-        _ = try? connection.close().wait()
+        PostgresLedgerDatabase.unlockAndClose(connection, unlock: "SELECT pg_advisory_unlock_shared(\(PostgresStateLock.key.0), \(PostgresStateLock.key.1))")
     }
 
     deinit { release() }

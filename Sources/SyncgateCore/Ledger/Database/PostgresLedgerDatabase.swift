@@ -168,6 +168,27 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
         connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
+    /// A quiet logger for the connections that hold advisory locks (``PostgresStateLock``,
+    /// ``DestinationLeadership``): their failures are reported by what they return.
+    static var lockLogger: Logger {
+        var logger = Logger(label: "syncgate-ledger-postgres")
+        logger.logLevel = .error
+        return logger
+    }
+
+    /// Runs `unlock` (the advisory locks a connection holds), then closes the connection and waits for that. The
+    /// server drops a closed session's locks a moment after it ends, and whoever looks right after this returns
+    /// must not see them held. A connection the server already ended may never answer: it is closed after 2 s
+    /// whatever happens.
+    static func unlockAndClose(_ connection: PostgresConnection, unlock: String) {
+        if !connection.isClosed {
+            let giveUp = connection.eventLoop.scheduleTask(in: .seconds(2)) { connection.close().whenComplete { _ in } }
+            _ = try? connection.query(PostgresQuery(unsafeSQL: unlock), logger: lockLogger).wait()
+            giveUp.cancel()
+        }
+        _ = try? connection.close().wait()
+    }
+
     deinit { close() }
 
     // MARK: - Errors
