@@ -1,7 +1,7 @@
 import Foundation
 
 /// The share of a split walk (``FleetView``) that this instance plans, kept up to date while the walk runs: an
-/// instance that joins takes its part of the files not yet walked at once, rather than at the next walk. A walk
+/// instance that joins takes its part of the files not yet planned at once, rather than at the next walk. A walk
 /// whose view changed on the way covers no single view, and is walked again (see ``SyncEngine``).
 final class FleetShare: @unchecked Sendable {
     /// The view at the walk's start.

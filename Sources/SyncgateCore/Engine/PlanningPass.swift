@@ -192,10 +192,20 @@ final class PlanningPass: @unchecked Sendable {
 
     /// Plans one file at every destination it is routed to, beside its ledger rows.
     private func consider(_ file: ScannedFile, rows: LedgerRowStream) throws {
+        let key = file.key
+        // The walk ran ahead with the view of a moment ago: a file that an instance which joined since now owns is
+        // left to it (its rows are passed over like those of any file of another share).
+        guard owns(key) else {
+            while let at = rows.key, at <= key {
+                if let removals, rows.removed == nil, at < key, owns(at) { removals.missing(at) }
+                try rows.advance()
+            }
+            if removals != nil { lastSeeked[key.source] = key.path }
+            return
+        }
         fileCount += 1
         let routed = config.destinations(forSource: file.source, relativePath: file.relativePath)
         guard !routed.isEmpty else { return }
-        let key = file.key
         while let at = rows.key, at < key {
             if let removals, rows.removed == nil, owns(at) { removals.missing(at) }
             try rows.advance()

@@ -155,12 +155,13 @@ public final class SyncEngine: Sendable {
         let feed = WaveFeed(destinations: planners.count)
         let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: ledger.sharesWork ? min(options.waveSize, SyncEngine.sharedWaveSize) : options.waveSize, paths: options.paths,
                                     share: split?.share, splitSources: split?.sources ?? [], detectsRemovals: !options.dryRun, now: now, warn: warn)
-        // While the walk runs, the fleet is looked at every second: an instance that joins takes its share at once.
+        // While the walk runs, the fleet is looked at twice a second: an instance that joins takes its share of the
+        // files not planned yet at once.
         let fleetLedger = ledger
         let refresher = split.map { split in
             Task.detached {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(1))
+                    try? await Task.sleep(for: .milliseconds(500))
                     if !Task.isCancelled, let view = try? fleetLedger.fleetView() { split.share.update(view) }
                 }
             }
