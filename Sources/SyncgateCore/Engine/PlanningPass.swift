@@ -26,6 +26,8 @@ final class PlanningPass: @unchecked Sendable {
     /// The sources in the order they are walked.
     let sources: [SourceConfig]
     private let waveSize: Int
+    /// Waves handed over so far, per planner.
+    private var wavesSent: [Int]
     private var plannerByName: [String: DestinationPlanner] = [:]
     /// Sources feeding the planners planned whole, not walked to their end yet.
     private var wholeSourcesLeft: Set<String>
@@ -66,6 +68,7 @@ final class PlanningPass: @unchecked Sendable {
         self.tally = tally
         self.cancellation = cancellation
         self.waveSize = waveSize
+        self.wavesSent = Array(repeating: 0, count: planners.count)
         self.warn = warn
         for planner in planners where plannerByName[planner.destination.name] == nil { plannerByName[planner.destination.name] = planner }
         var whole = Set<String>()
@@ -233,9 +236,17 @@ final class PlanningPass: @unchecked Sendable {
         return share.owns(source: key.source, path: key.path)
     }
 
+    /// How many files make planner `index`'s next wave full. A split walk's first waves are small (16, 32, ... up to
+    /// `waveSize`): each wave is claimed when it is recorded, and an instance that starts a moment before the others
+    /// would otherwise claim a whole wave of their shares before it sees them join.
+    private func waveLimit(_ index: Int) -> Int {
+        guard share != nil else { return waveSize }
+        return min(waveSize, 16 << min(wavesSent[index], 16))
+    }
+
     /// Whether a wave is full, or the whole plans can go.
     private var handOverDue: Bool {
-        (!wholeHandedOver && wholeSourcesLeft.isEmpty) || planners.contains { $0.deliversInWaves && $0.keptCount >= waveSize }
+        (!wholeHandedOver && wholeSourcesLeft.isEmpty) || planners.indices.contains { planners[$0].deliversInWaves && planners[$0].keptCount >= waveLimit($0) }
     }
 
     /// Hands over full waves, and the whole plans once their sources were walked; at the end, everything.
@@ -249,7 +260,8 @@ final class PlanningPass: @unchecked Sendable {
         }
         // Until the whole plans are handed over, waves do not hold up the walk: a destination planned whole must
         // not wait for another's uploads (what it holds grows with those files anyway).
-        for (index, planner) in planners.enumerated() where planner.deliversInWaves && (final || planner.keptCount >= waveSize) {
+        for (index, planner) in planners.enumerated() where planner.deliversInWaves && (final || planner.keptCount >= waveLimit(index)) {
+            wavesSent[index] += 1
             if !feed.send(planner.takeWave(), to: index, wait: wholeHandedOver) { return }
         }
     }
