@@ -24,7 +24,7 @@ public final class CredentialsStandIn: @unchecked Sendable {
         defer { ServerStartGate.shared.leave() }
         let port = Loopback.freePort()
         let process = try ProcessRunner.start(python, [script.path, String(port)])
-        guard await Loopback.waitForListener(port: port, timeout: 20, while: { process.isRunning }) else {
+        guard await Loopback.waitForListener(port: port, timeout: 60, while: { process.isRunning }) else {
             process.terminate()
             throw LoopbackHTTP.Failure(description: "the credentials stand-in did not start")
         }
