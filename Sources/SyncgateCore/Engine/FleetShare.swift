@@ -21,5 +21,6 @@ final class FleetShare: @unchecked Sendable {
     /// Whether the fleet the walk is split by changed since its start.
     var changed: Bool { view != start }
 
-    func owns(source: String, path: String) -> Bool { view.owns(source: source, path: path) }
+    /// Asked once per file: the view is read in place, not copied out of the lock.
+    func owns(source: String, path: String) -> Bool { lock.withLock { current.owns(source: source, path: path) } }
 }

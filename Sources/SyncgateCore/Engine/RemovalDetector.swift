@@ -76,7 +76,7 @@ final class RemovalDetector: @unchecked Sendable {
             // deleted it, and its mark must stay then.
             try AfterSyncMover.running.withLock {
                 let absent = Set(gone(batch))
-                try ledger.clearRemoved(batch.filter { !absent.contains($0) })
+                try ledger.clearRemoved(batch.filter { !absent.contains($0) }, at: now)
             }
         }
     }

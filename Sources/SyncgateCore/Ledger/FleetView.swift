@@ -45,7 +45,5 @@ public struct FleetView: Sendable, Equatable, CustomStringConvertible {
         return Int(hash % UInt64(members.count)) == index
     }
 
-    public func owns(_ key: FileKey) -> Bool { owns(source: key.source, path: key.path) }
-
     public var description: String { "instance \(index + 1) of \(members.count)" }
 }

@@ -25,11 +25,12 @@ extension Ledger {
     /// A `moved` mark goes too: the caller has made sure the file is there while no move is under way (see
     /// ``RemovalDetector``), so it was put back, or a crash came between its mark and its unlink. On a shared ledger
     /// another instance's mover may be between its mark and its unlink right now (the caller's lock is per
-    /// process): a `moved` mark goes only once it is older than a lease.
-    public func clearRemoved(_ files: [FileKey]) throws {
+    /// process): a `moved` mark goes only once it is older than a lease at `now` (the walk's time, on the clock
+    /// the marks were written by).
+    public func clearRemoved(_ files: [FileKey], at now: Date = Date()) throws {
         guard sharesWork else { return try clearMarks(files, of: "'source', 'remote-kept', 'moved'") }
         try clearMarks(files, of: "'source', 'remote-kept'")
-        try clearMarks(files, of: "'moved'", markedBefore: Date().addingTimeInterval(-leaseSeconds))
+        try clearMarks(files, of: "'moved'", markedBefore: now.addingTimeInterval(-leaseSeconds))
     }
 
     /// Files marked `moved` that were not deleted after all (changed meanwhile, or not deletable): unmarked.
