@@ -27,6 +27,7 @@ extension Ledger {
             if schema < 3 { try createResumeTable(db) }
             if schema < 4 { try addRemovalColumns(db) }
             if schema < 5 { try addClaimColumns(db) }
+            if schema < 6 { try addJudgementTables(db) }
             if schema < Ledger.schemaVersion {
                 try db.execute("UPDATE syncgate_meta SET value = ? WHERE key = 'schema'", [String(Ledger.schemaVersion)])
                 return .upgraded(from: schema, to: Ledger.schemaVersion)
@@ -72,7 +73,42 @@ extension Ledger {
         try createResumeTable(db)
         try addRemovalColumns(db)
         try addClaimColumns(db)
+        try addJudgementTables(db)
         return .created(Ledger.schemaVersion)
+    }
+
+    /// Schema 6: what the engine's own decisions rest on across runs.
+    /// - `destinations.retry_after_until`: a destination that asked to be left alone (a destination-scoped answer
+    ///   with Retry-After) is not tried before then, by any later run (``DestinationRecord/retryAfterUntil``).
+    /// - `source_roots`: per source, the identity of its root folder (device and inode) and how many files its last
+    ///   complete walk found, so that a mirror can tell a source that went away (an unmounted mount point, a link
+    ///   switched to another folder) from files deleted one by one.
+    /// - `remote_deletions`: when copies were deleted at a destination because their source files were removed, and
+    ///   how many, so that `max_delete` can count over a rolling window in a long-running gateway.
+    private static func addJudgementTables(_ db: any LedgerConnection) throws {
+        let d = db.dialect
+        for statement in [
+            "ALTER TABLE destinations ADD COLUMN retry_after_until \(d.real)",
+            """
+            CREATE TABLE source_roots (
+                source \(d.keyText) PRIMARY KEY NOT NULL,
+                device TEXT NOT NULL,
+                inode TEXT NOT NULL,
+                files \(d.integer) NOT NULL,
+                walked_at \(d.real) NOT NULL
+            )\(d.tableSuffix)
+            """,
+            """
+            CREATE TABLE remote_deletions (
+                destination \(d.keyText) NOT NULL,
+                deleted_at \(d.real) NOT NULL,
+                count \(d.integer) NOT NULL
+            )\(d.tableSuffix)
+            """,
+            "CREATE INDEX remote_deletions_by_time ON remote_deletions (destination, deleted_at)",
+        ] {
+            try db.executeOnce(statement, [])
+        }
     }
 
     /// Schema 5: the instance that holds a row for its upload (``Ledger/instanceID``) and until when its lease runs

@@ -17,8 +17,9 @@ public final class Ledger: Sendable {
 
     static let format = "syncgate-ledger"
     /// The schema this syncgate writes. Versions 1 (files only), 2 (destination states), 3 (resumable uploads), 4
-    /// (removals) are upgraded in place (5: claims with leases, and the instances of a fleet); a newer one is refused.
-    public static let schemaVersion = 5
+    /// (removals) and 5 (claims with leases, and the instances of a fleet) are upgraded in place (6: a destination's
+    /// Retry-After, source roots, the remote deletions' window); a newer one is refused.
+    public static let schemaVersion = 6
     /// Who this ledger's claims are made by (`claimed_by`): the host, the process and a random suffix, so that a
     /// restarted process with a reused pid is another instance.
     public let instanceID: String
