@@ -167,6 +167,29 @@ struct DeliveryLayerTests {
         #expect(destination.storedNames == ["keep.txt"])
     }
 
+    /// A single-name delete that fails retryably is retried with backoff, as uploads are (it once returned the
+    /// failure after its first backoff sleep).
+    @Test func aSingleDeleteThatFailsRetryablyIsRetried() async throws {
+        defer { dir.remove() }
+        let destination = FlakyDestination()
+        let clock = VirtualClock()
+        let layer = DeliveryLayer(destinationName: "d", destination: destination, settings: settings(file: 2, artwork: 2), clock: clock)
+        _ = try await layer.deliver(try item("gone.txt")).get()
+        destination.deleteFailures = 2
+        let failures = await layer.deleteMany(["gone.txt"])
+        #expect(failures.isEmpty, "\(failures)")
+        #expect(destination.deletes == ["gone.txt", "gone.txt", "gone.txt"])
+        #expect(clock.sleeps == [.seconds(1), .seconds(2)])
+        #expect(destination.storedNames.isEmpty)
+
+        // More failures than retries: the name fails, retryably, after retry.file + 1 attempts.
+        _ = try await layer.deliver(try item("again.txt")).get()
+        destination.deleteFailures = 5
+        let spent = await layer.deleteMany(["again.txt"])
+        #expect(spent["again.txt"]?.failureClass.isRetryable == true)
+        #expect(spent["again.txt"]?.attempts == 3)
+    }
+
     @Test func aFileChangedDuringUploadIsNotCountedDelivered() async throws {
         defer { dir.remove() }
         var planned = try item("moving.txt")

@@ -15,7 +15,7 @@ struct DestinationStateTests {
     init() throws { dir = try TemporaryDirectory("sg-away") }
 
     func engine(_ flaky: FlakyDestination, retry: String = "{ file: 2, artwork: 2, base_delay: 1s, max_delay: 4s, jitter: none }",
-                extra: String = "", clock: VirtualClock = VirtualClock(start: Date())) throws -> SyncEngine {
+                extra: String = "", concurrency: Int = 4, clock: VirtualClock = VirtualClock(start: Date())) throws -> SyncEngine {
         let registry = PluginRegistry([PluginRegistration(type: "flaky", summary: "test") { setup in
             _ = try setup.decode(EngineTests.Empty.self)
             return flaky
@@ -27,7 +27,7 @@ struct DestinationStateTests {
             destinations:
               - name: car
                 type: flaky
-                concurrency: 4
+                concurrency: \(concurrency)
                 retry: \(retry)
             \(extra)
             """, file: "plugins.yaml", baseDirectory: dir.url, registry: registry)
@@ -82,22 +82,59 @@ struct DestinationStateTests {
         #expect(try engine.ledger.destinationRecords()["car"]?.state == .available)
     }
 
-    @Test func severalFailuresInARowOverSeveralFilesMakeTheDestinationUnavailable() async throws {
+    @Test func aDestinationFailingEveryAttemptIsUnavailableOnceNoTrialSucceedsWithinUnavailableWait() async throws {
         defer { dir.remove() }
         try writeOutbox(10)
-        let flaky = FlakyDestination(transientFailures: 100)  // every attempt: "busy" (a 5xx)
-        let engine = try engine(flaky, retry: "{ file: 5, artwork: 5, base_delay: 1s, max_delay: 1s, jitter: none }")
+        let flaky = FlakyDestination(transientFailures: 1000)  // every attempt: "busy" (a 5xx)
+        let clock = VirtualClock(start: Date())
+        let engine = try engine(flaky, retry: "{ file: 5, artwork: 5, base_delay: 1s, max_delay: 1s, jitter: none }", clock: clock)
         let summary = try await engine.run()
         #expect(summary.exitCode == 75)
         #expect(summary.failed == 0)
         #expect(summary.waiting == 10)
-        // Three failures in a row end it; uploads already in flight may add their own.
-        #expect(flaky.totalAttempts <= CircuitBreaker.failureStreakLimit + 4, "\(flaky.totalAttempts) attempts")
+        // About ten attempts open the breaker; then one trial per cool-down (1, 2, 4, 8, 8... s) until 30 s.
+        #expect(flaky.totalAttempts <= CircuitBreaker.minimumAttempts + 4 + 6, "\(flaky.totalAttempts) attempts")
         let record = try #require(try engine.ledger.destinationRecords()["car"])
         #expect(record.state == .unavailable)
-        #expect(record.lastError?.contains("attempts in a row failed") == true)
-        // The attempt that tripped it is not the file's: no file carries a failure or a retry schedule.
+        #expect(record.lastError?.contains("of the last") == true, "\(record.lastError ?? "")")
+        #expect(record.lastError?.contains("unavailable_wait") == true, "\(record.lastError ?? "")")
+        // The failures that opened the breaker are the destination's: no file carries a failure or a retry schedule.
         #expect(try entries(engine).allSatisfy { $0.status == .pending && $0.nextRetryAt == nil })
+    }
+
+    /// A flaky server (random 5xx on 30% of attempts) is not an absent one: every file goes in one run.
+    @Test(arguments: [0.1, 0.3])
+    func aFlakyDestinationGetsEveryFileInOneRun(fraction: Double) async throws {
+        defer { dir.remove() }
+        try writeOutbox(500)
+        let flaky = FlakyDestination()
+        flaky.failureFraction = fraction
+        flaky.failureSeed = 2026
+        let engine = try engine(flaky, retry: "{ file: 2, artwork: 2, base_delay: 100ms, max_delay: 1s, jitter: full }", concurrency: 8)
+        let summary = try await engine.run()
+        // A file may spend its three attempts at random (0.3^3 = 2.7% of files at 30%): it is the file's failure,
+        // retried by a later run; the destination is never judged away.
+        #expect(summary.away.isEmpty, "\(summary.away)")
+        #expect(summary.waiting == 0)
+        #expect(summary.uploaded + summary.failedRetryable == 500, "\(summary)")
+        #expect(try engine.ledger.destinationRecords()["car"]?.state == .available)
+        #expect(summary.uploaded >= 450, "\(summary.uploaded)")
+    }
+
+    /// A server that fails everything for a while and then recovers: the run waits in half-open and finishes.
+    @Test func aDestinationThatFailsForAWhileIsWaitedForInHalfOpenAndTheRunFinishes() async throws {
+        defer { dir.remove() }
+        try writeOutbox(200)
+        let flaky = FlakyDestination()
+        flaky.awayError = .retryable("HTTP 500 InternalError", code: "InternalError")
+        flaky.awayAttempts = 14  // the first fourteen attempts fail: the breaker opens, and its first trials fail
+        let engine = try engine(flaky, retry: "{ file: 2, artwork: 2, base_delay: 100ms, max_delay: 1s, jitter: none }", concurrency: 8)
+        let summary = try await engine.run()
+        #expect(summary.exitCode == 0, "\(summary)")
+        #expect(summary.uploaded == 200)
+        #expect(summary.failed == 0 && summary.waiting == 0)
+        #expect(flaky.storedNames.count == 200)
+        #expect(try engine.ledger.destinationRecords()["car"]?.state ?? .available == .available)
     }
 
     @Test func oneFileThatKeepsFailingIsTheFilesFailureNotTheDestinations() async throws {
@@ -194,6 +231,41 @@ struct DestinationStateTests {
         let record = try #require(try engine.ledger.destinationRecords()["car"])
         #expect(record.state == .unavailable)
         #expect(record.lastError?.contains("throttle_wait") == true)
+    }
+
+    /// A destination that asked to be left alone (a destination-scoped answer with Retry-After) is not tried, nor
+    /// probed, by later runs before then; after it, the next run probes and sends.
+    @Test func aDestinationsRetryAfterIsKeptAndHonouredByLaterRuns() async throws {
+        defer { dir.remove() }
+        try writeOutbox(5)
+        let flaky = FlakyDestination()
+        flaky.awayError = .unavailable("HTTP 507 InsufficientStorage", code: "InsufficientStorage", after: .seconds(9))
+        let clock = VirtualClock(start: Date())
+        let engine = try engine(flaky, clock: clock)
+        var summary = try await engine.run()
+        #expect(summary.exitCode == 75)
+        let record = try #require(try engine.ledger.destinationRecords()["car"])
+        let until = try #require(record.retryAfterUntil)
+        #expect(abs(until.timeIntervalSince(clock.now()) - 9) < 1, "\(until) vs \(clock.now())")
+        #expect(try #require(record.nextProbeAt) >= until)
+
+        // A run 5 s later: neither probed nor tried, and it says why.
+        flaky.awayError = nil
+        clock.advance(by: 5)
+        let attempts = flaky.totalAttempts
+        summary = try await engine.run()
+        #expect(summary.exitCode == 75)
+        #expect(flaky.probes == 0)
+        #expect(flaky.totalAttempts == attempts)
+        #expect(summary.away.first?.error.contains("Retry-After") == true, "\(summary.away)")
+
+        // Past it: probed once, everything sent, the Retry-After forgotten.
+        clock.advance(by: 5)
+        summary = try await engine.run()
+        #expect(summary.exitCode == 0, "\(summary)")
+        #expect(flaky.probes == 1)
+        #expect(summary.uploaded == 5)
+        #expect(try engine.ledger.destinationRecords()["car"]?.retryAfterUntil == nil)
     }
 
     @Test func throttleHalvesTheConcurrencyAndGrowsItBackOneByOne() {

@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateCore
+import SyncgateTestSupport
 
 /// A destination for tests that fails on command: `transient` retryable failures per file before success,
 /// or a permanent failure for files whose name contains `permanentMarker`. It stores what it receives in memory
@@ -28,6 +29,15 @@ final class FlakyDestination: Destination, @unchecked Sendable {
     var awayAttempts: Int?
     /// Only files whose name contains this fail transiently (nil: every file).
     var transientMarker: String?
+    /// A share of all upload attempts (0...1) that fail with a retryable "InternalError", drawn from a generator
+    /// seeded with ``failureSeed`` (a flaky server: random 5xx).
+    var failureFraction = 0.0
+    var failureSeed: UInt64 = 42 {
+        didSet { generator = SplitMix(seed: failureSeed) }
+    }
+    private var generator = SplitMix(seed: 42)
+    /// Single deletes that fail retryably (a 500) before deletes work.
+    var deleteFailures = 0
     /// What ``settingsFingerprint`` says (a test changes it as a user would fix the credentials).
     var fingerprint = ""
     private(set) var probes = 0
@@ -83,6 +93,9 @@ final class FlakyDestination: Destination, @unchecked Sendable {
         }) {
             throw away
         }
+        if lock.withLock({ failureFraction > 0 && Double(generator.next() % 1_000_000) / 1_000_000 < failureFraction }) {
+            throw DestinationError.retryable("HTTP 500 InternalError: We encountered an internal error", code: "InternalError")
+        }
         if let permanentMarker, item.relativePath.contains(permanentMarker) {
             throw DestinationError.permanent("refused \(item.relativePath)", code: "Refused")
         }
@@ -104,6 +117,10 @@ final class FlakyDestination: Destination, @unchecked Sendable {
     func delete(remoteName: String) async throws {
         try lock.withLock {
             deletes.append(remoteName)
+            if deleteFailures > 0 {
+                deleteFailures -= 1
+                throw DestinationError.retryable("HTTP 500 InternalError", code: "InternalError")
+            }
             guard stored.removeValue(forKey: remoteName) != nil else {
                 throw DestinationError.permanent("no such file \(remoteName)", code: "not-found")
             }

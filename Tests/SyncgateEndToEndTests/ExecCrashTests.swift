@@ -84,4 +84,41 @@ struct ExecCrashTests {
         let again = try await cli.run(["sync", "--json"])
         #expect(SyncgateCLI.events(again.stdout).filter { $0["event"] as? String == "started" }.isEmpty, "a further sync sends nothing")
     }
+
+    /// A plugin that crashes every 200 files is started again and its uploads in flight are retried: one run
+    /// delivers every file (a crash is four failures at once, not a destination that is away).
+    @Test func aPluginThatCrashesEvery200FilesDeliversEverythingInOneRun() async throws {
+        let dir = try TemporaryDirectory("sg-exec-crashy")
+        defer { dir.remove() }
+        let cli = SyncgateCLI(dir: dir)
+        var expected: [String: Data] = [:]
+        for i in 0..<Self.count {
+            let name = "f\(i % 10)/file \(i).bin"
+            let data = Data(repeating: UInt8(i % 251), count: 1_000 + i * 13)
+            try dir.write("outbox/" + name, data)
+            expected[name] = data
+        }
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [{name: outbox, path: outbox}]
+            destinations:
+              - name: copies
+                type: exec
+                command: ["\(ExecPluginTests.testPlugin)", "--misbehave", "crash-put"]
+                concurrency: 4
+                retry: {file: 2, base_delay: 10ms, max_delay: 100ms}
+                settings: {path: out, every: "200", state: "\(dir.file("puts.state").path)"}
+            """)
+        let result = try await cli.run(["sync"], timeout: 300)
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        let crashes = result.stderr.components(separatedBy: "crashing on purpose").count - 1
+        #expect(crashes >= 4, "the plugin crashed \(crashes) times: \(result.stderr.suffix(1000))")
+        var problems: [String] = []
+        for (name, data) in expected where (try? dir.read("out/" + name)) != data { problems.append(name) }
+        #expect(problems.isEmpty, "\(problems.prefix(10))")
+        let status = SyncgateCLI.json(try await cli.run(["status", "--json"]).stdout)
+        let line = (status?["destinations"] as? [[String: Any]])?.first ?? [:]
+        #expect(line["state"] as? String == "available", "\(line)")
+        #expect(line["synced"] as? Int == Self.count && line["failed"] as? Int == 0, "\(line)")
+    }
 }

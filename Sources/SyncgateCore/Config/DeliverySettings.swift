@@ -13,6 +13,9 @@ public struct DeliverySettings: Sendable, Hashable {
     public var throttleWait: Duration
     /// The longest wait between two probes of an unavailable destination (by a gateway; a sync probes once at start).
     public var probeIntervalMax: Duration
+    /// The most a run waits, in all, for a failing destination (most attempts failing, see ``CircuitBreaker``) to
+    /// pass a trial attempt, before it leaves the rest pending.
+    public var unavailableWait: Duration = .seconds(30)
     /// Requests syncgate starts at the destination (``DeliveryLimits``); nil: no limit.
     public var rate: RateLimit? = nil
     /// The least time between the starts of two uploads (zero: none).
@@ -55,6 +58,7 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
     var attemptTimeout: ConfigDuration?
     var throttleWait: ConfigDuration?
     var probeIntervalMax: ConfigDuration?
+    var unavailableWait: ConfigDuration?
     var rate: RateSetting?
     var minInterval: ConfigDuration?
     var bandwidth: BandwidthSchedule?
@@ -68,12 +72,13 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         case attemptTimeout = "attempt_timeout"
         case throttleWait = "throttle_wait"
         case probeIntervalMax = "probe_interval_max"
+        case unavailableWait = "unavailable_wait"
         case minInterval = "min_interval"
     }
 
     /// The keys above, which belong to the core in a destination's mapping.
     static let keys: Set<String> = [
-        "concurrency", "retry", "recent", "attempt_timeout", "throttle_wait", "probe_interval_max", "rate", "min_interval", "bandwidth",
+        "concurrency", "retry", "recent", "attempt_timeout", "throttle_wait", "probe_interval_max", "unavailable_wait", "rate", "min_interval", "bandwidth",
         "delete_remote", "max_delete",
     ]
 
@@ -85,6 +90,7 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         attemptTimeout = try c.decodeIfPresent(ConfigDuration.self, forKey: .attemptTimeout)
         throttleWait = try c.decodeIfPresent(ConfigDuration.self, forKey: .throttleWait)
         probeIntervalMax = try c.decodeIfPresent(ConfigDuration.self, forKey: .probeIntervalMax)
+        unavailableWait = try c.decodeIfPresent(ConfigDuration.self, forKey: .unavailableWait)
         rate = try c.decodeIfPresent(RateSetting.self, forKey: .rate)
         minInterval = try c.decodeIfPresent(ConfigDuration.self, forKey: .minInterval)
         bandwidth = try c.decodeIfPresent(BandwidthSchedule.self, forKey: .bandwidth)
@@ -102,6 +108,9 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         if let throttleWait, throttleWait.duration < .zero {
             throw ConfigValueError("must be >= 0", key: CodingKeys.throttleWait)
         }
+        if let unavailableWait, unavailableWait.duration < .zero {
+            throw ConfigValueError("must be >= 0 (0: leave a failing destination's files pending at once)", key: CodingKeys.unavailableWait)
+        }
         if let probeIntervalMax, probeIntervalMax.duration < .seconds(1) {
             throw ConfigValueError("must be at least 1s", key: CodingKeys.probeIntervalMax)
         }
@@ -116,6 +125,7 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         if let attemptTimeout { result.attemptTimeout = attemptTimeout.duration }
         if let throttleWait { result.throttleWait = throttleWait.duration }
         if let probeIntervalMax { result.probeIntervalMax = probeIntervalMax.duration }
+        if let unavailableWait { result.unavailableWait = unavailableWait.duration }
         if let rate { result.rate = rate.limit }
         if let minInterval { result.minInterval = minInterval.duration }
         if let bandwidth { result.bandwidth = bandwidth.isOff ? nil : bandwidth }

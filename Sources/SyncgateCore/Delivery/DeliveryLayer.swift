@@ -24,7 +24,7 @@ public struct DeliveryLayer: Sendable {
 
     public init(
         destinationName: String, destination: any Destination, settings: DeliverySettings,
-        clock: any SyncClock = SystemClock(), breaker: CircuitBreaker = CircuitBreaker(), limits: DeliveryLimits? = nil,
+        clock: any SyncClock = SystemClock(), breaker: CircuitBreaker? = nil, limits: DeliveryLimits? = nil,
         random: @escaping @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) },
         onEvent: @escaping @Sendable (DeliveryEvent) async -> Void = { _ in }
     ) {
@@ -33,7 +33,7 @@ public struct DeliveryLayer: Sendable {
         self.settings = settings
         self.clock = clock
         self.backoff = Backoff(settings: settings.retry, random: random)
-        self.breaker = breaker
+        self.breaker = breaker ?? CircuitBreaker(waitLimit: settings.unavailableWait, concurrency: settings.concurrency, clock: clock)
         self.throttle = Throttle(concurrency: settings.concurrency, budget: settings.throttleWait, clock: clock)
         self.limits = limits ?? DeliveryLimits(settings)
         self.onEvent = onEvent
@@ -47,15 +47,6 @@ public struct DeliveryLayer: Sendable {
         _ item: UploadItem, cancellation: CancellationHandle = CancellationHandle(),
         progress: @escaping @Sendable (Int64) -> Void = { _ in }
     ) async -> Result<Receipt, DeliveryFailure> {
-        let retries = settings.retry.retries(isArtwork: item.isArtwork)
-        // Failure counts start afresh on a new connection, but a run never makes more than this many attempts.
-        let attemptCap = (retries + 1) * DeliveryLayer.connectionResetLimit
-        var attempt = 0
-        var retriesUsed = 0
-        var deferredWait = Duration.zero
-        var throttles = 0
-        var generationOfLastFailure: Int? = nil
-
         if let open = breaker.failure { return await wait(item, open, attemptCut: false) }
         if item.outcomeUnknown {
             switch await existingCopy(of: item, cancellation: cancellation) {
@@ -68,106 +59,30 @@ public struct DeliveryLayer: Sendable {
                 break
             }
         }
-
-        while true {
-            // Its last attempt (if any) failed along with the destination: it is not counted.
-            if let open = breaker.failure { return await wait(item, open, attemptCut: attempt > 0) }
-            if cancellation.isCancelled || Task.isCancelled {
-                let failure = DeliveryFailure.cancelled(attempts: attempt)
-                await emit(item, .failed(failure))
-                return .failure(failure)
-            }
-            do {
-                try await throttle.waitWhilePaused()
-            } catch {
-                continue  // cancelled while paused: the checks above end it
-            }
-            do {
-                // Waiting for `min_interval` and `rate` is no attempt: it starts once they let it.
-                try await limits.beforeUpload(clock: clock, cancellation: cancellation)
-            } catch {
-                continue
-            }
-            if let open = breaker.failure { return await wait(item, open, attemptCut: attempt > 0) }
-            if cancellation.isCancelled || Task.isCancelled { continue }
-            attempt += 1
-            await emit(item, .started(attempt: attempt))
-            do {
-                var receipt = try await attemptUpload(item, progress: progress)
-                try FileChangeCheck.verifyUnchanged(item)
-                if !item.sha256.isEmpty { receipt.sha256 = item.sha256 }  // else: the destination hashed what it sent
-                breaker.succeeded()
-                throttle.succeeded()
-                await emit(item, .synced(receipt: receipt, attempts: attempt, uploaded: true))
-                return .success(receipt)
-            } catch {
-                let classification = classify(error)
-                let failureClass = classification.failureClass
-                let failure = DeliveryFailure(
-                    message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: failureClass,
-                    scope: classification.scope, code: (error as? DestinationError)?.code, attempts: attempt
-                )
-                let interrupted = cancellation.isCancelled || Task.isCancelled
-                // The destination went away while this attempt ran (here, or in another upload that tripped the
-                // breaker and ended this one): the attempt says nothing about the file.
-                if let open = breaker.failure { return await wait(item, open, attemptCut: true) }
-                if classification.scope == .destination && !interrupted {
-                    if case .deferred(let after) = failureClass {
-                        throttles += 1
-                        let delay = after ?? backoff.delay(forRetry: throttles)
-                        if throttle.throttled(for: delay) {
-                            await emit(item, .retrying(attempt: attempt, error: failure, delay: delay))
-                            continue
-                        }
-                        var outage = failure
-                        outage.failureClass = .retryable()
-                        outage.message = "throttled for more than throttle_wait (\(settings.throttleWait.syncgateText)) in all; the last answer: \(failure.message)"
-                        return await wait(item, breaker.trip(outage), attemptCut: true)
-                    }
-                    return await wait(item, breaker.trip(failure), attemptCut: true)
-                }
-                // A destination that asks this file to wait (deferred) is not failing.
-                if case .retryable = failureClass, !interrupted, !(error is FileChangedError), let outage = breaker.failed(item.key, failure) {
-                    return await wait(item, outage, attemptCut: true)
-                }
-                if failureClass.isRetryable {
-                    let generation = await destination.connectionGeneration
-                    if let previous = generationOfLastFailure, previous != generation, attempt < attemptCap { retriesUsed = 0 }
-                    generationOfLastFailure = generation
-                }
-                if error is FileChangedError {
-                    // Sending the same planned version again cannot help: the next run plans the new content.
-                    await emit(item, .failed(failure))
-                    return .failure(failure)
-                }
-                if case .retryable(let after?) = failureClass, after > maximumWait, !interrupted {
-                    // Honoured by scheduling, not by sleeping: a later run tries again no sooner than asked.
-                    var scheduled = failure
-                    scheduled.retryAfter = after
-                    await emit(item, .failed(scheduled))
-                    return .failure(scheduled)
-                }
-                switch failureClass {
-                case .permanent:
-                    await emit(item, .failed(failure))
-                    return .failure(failure)
-                case .deferred(let after) where !interrupted && deferredWait < settings.attemptTimeout:
-                    // The destination asks to wait for this file: not a burnt retry, bounded by the attempt timeout in total.
-                    let delay = after ?? settings.retry.baseDelay
-                    deferredWait += delay
-                    await emit(item, .retrying(attempt: attempt, error: failure, delay: delay))
-                    if (try? await clock.sleep(for: delay)) == nil { continue }
-                case .retryable(let after) where !interrupted && retriesUsed < retries,
-                    .deferred(let after) where !interrupted && retriesUsed < retries:
-                    retriesUsed += 1
-                    let delay = backoff.delay(forRetry: retriesUsed, retryAfter: after)
-                    await emit(item, .retrying(attempt: attempt, error: failure, delay: delay))
-                    if (try? await clock.sleep(for: delay)) == nil { continue }
-                default:
-                    await emit(item, .failed(interrupted ? .cancelled(attempts: attempt) : failure))
-                    return .failure(interrupted ? .cancelled(attempts: attempt) : failure)
-                }
-            }
+        let outcome = await withRetries(
+            subject: item.key.source + "/" + item.key.path, retries: settings.retry.retries(isArtwork: item.isArtwork), pacing: .upload,
+            cancellation: cancellation,
+            started: { attempt in await emit(item, .started(attempt: attempt)) },
+            retrying: { attempt, failure, delay in await emit(item, .retrying(attempt: attempt, error: failure, delay: delay)) }
+        ) { _ in
+            var receipt = try await attemptUpload(item, progress: progress)
+            try FileChangeCheck.verifyUnchanged(item)
+            if !item.sha256.isEmpty { receipt.sha256 = item.sha256 }  // else: the destination hashed what it sent
+            return receipt
+        }
+        switch outcome {
+        case .done(let receipt, let attempts):
+            await emit(item, .synced(receipt: receipt, attempts: attempts, uploaded: true))
+            return .success(receipt)
+        case .waiting(let failure, let attemptCut):
+            return await wait(item, failure, attemptCut: attemptCut)
+        case .failed(let failure):
+            await emit(item, .failed(failure))
+            return .failure(failure)
+        case .cancelled(let attempts):
+            let failure = DeliveryFailure.cancelled(attempts: attempts)
+            await emit(item, .failed(failure))
+            return .failure(failure)
         }
     }
 
@@ -317,85 +232,28 @@ public struct DeliveryLayer: Sendable {
         }
     }
 
-    /// A failure of a delete request, classified.
-    private func deleteFailure(_ error: any Error, attempt: Int) -> DeliveryFailure {
-        let classification = classify(error)
-        return DeliveryFailure(
-            message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: classification.failureClass,
-            scope: classification.scope, code: (error as? DestinationError)?.code, attempts: attempt)
-    }
-
-    /// Deletes through the destination's batch call, retrying the names that failed retryably.
+    /// Deletes through the destination's batch call, in the one retry loop: each attempt sends the names not
+    /// deleted yet; names refused for good are failed, those refused retryably are tried again.
     private func deleteInBatches(_ names: [String], cancellation: CancellationHandle) async -> [String: DeliveryFailure] {
-        var failures: [String: DeliveryFailure] = [:]
-        var remaining = names
-        var attempt = 0
-        while !remaining.isEmpty {
-            if cancellation.isCancelled {
-                for name in remaining { failures[name] = .cancelled(attempts: attempt) }
-                break
-            }
-            if let open = breaker.failure {
-                for name in remaining { failures[name] = open }
-                break
-            }
-            do {
-                try await limits.beforeRequest(clock: clock, cancellation: cancellation)
-            } catch {
-                for name in remaining { failures[name] = .cancelled(attempts: attempt) }
-                break
-            }
-            attempt += 1
-            var retryable: [String: DeliveryFailure] = [:]
-            var after: Duration? = nil
-            do {
-                for (name, error) in try await destination.delete(remoteNames: remaining) {
-                    let failure = DeliveryFailure(message: Redactor.shared.redact(error.description), failureClass: error.failureClass,
-                                                  scope: error.scope, code: error.code, attempts: attempt)
-                    if error.failureClass.isRetryable { retryable[name] = failure } else { failures[name] = failure }
-                    if let a = error.failureClass.retryAfter { after = max(after ?? .zero, a) }
-                }
-            } catch {
-                let failure = deleteFailure(error, attempt: attempt)
-                if failure.scope == .destination, !failure.failureClass.isDeferred { breaker.trip(failure) }
-                for name in remaining {
-                    if failure.failureClass.isRetryable { retryable[name] = failure } else { failures[name] = failure }
-                }
-                after = failure.failureClass.retryAfter
-            }
-            remaining = names.filter { retryable[$0] != nil }
-            if remaining.isEmpty { break }
-            if attempt > settings.retry.file || breaker.isOpen {
-                for (name, failure) in retryable { failures[name] = breaker.failure ?? failure }
-                break
-            }
-            if (try? await clock.sleep(for: backoff.delay(forRetry: attempt, retryAfter: after))) == nil { continue }
+        var state = BatchDeletion(names)
+        let destination = self.destination
+        let timeout = settings.attemptTimeout
+        let outcome = await withRetries(subject: "delete:" + (names.first ?? ""), retries: settings.retry.file, pacing: .request,
+                                        cancellation: cancellation) { attempt in
+            let remaining = state.remaining
+            let refused = try await watchdog.run(timeout: timeout) { try await destination.delete(remoteNames: remaining) }
+            if let retry = state.settle(refused, attempt: attempt) { throw retry }
         }
-        return failures
+        return state.failures(after: outcome)
     }
 
     private func deleteOne(_ name: String, cancellation: CancellationHandle) async -> DeliveryFailure? {
-        var attempt = 0
-        while true {
-            if cancellation.isCancelled { return .cancelled(attempts: attempt) }
-            if let open = breaker.failure { return open }
-            do {
-                try await limits.beforeRequest(clock: clock, cancellation: cancellation)
-            } catch {
-                return .cancelled(attempts: attempt)
-            }
-            attempt += 1
-            do {
-                try await destination.delete(remoteName: name)
-                return nil
-            } catch {
-                let failure = deleteFailure(error, attempt: attempt)
-                if failure.scope == .destination, !failure.failureClass.isDeferred { return breaker.trip(failure) }
-                guard failure.failureClass.isRetryable, attempt <= settings.retry.file else { return failure }
-                if (try? await clock.sleep(for: backoff.delay(forRetry: attempt, retryAfter: failure.failureClass.retryAfter))) == nil { continue }
-                return failure
-            }
+        let destination = self.destination
+        let timeout = settings.attemptTimeout
+        let outcome = await withRetries(subject: "delete:" + name, retries: settings.retry.file, pacing: .request, cancellation: cancellation) { _ in
+            try await watchdog.run(timeout: timeout) { try await destination.delete(remoteName: name) }
         }
+        return outcome.failure
     }
 
     /// An error's text for the ledger: a plugin's message, or the error's own description.

@@ -25,7 +25,7 @@ final class DestinationRun: @unchecked Sendable {
     /// The destination's state as the ledger had it when the run started (nil: never tried).
     let record: DestinationRecord?
     /// Open once the destination is found away; shared with the delivery layer.
-    let breaker = CircuitBreaker()
+    let breaker: CircuitBreaker
     private var delivery: (layer: DeliveryLayer, recorder: LedgerRecorder)?
     /// The delivery counters of waits decided before any upload (the recorder counts the others).
     private lazy var metrics = DeliveryMetrics(destination: destination.name)
@@ -46,6 +46,7 @@ final class DestinationRun: @unchecked Sendable {
          random: @escaping @Sendable (ClosedRange<Double>) -> Double, operations: OperationList, options: SyncOptions,
          cancellation: CancellationHandle, tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void) {
         self.destination = destination
+        self.breaker = CircuitBreaker(waitLimit: destination.settings.unavailableWait, concurrency: destination.settings.concurrency, clock: clock)
         self.namesCanClash = namesCanClash
         self.record = record
         self.ledger = ledger
@@ -81,6 +82,14 @@ final class DestinationRun: @unchecked Sendable {
             awayAsRecorded.set()
             breaker.trip(DeliveryFailure(
                 message: record.lastError ?? "blocked", failureClass: .permanent, scope: .destination, code: record.errorCode, attempts: 0))
+            return Readiness()
+        }
+        if let record, record.state != .available, let until = record.retryAfterUntil, until > clock.now() {
+            // It asked to be left alone until then (Retry-After): no run tries it before, a one-shot sync included.
+            awayAsRecorded.set()
+            breaker.trip(DeliveryFailure(
+                message: "asked to be left alone until \(JSONText.time(until)) (Retry-After); the last error: \(record.lastError ?? "unavailable")",
+                failureClass: .retryable(), scope: .destination, code: record.errorCode, attempts: 0))
             return Readiness()
         }
         if let record, record.state != .available, options.isGatewayPass, let next = record.nextProbeAt, next > clock.now() {
@@ -375,7 +384,7 @@ final class DestinationRun: @unchecked Sendable {
         if !awayAsRecorded.isSet {
             try ledger.markAway(destination.name, state: state, error: away.message, code: away.code,
                                 fingerprint: state == .blocked ? destination.fingerprint : nil, probeFailed: true,
-                                probeIntervalMax: destination.settings.probeIntervalMax, at: now)
+                                probeIntervalMax: destination.settings.probeIntervalMax, retryAfter: away.failureClass.retryAfter, at: now)
         }
         let since = try ledger.destinationRecords()[destination.name]?.since ?? now
         let waiting = try ledger.counts()[destination.name].map { ($0[.pending] ?? 0) + ($0[.uploading] ?? 0) } ?? 0

@@ -17,9 +17,12 @@ public struct DestinationRecord: Sendable, Hashable {
     public var fingerprint: String?
     /// The last time it answered.
     public var lastSeenAt: Date?
+    /// Until when it asked to be left alone (a destination-scoped answer with Retry-After): no run tries it, nor
+    /// probes it, before then.
+    public var retryAfterUntil: Date?
 
     public init(name: String, state: DestinationState, since: Date, lastError: String? = nil, errorCode: String? = nil,
-                failedProbes: Int = 0, nextProbeAt: Date? = nil, fingerprint: String? = nil, lastSeenAt: Date? = nil) {
+                failedProbes: Int = 0, nextProbeAt: Date? = nil, fingerprint: String? = nil, lastSeenAt: Date? = nil, retryAfterUntil: Date? = nil) {
         self.name = name
         self.state = state
         self.since = since
@@ -29,5 +32,6 @@ public struct DestinationRecord: Sendable, Hashable {
         self.nextProbeAt = nextProbeAt
         self.fingerprint = fingerprint
         self.lastSeenAt = lastSeenAt
+        self.retryAfterUntil = retryAfterUntil
     }
 }

@@ -6,7 +6,8 @@ extension Ledger {
         try read { db in
             var result: [String: DestinationRecord] = [:]
             for row in try db.fetchAll("""
-                SELECT name, state, since, last_error, error_code, failed_probes, next_probe_at, fingerprint, last_seen_at
+                SELECT name, state, since, last_error, error_code, failed_probes, next_probe_at, fingerprint, last_seen_at,
+                    retry_after_until
                 FROM destinations
                 """, [])
             {
@@ -15,7 +16,8 @@ extension Ledger {
                     since: Date(timeIntervalSince1970: row.double(2) ?? 0),
                     lastError: row.string(3), errorCode: row.string(4), failedProbes: row.int(5) ?? 0,
                     nextProbeAt: row.double(6).map { Date(timeIntervalSince1970: $0) }, fingerprint: row.string(7),
-                    lastSeenAt: row.double(8).map { Date(timeIntervalSince1970: $0) })
+                    lastSeenAt: row.double(8).map { Date(timeIntervalSince1970: $0) },
+                    retryAfterUntil: row.double(9).map { Date(timeIntervalSince1970: $0) })
                 result[record.name] = record
             }
             return result
@@ -43,7 +45,7 @@ extension Ledger {
             try db.execute("""
                 INSERT INTO destinations (name, state, since, last_seen_at, updated_at) VALUES (?, 'available', ?, ?, ?)
                 ON CONFLICT (name) DO UPDATE SET state = 'available', since = excluded.since, last_error = NULL,
-                    error_code = NULL, failed_probes = 0, next_probe_at = NULL, fingerprint = NULL,
+                    error_code = NULL, failed_probes = 0, next_probe_at = NULL, fingerprint = NULL, retry_after_until = NULL,
                     last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at
                 """, [name, t, t, t])
         }
@@ -51,9 +53,11 @@ extension Ledger {
 
     /// Records that a destination is unavailable or blocked (`state`), with the error that says why. A destination
     /// already in that state keeps its `since`; `probeFailed` counts one more probe that found it away, which
-    /// spaces the next one further (2 s doubling up to `probeIntervalMax`).
+    /// spaces the next one further (2 s doubling up to `probeIntervalMax`). `retryAfter`, the destination's own
+    /// Retry-After, holds every later run off until it has passed (``DestinationRecord/retryAfterUntil``), and the
+    /// next probe with them.
     public func markAway(_ name: String, state: DestinationState, error: String, code: String?, fingerprint: String?,
-                         probeFailed: Bool, probeIntervalMax: Duration, at now: Date) throws {
+                         probeFailed: Bool, probeIntervalMax: Duration, retryAfter: Duration? = nil, at now: Date) throws {
         precondition(state != .available, "markAvailable records a destination that answered")
         try write { db in
             let t = now.timeIntervalSince1970
@@ -61,15 +65,17 @@ extension Ledger {
             let same = previous.map { $0.string(0) == state.rawValue } ?? false
             let since = same ? (previous?.double(1) ?? t) : t
             let probes = (same ? (previous?.int(2) ?? 0) : 0) + (probeFailed ? 1 : 0)
-            let next = t + Ledger.probeInterval(failedProbes: probes, maximum: probeIntervalMax)
+            let until: Double? = retryAfter.map { t + $0.seconds }
+            let next = max(t + Ledger.probeInterval(failedProbes: probes, maximum: probeIntervalMax), until ?? 0)
             try db.execute("""
-                INSERT INTO destinations (name, state, since, last_error, error_code, failed_probes, next_probe_at, fingerprint, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO destinations (name, state, since, last_error, error_code, failed_probes, next_probe_at, fingerprint,
+                    retry_after_until, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (name) DO UPDATE SET state = excluded.state, since = excluded.since,
                     last_error = excluded.last_error, error_code = excluded.error_code,
                     failed_probes = excluded.failed_probes, next_probe_at = excluded.next_probe_at,
-                    fingerprint = excluded.fingerprint, updated_at = excluded.updated_at
-                """, [name, state.rawValue, since, Redactor.shared.redact(error), code, probes, next, fingerprint, t])
+                    fingerprint = excluded.fingerprint, retry_after_until = excluded.retry_after_until, updated_at = excluded.updated_at
+                """, [name, state.rawValue, since, Redactor.shared.redact(error), code, probes, next, fingerprint, until, t])
         }
     }
 
