@@ -27,15 +27,164 @@ Modes:
                               told apart by Content-Length or chunked framing, so each request on a kept-alive
                               connection waits, not only the first); a stream that is not HTTP is forwarded as is.
                               The log entry counts the requests held ("requests")
+  flaky       {"fraction": F, "seed": S, "flavor": "s3" | "sheets", "status": 500, "retry_after": R}
+                              answer each HTTP/1.1 request with probability F (0..1) with a server error instead of
+                              forwarding it; the others are forwarded unchanged. The decisions come from one
+                              random.Random(S) (S absent: unseeded), drawn in the order requests arrive, so a run sees
+                              the same sequence of decisions. The error is S3's 500 InternalError (XML; "status": 503
+                              gives 503 ServiceUnavailable) or, for "sheets", Google's 500 INTERNAL (JSON). A failed
+                              request's body is read and dropped first (after a 100 Continue when it asked for one),
+                              and the answer keeps the connection open (Content-Length, Connection: keep-alive)
+                              unless the request asked to close it. Requests are told apart as in `delay`, so this
+                              works per request on kept-alive connections, and the fraction is read for each request:
+                              POST /fault again (a new fraction, or a new seed) or POST /pass (forward everything)
+                              takes effect at the next request of every connection opened while `flaky` was set.
+                              (Connections opened in another mode stay in it: set `flaky` with fraction 0 first to
+                              switch a run's connections later.) "count" is ignored: until changed. The log entry
+                              of each connection counts its requests "failed" and "forwarded". Clients that
+                              pipeline requests (send one before the answer to the last) are not supported.
 """
 import argparse
 import asyncio
 import json
+import random
 import signal
 import socket
 import struct
 import sys
 import time
+
+
+REASONS = {500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 429: "Too Many Requests",
+           403: "Forbidden", 400: "Bad Request"}
+
+
+def http_answer(answer, keep_alive=False, head_only=False):
+    """The bytes of an HTTP/1.1 answer made of `answer`'s "status" (503 when absent), "body", "content_type" and
+    "retry_after"; `keep_alive`: the connection stays open; `head_only`: the answer to a HEAD (headers only)."""
+    status = int(answer.get("status", 503))
+    body = answer.get("body", "").encode()
+    headers = [f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}", f"Content-Length: {len(body)}",
+               "Connection: keep-alive" if keep_alive else "Connection: close"]
+    if "content_type" in answer:
+        headers.append(f"Content-Type: {answer['content_type']}")
+    if "retry_after" in answer:
+        headers.append(f"Retry-After: {answer['retry_after']}")
+    return ("\r\n".join(headers) + "\r\n\r\n").encode() + (b"" if head_only else body)
+
+
+class Request:
+    """One HTTP/1.x request's head as read from a client: its bytes (up to the blank line) and its framing."""
+
+    def __init__(self, head):
+        self.head = head
+        lines = head[:-4].split(b"\r\n")
+        self.method, _, rest = lines[0].partition(b" ")
+        self.version = rest.rpartition(b" ")[2]
+        self.length, self.chunked, self.expects_continue, connection = 0, False, False, b""
+        for header in lines[1:]:
+            name, _, value = header.partition(b":")
+            name, value = name.strip().lower(), value.strip().lower()
+            if name == b"content-length":
+                self.length = int(value)  # ValueError: not a request this proxy can follow
+            elif name == b"transfer-encoding" and b"chunked" in value:
+                self.chunked = True
+            elif name == b"expect" and value == b"100-continue":
+                self.expects_continue = True
+            elif name == b"connection":
+                connection = value
+        self.has_body = self.chunked or self.length > 0
+        # HTTP/1.1 keeps a connection open unless asked not to; HTTP/1.0 only when asked to.
+        self.wants_close = b"close" in connection or (self.version == b"HTTP/1.0" and b"keep-alive" not in connection)
+
+
+class RequestStream:
+    """HTTP/1.1 requests read one after the other from a client's stream, told apart by their framing
+    (Content-Length or chunked), so that a mode can act on each request of a kept-alive connection.
+
+    ``next()`` gives the next request's head (a ``Request``); ``body(request, sink)`` then passes its body on to
+    `sink` (an async function of bytes) as it comes: chunk size lines, chunks and trailers as they are. What is
+    left when the stream is not (or no longer) HTTP is in ``rest()``, to be forwarded as is."""
+
+    def __init__(self, reader):
+        self.reader = reader
+        self.buffer = bytearray()
+
+    async def fill(self):
+        data = await self.reader.read(65536)
+        self.buffer.extend(data)
+        return bool(data)
+
+    async def next(self):
+        """The next request's head, or None at the end of the stream or when what comes is not an HTTP request."""
+        while b"\r\n\r\n" not in self.buffer:
+            if len(self.buffer) > 65536 or not await self.fill():
+                break
+        cut = self.buffer.find(b"\r\n\r\n")
+        first = bytes(self.buffer[:max(cut, 0)]).split(b"\r\n")[0]
+        if cut < 0 or len(first.split(b" ")) != 3 or not first.endswith((b"HTTP/1.1", b"HTTP/1.0")):
+            return None
+        request = Request(bytes(self.buffer[:cut + 4]))
+        del self.buffer[:cut + 4]
+        return request
+
+    def rest(self):
+        """What was read and not yet given out (emptied)."""
+        data = bytes(self.buffer)
+        self.buffer.clear()
+        return data
+
+    async def body(self, request, sink):
+        """Passes `request`'s body to `sink`; False when the stream ended before the body did."""
+        if not request.chunked:
+            return await self.forward(request.length, sink)
+        while True:  # chunks, then the trailers up to an empty line
+            size_line = await self.line(sink)
+            if size_line is None:
+                return False
+            size = int(size_line.split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while (trailer := await self.line(sink)) != b"\r\n":
+                    if trailer is None:
+                        return False
+                return True
+            if not await self.forward(size + 2, sink):
+                return False
+
+    async def forward(self, count, sink):
+        """`count` bytes to `sink`: what is buffered first, then as they come."""
+        while count > 0:
+            if not self.buffer and not await self.fill():
+                return False
+            take = min(count, len(self.buffer))
+            data = bytes(self.buffer[:take])
+            del self.buffer[:take]
+            count -= take
+            await sink(data)
+        return True
+
+    async def line(self, sink):
+        """One CRLF-ended line (a chunk's size, a trailer), passed to `sink` and returned; None at the end."""
+        while b"\r\n" not in self.buffer:
+            if not await self.fill():
+                return None
+        cut = self.buffer.index(b"\r\n") + 2
+        text = bytes(self.buffer[:cut])
+        del self.buffer[:cut]
+        await sink(text)
+        return text
+
+
+def writer_sink(writer):
+    """An async function that writes bytes to `writer` and waits for it to drain (a ``RequestStream`` sink)."""
+    async def send(data):
+        writer.write(data)
+        await writer.drain()
+    return send
+
+
+async def discard(data):
+    """A ``RequestStream`` sink that drops what it gets (a failed request's body)."""
 
 
 class Proxy:
@@ -48,6 +197,7 @@ class Proxy:
         self.log = []
         self.tasks = set()
         self.runs_down = 0
+        self.flaky_random = random.Random()
 
     async def start(self):
         if self.server is None:
@@ -62,6 +212,9 @@ class Proxy:
     async def set_fault(self, fault):
         self.fault = fault
         self.remaining = fault.get("count") if fault else None
+        if fault and fault.get("mode") == "flaky":
+            self.remaining = None  # per request, until changed
+            self.flaky_random = random.Random(fault.get("seed"))
         self.runs_down = fault.get("runs", 1) if fault and fault.get("mode") == "down" else 0
         if fault and fault.get("mode") in ("refuse", "down"):
             await self.stop_listening()
@@ -125,6 +278,8 @@ class Proxy:
             rate = fault.get("rate") if mode == "trickle" else None
             if mode == "delay":
                 up = asyncio.create_task(self.pipe_delayed(reader, up_writer, fault.get("ms", 0) / 1000, entry))
+            elif mode == "flaky":
+                up = asyncio.create_task(self.pipe_flaky(reader, writer, up_writer, entry))
             else:
                 up = asyncio.create_task(self.pipe(reader, up_writer, limit))
             down = asyncio.create_task(self.pipe(up_reader, writer, None, rate))
@@ -132,11 +287,11 @@ class Proxy:
             if mode == "reset" and up in done:
                 self.hard_close(writer)
                 self.hard_close(up_writer)
-            elif mode == "cut" and up in done:
+            elif (mode == "cut" and up in done) or (mode == "flaky" and up in done and up.result() == "close"):
                 writer.close()
                 up_writer.close()
             else:
-                await asyncio.wait(pending, timeout=None if mode in ("pass", "trickle", "delay") else 0)
+                await asyncio.wait(pending, timeout=None if mode in ("pass", "trickle", "delay", "flaky") else 0)
             for t in pending:
                 t.cancel()
             for w in (writer, up_writer):
@@ -175,80 +330,89 @@ class Proxy:
     async def pipe_delayed(self, reader, writer, seconds, entry):
         """Forwards HTTP/1.1 requests, each held `seconds` before its head goes on; the body follows as it comes
         (Content-Length or chunked), so `Expect: 100-continue` still works. Not HTTP: the rest is forwarded as is."""
-        buffer = bytearray()
+        requests = RequestStream(reader)
+        send = writer_sink(writer)
         entry["requests"] = 0
-
-        async def fill():
-            data = await reader.read(65536)
-            buffer.extend(data)
-            return bool(data)
-
-        async def forward(count):  # `count` bytes of the body: what is buffered first, then as they come
-            while count > 0:
-                if not buffer and not await fill():
-                    return False
-                take = min(count, len(buffer))
-                writer.write(bytes(buffer[:take]))
-                del buffer[:take]
-                count -= take
-                await writer.drain()
-            return True
-
-        async def line():  # one CRLF-ended line (a chunk's size, a trailer), forwarded; None at the end
-            while b"\r\n" not in buffer:
-                if not await fill():
-                    return None
-            cut = buffer.index(b"\r\n") + 2
-            text = bytes(buffer[:cut])
-            writer.write(text)
-            del buffer[:cut]
-            return text
-
         try:
-            while True:
-                while b"\r\n\r\n" not in buffer:
-                    if len(buffer) > 65536 or not await fill():
-                        break
-                cut = buffer.find(b"\r\n\r\n")
-                lines = bytes(buffer[:max(cut, 0)]).split(b"\r\n")
-                if cut < 0 or len(lines[0].split(b" ")) != 3 or not lines[0].endswith((b"HTTP/1.1", b"HTTP/1.0")):
-                    writer.write(bytes(buffer))  # the end of the stream, or not HTTP: as is
-                    buffer.clear()
-                    await writer.drain()
-                    return await self.pipe(reader, writer)
-                length, chunked = 0, False
-                for header in lines[1:]:
-                    name, _, value = header.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value.strip())
-                    elif name.strip().lower() == b"transfer-encoding" and b"chunked" in value.lower():
-                        chunked = True
+            while (request := await requests.next()) is not None:
                 await asyncio.sleep(seconds)
                 entry["requests"] += 1
-                writer.write(bytes(buffer[:cut + 4]))
-                del buffer[:cut + 4]
-                await writer.drain()
-                if not chunked:
-                    if not await forward(length):
-                        break
-                    continue
-                while True:  # chunks, then the trailers up to an empty line
-                    size_line = await line()
-                    if size_line is None:
-                        break
-                    size = int(size_line.split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        while (trailer := await line()) not in (None, b"\r\n"):
-                            pass
-                        break
-                    if not await forward(size + 2):
-                        break
-                await writer.drain()
-            if writer.can_write_eof():
-                writer.write_eof()
+                await send(request.head)
+                if not await requests.body(request, send):
+                    break
+            await send(requests.rest())  # the end of the stream, or not HTTP: as is
+            return await self.pipe(reader, writer)
         except (ConnectionError, OSError, ValueError):
             pass
         return "eof"
+
+    async def pipe_flaky(self, reader, writer, up_writer, entry):
+        """Reads the client's HTTP/1.1 requests one by one (`reader`) and, as ``flaky_answer`` decides for each,
+        forwards it to the target (`up_writer`) or answers it on the client's connection (`writer`) with a server
+        error, after reading and dropping its body. The target's answers flow back on their own (``pipe``); a
+        client that waits for each answer before its next request (every client this proxy serves) never sees
+        the two interleave. Returns "close" when an error answer closed the connection."""
+        requests = RequestStream(reader)
+        forward = writer_sink(up_writer)
+        entry["failed"] = entry["forwarded"] = 0
+        try:
+            while (request := await requests.next()) is not None:
+                answer = self.flaky_answer()
+                if answer is None:
+                    entry["forwarded"] += 1
+                    await forward(request.head)
+                    if not await requests.body(request, forward):
+                        break
+                    continue
+                entry["failed"] += 1
+                if request.expects_continue and request.has_body:  # the body is wanted: read, then answered
+                    writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                    await writer.drain()
+                if not await requests.body(request, discard):
+                    return "close"
+                keep_alive = not request.wants_close
+                writer.write(http_answer(answer, keep_alive=keep_alive, head_only=request.method == b"HEAD"))
+                await writer.drain()
+                if not keep_alive:
+                    return "close"
+            await forward(requests.rest())  # the end of the stream, or not HTTP: as is
+            return await self.pipe(reader, up_writer)
+        except ValueError:  # a request this proxy cannot follow (a bad Content-Length or chunk size)
+            return "close"
+        except (ConnectionError, OSError):
+            pass
+        return "eof"
+
+    def flaky_answer(self):
+        """For the next request: None to forward it, or the error to answer it with, as the current fault says (not
+        `flaky` any more: forward). One decision is drawn per request while `flaky` is set, in arrival order."""
+        fault = self.fault
+        if not fault or fault.get("mode") != "flaky":
+            return None
+        if self.flaky_random.random() >= float(fault.get("fraction", 0)):
+            return None
+        return self.flaky_error(fault)
+
+    @staticmethod
+    def flaky_error(fault):
+        """The answer of a server failing inside, as its API documents it: S3's 500 InternalError (503:
+        ServiceUnavailable), or Google's 500 INTERNAL (503: UNAVAILABLE) for the "sheets" flavor."""
+        status = int(fault.get("status", 500))
+        if fault.get("flavor") == "sheets":
+            state, message = ("UNAVAILABLE", "The service is currently unavailable.") if status == 503 \
+                else ("INTERNAL", "Internal error encountered.")
+            answer = {"status": status, "content_type": "application/json; charset=UTF-8",
+                      "body": json.dumps({"error": {"code": status, "status": state, "message": message}})}
+        else:
+            code, message = ("ServiceUnavailable", "Service is unable to handle request.") if status == 503 \
+                else ("InternalError", "We encountered an internal error. Please try again.")
+            answer = {"status": status, "content_type": "application/xml",
+                      "body": "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+                              f"<Error><Code>{code}</Code><Message>{message}</Message>"
+                              "<RequestId>FAULTPROXY</RequestId><HostId>FAULTPROXY</HostId></Error>"}
+        if "retry_after" in fault:
+            answer["retry_after"] = fault["retry_after"]
+        return answer
 
     @staticmethod
     def throttle_answer(fault):
@@ -266,27 +430,12 @@ class Proxy:
         return answer
 
     async def http_error(self, reader, writer, fault):
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = 0
-        for line in head.split(b"\r\n"):
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":", 1)[1].strip())
-        remaining = length
-        while remaining > 0:
-            chunk = await reader.read(min(65536, remaining))
-            if not chunk:
-                break
-            remaining -= len(chunk)
-        status = int(fault.get("status", 503))
-        reason = {500: "Internal Server Error", 503: "Service Unavailable", 429: "Too Many Requests",
-                  403: "Forbidden", 400: "Bad Request"}.get(status, "Error")
-        body = fault.get("body", "").encode()
-        headers = [f"HTTP/1.1 {status} {reason}", f"Content-Length: {len(body)}", "Connection: close"]
-        if "content_type" in fault:
-            headers.append(f"Content-Type: {fault['content_type']}")
-        if "retry_after" in fault:
-            headers.append(f"Retry-After: {fault['retry_after']}")
-        writer.write(("\r\n".join(headers) + "\r\n\r\n").encode() + body)
+        """Reads one HTTP request (its body dropped) and answers it with `fault`'s answer (Connection: close)."""
+        requests = RequestStream(reader)
+        request = await requests.next()
+        if request is not None:
+            await requests.body(request, discard)
+        writer.write(http_answer(fault))
         await writer.drain()
         writer.close()
 

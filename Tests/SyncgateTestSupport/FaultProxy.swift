@@ -58,6 +58,17 @@ public final class FaultProxy: @unchecked Sendable {
         try set(fault)
     }
 
+    /// A flaky server: each HTTP request is answered, with probability `fraction` (0...1, drawn from a
+    /// `random.Random(seed)` in the order requests arrive), with S3's 500 InternalError (or `status`, e.g. 503
+    /// ServiceUnavailable) on a connection kept open; the others are forwarded. Takes effect at the next request, on
+    /// connections opened while `flaky` is set too; ``pass()`` or another `flaky` changes it. The log counts each
+    /// connection's requests "failed" and "forwarded".
+    public func flaky(fraction: Double, seed: Int, status: Int? = nil) throws {
+        var fault: [String: Any] = ["mode": "flaky", "fraction": fraction, "seed": seed, "flavor": "s3"]
+        if let status { fault["status"] = status }
+        try set(fault)
+    }
+
     /// What happened to each connection so far.
     public func log() throws -> [[String: Any]] {
         let text = String(decoding: try request("GET", "/log", body: Data()), as: UTF8.self)
