@@ -89,6 +89,15 @@ public final class CircuitBreaker: Sendable {
     /// Whether attempts are held back now for a failing destination (open for a cool-down, or half-open).
     public var isFailing: Bool { state.withLock { $0.final == nil && $0.failingSince != nil } }
 
+    /// How long until the next trial may start while failing (zero when closed, out for the run, or due).
+    public var coolDownLeft: Duration {
+        let now = clock.now()
+        return state.withLock { state in
+            guard state.final == nil, state.failingSince != nil else { return .zero }
+            return .milliseconds(Int64(max(0, state.coolDownUntil.timeIntervalSince(now)) * 1000))
+        }
+    }
+
     /// How many half-open trials were started in this run.
     public var trials: Int { state.withLock { $0.trials } }
 

@@ -104,7 +104,12 @@ extension DeliveryLayer {
                 // Counted in the breaker's window. While the destination is failing, the failure is the
                 // destination's, not this work's: no retry is spent, the work waits for a trial.
                 if breaker.failed(subject: subject, failure, trial: trial) {
-                    await retrying(attempt, failure, .zero)
+                    // Reported as deferred: the destination holds this work back, no retry is spent.
+                    let left = breaker.coolDownLeft
+                    var held = failure
+                    held.failureClass = .deferred(after: left)
+                    held.message = "the destination is failing, waiting for a trial attempt: \(failure.message)"
+                    await retrying(attempt, held, left)
                     continue
                 }
             } else {

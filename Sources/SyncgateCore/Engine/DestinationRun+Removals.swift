@@ -53,36 +53,30 @@ extension DestinationRun {
         let names = byName.keys.sorted()
         var deleted: [FileKey] = []
         var failed = 0
-        let chunk = plugin.supportsBatchDelete ? 1000 : 1
+        // Through the delivery layer's one retry loop (backoff, Retry-After, throttling, the breaker), in groups so
+        // that the ledger notes progress as it goes.
+        let (layer, _) = deliveryLayer()
+        let chunk = 1000
         var index = 0
         while index < names.count, !cancellation.isCancelled {
             let group = Array(names[index..<min(names.count, index + chunk)])
             index += group.count
-            var failures: [String: any Error] = [:]
-            do {
-                try await destination.limits.beforeRequest(clock: clock, cancellation: cancellation)
-                let timeout = destination.settings.attemptTimeout
-                if plugin.supportsBatchDelete {
-                    failures = try await AttemptWatchdog().run(timeout: timeout) { try await plugin.delete(remoteNames: group) }
-                } else {
-                    try await AttemptWatchdog().run(timeout: timeout) { try await plugin.delete(remoteName: group[0]) }
-                }
-            } catch {
-                for remote in group { failures[remote] = error }
-                if plugin.classify(error).scope == .destination || error is AttemptTimeoutError {
-                    logger.warning("\(name): deleting copies of removed files stopped: \(Redactor.shared.redact(DeliveryLayer.describe(error))); the rest are deleted in a later run")
-                    failed += group.count + (names.count - index)
-                    break
-                }
-            }
+            let failures = await layer.deleteMany(group, cancellation: cancellation)
             for remote in group {
-                if let error = failures[remote], !DestinationRun.goneCodes.contains((error as? DestinationError)?.code ?? "") {
-                    logger.warning("\(name): cannot delete \(remote) (its source file was removed): \(Redactor.shared.redact(DeliveryLayer.describe(error)))")
+                if let failure = failures[remote], !DestinationRun.goneCodes.contains(failure.code ?? "") {
+                    if failure.scope == .file, !failure.isCancellation {
+                        logger.warning("\(name): cannot delete \(remote) (its source file was removed): \(failure.message)")
+                    }
                     failed += 1
                 } else {
                     deleted.append(contentsOf: byName[remote] ?? [])
                     logger.info("\(name): deleted \(remote) (its source file was removed)")
                 }
+            }
+            if let away = layer.breaker.failure {
+                logger.warning("\(name): deleting copies of removed files stopped: \(away.message); the rest are deleted in a later run")
+                failed += names.count - index
+                break
             }
         }
         try ledger.noteRemoteRemoval(deleted, destination: name, how: .remoteDeleted, at: clock.now())

@@ -334,7 +334,7 @@ final class DestinationRun: @unchecked Sendable {
     }
 
     /// The destination's delivery layer and recorder, made for its first wave with uploads.
-    private func deliveryLayer() -> (DeliveryLayer, LedgerRecorder) {
+    func deliveryLayer() -> (DeliveryLayer, LedgerRecorder) {
         if let delivery { return delivery }
         let plugin = destination.destination
         let operations = self.operations, observe = self.observe, contact = self.contact
