@@ -18,8 +18,10 @@ extension DeliveryLayer {
     ///
     /// `subject` names the work for the breaker's window (a file, a remote name). `work` gets the attempt number
     /// (from 1); it may throw a ``DeliveryFailure`` to say itself how an attempt failed.
+    /// `slots`, when given, bound the attempts in flight (a file waiting out its backoff holds none).
     public func withRetries<Value: Sendable>(
         subject: String, retries: Int, pacing: RetryPacing, cancellation: CancellationHandle,
+        slots: AttemptSlots? = nil,
         started: (Int) async -> Void = { _ in },
         retrying: (Int, DeliveryFailure, Duration) async -> Void = { _, _, _ in },
         _ work: (Int) async throws -> Value
@@ -58,7 +60,12 @@ extension DeliveryLayer {
                 breaker.ended(trial: trial, answered: false)
                 return .waiting(open, attemptCut: attempt > 0)
             }
+            if let slots, await !slots.acquire() {
+                breaker.ended(trial: trial, answered: false)
+                continue  // cancelled while waiting for a slot
+            }
             if isCancelled() {
+                slots?.release()
                 breaker.ended(trial: trial, answered: false)
                 continue
             }
@@ -68,10 +75,12 @@ extension DeliveryLayer {
             let error: any Error
             do {
                 let value = try await work(attempt)
+                slots?.release()
                 breaker.succeeded(subject: subject, trial: trial)
                 throttle.succeeded()
                 return .done(value, attempts: attempt)
             } catch let caught {
+                slots?.release()
                 error = caught
                 failure = describeFailure(caught, attempt: attempt)
             }

@@ -47,6 +47,13 @@ public struct DeliveryLayer: Sendable {
         _ item: UploadItem, cancellation: CancellationHandle = CancellationHandle(),
         progress: @escaping @Sendable (Int64) -> Void = { _ in }
     ) async -> Result<Receipt, DeliveryFailure> {
+        await deliver(item, cancellation: cancellation, slots: nil, progress: progress)
+    }
+
+    /// ``deliver(_:cancellation:progress:)``, its attempts bounded by `slots` (many files at once).
+    func deliver(
+        _ item: UploadItem, cancellation: CancellationHandle, slots: AttemptSlots?, progress: @escaping @Sendable (Int64) -> Void
+    ) async -> Result<Receipt, DeliveryFailure> {
         if let open = breaker.failure { return await wait(item, open, attemptCut: false) }
         if item.outcomeUnknown {
             switch await existingCopy(of: item, cancellation: cancellation) {
@@ -61,7 +68,7 @@ public struct DeliveryLayer: Sendable {
         }
         let outcome = await withRetries(
             subject: item.key.source + "/" + item.key.path, retries: settings.retry.retries(isArtwork: item.isArtwork), pacing: .upload,
-            cancellation: cancellation,
+            cancellation: cancellation, slots: slots,
             started: { attempt in await emit(item, .started(attempt: attempt)) },
             retrying: { attempt, failure, delay in await emit(item, .retrying(attempt: attempt, error: failure, delay: delay)) }
         ) { _ in
@@ -168,6 +175,10 @@ public struct DeliveryLayer: Sendable {
         _ items: [UploadItem], cancellation: CancellationHandle, progress: @escaping @Sendable (TransferProgress) -> Void
     ) async -> [FileKey: DeliveryFailure] {
         let tally = ProgressTally(files: items.count, total: items.reduce(0) { $0 + $1.size })
+        // Attempts in flight are bounded by the slots; files are started up to twice as many, so that files waiting
+        // out a backoff (or the breaker) do not leave the destination idle.
+        let throttle = self.throttle
+        let slots = AttemptSlots { throttle.limit }
         return await withTaskGroup(of: (FileKey, DeliveryFailure?).self) { group in
             var failures: [FileKey: DeliveryFailure] = [:]
             var next = 0
@@ -181,13 +192,13 @@ public struct DeliveryLayer: Sendable {
                 ))
             }
             func startMore() {
-                while next < items.count, running < throttle.limit {
+                while next < items.count, running < 2 * throttle.limit {
                     let item = items[next]
                     let index = next
                     next += 1
                     running += 1
                     group.addTask {
-                        let result = await deliver(item, cancellation: cancellation) { bytes in report(item, index: index, bytes: bytes, error: nil) }
+                        let result = await deliver(item, cancellation: cancellation, slots: slots) { bytes in report(item, index: index, bytes: bytes, error: nil) }
                         switch result {
                         case .success:
                             report(item, index: index, bytes: item.size, error: nil)
