@@ -10,13 +10,15 @@ import Testing
 struct StopSignalTests {
     static let files = 400
 
-    /// A source of `files` files of 16 KiB and a local destination sending 256 KiB/s (about 16 files a second).
-    func setUp(_ dir: TemporaryDirectory) throws {
+    /// A source of `files` files of 16 KiB and a local destination sending 256 KiB/s (about 16 files a second), or
+    /// as fast as it can.
+    func setUp(_ dir: TemporaryDirectory, slow: Bool = true) throws {
         try dir.write("plugins.yaml", """
             version: 1
             sources: [{name: outbox, path: outbox}]
-            destinations: [{name: archive, type: local, path: synced, bandwidth: 256KiB, concurrency: 2}]
+            destinations: [{name: archive, type: local, path: synced, concurrency: 2\(slow ? ", bandwidth: 256KiB" : "")}]
             """)
+        guard slow else { return }
         for i in 0..<Self.files { try dir.write(String(format: "outbox/f%04d.bin", i), Data(repeating: UInt8(i % 251), count: 16 * 1024)) }
     }
 
@@ -52,6 +54,7 @@ struct StopSignalTests {
         #expect(await ProcessRunner.waitForExit(process, timeout: 60), "signal \(signal) did not end the run")
         let status = try await #require(SyncgateCLI.json(try cli.run(["status", "--json"]).stdout))
         let rows = ((status["files"] as? [[String: Any]]) ?? []).compactMap { $0["status"] as? String }
+        try setUp(dir, slow: false)
         let next = try await cli.run(["sync", "--json"])
         return (process.terminationReason == .uncaughtSignal ? -process.terminationStatus : process.terminationStatus, rows, next)
     }
