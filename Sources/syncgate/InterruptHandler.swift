@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import SyncgateCore
 
-/// Ctrl-C (SIGINT) and SIGTERM: the first stops new uploads (in-flight ones get a grace period) and the process
+/// Ctrl-C (SIGINT), SIGTERM and SIGHUP (a closed terminal, or a service manager's stop): the first stops new uploads (in-flight ones get a grace period) and the process
 /// exits by ``exitDeadline`` after it whatever the destinations do; a second one exits at once. The ledger is
 /// consistent at every step, so the next run resumes either way.
 final class InterruptHandler: @unchecked Sendable {
@@ -19,7 +19,7 @@ final class InterruptHandler: @unchecked Sendable {
     private let queue = DispatchQueue(label: "syncgate.signals")
 
     init(onFirst: @escaping @Sendable () -> Void) {
-        for sig in [SIGINT, SIGTERM] {
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler { [weak self] in

@@ -27,6 +27,7 @@ struct ValidateCommand: AsyncParsableCommand {
             if source.afterSync == .delete { notes += " (after_sync: delete)" }
             Console.out("  \(source.name): \(source.path)  include \(source.include.patterns) exclude \(source.exclude.patterns)\(notes)")
         }
+        for line in ValidateCommand.overlapNotices(config) { Console.out(line) }
         Console.out("artwork: \(config.artwork.patterns)")
         Console.out("destinations:")
         for d in config.destinations {
@@ -39,6 +40,24 @@ struct ValidateCommand: AsyncParsableCommand {
             let from = route.sources.map { " from \($0.joined(separator: ", "))" } ?? ""
             let after = route.afterSync.map { " (after_sync: \($0.rawValue))" } ?? ""
             Console.out("  \(route.match.patterns)\(from) -> \(route.to.joined(separator: ", "))\(after)")
+        }
+    }
+
+    /// A notice per pair of sources whose folders overlap (one inside the other, or the same folder), saying what a
+    /// move there waits for. Not an error: a file there is one file that both deliver.
+    static func overlapNotices(_ config: GatewayConfig) -> [String] {
+        let overlaps = SourceOverlaps(sources: config.sources)
+        let moving = Set(config.sourcesDeletingAfterSync)
+        return overlaps.pairs.map { pair in
+            let outer = config.sources.first { $0.name == pair.outer }?.path ?? pair.outer
+            let inner = config.sources.first { $0.name == pair.inner }?.path ?? pair.inner
+            let which = pair.offset.isEmpty
+                ? "sources `\(pair.outer)` and `\(pair.inner)` are the same folder (\(outer)): a file there"
+                : "sources `\(pair.outer)` (\(outer)) and `\(pair.inner)` (\(inner)) overlap: a file under \(inner)"
+            let what = moving.contains(pair.outer) || moving.contains(pair.inner)
+                ? "is moved (after_sync: delete) only once both have delivered it everywhere they route it"
+                : "is delivered by both"
+            return "notice: \(which) \(what)"
         }
     }
 

@@ -31,7 +31,20 @@ public final class FileReader: Sendable {
         self.fd = fd
     }
 
+    /// A reader of a file already opened (by a walk that does not follow links): it takes over `fd` and closes it.
+    init(adopting fd: Int32, path: String) {
+        self.path = path
+        self.pacing = SendPacing.current
+        self.fd = fd
+    }
+
     deinit { close(fd) }
+
+    /// `fstat` of the file read: the identity of what is read, whatever its path names now.
+    func status() -> stat? {
+        var st = stat()
+        return fstat(fd, &st) == 0 ? st : nil
+    }
 
     /// The file's current size (fstat).
     public func currentSize() throws -> Int64 {

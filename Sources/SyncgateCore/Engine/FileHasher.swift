@@ -8,7 +8,11 @@ public enum FileHasher {
     /// Lower-case hex SHA-256 of the file's content. `sizeHint` (the size the scan saw) sizes the read buffer,
     /// so that hashing many small files does not map and fault in a megabyte each time.
     public static func sha256(path: String, sizeHint: Int64? = nil) throws -> String {
-        let reader = try FileReader(path: path)
+        try sha256(reader: FileReader(path: path), sizeHint: sizeHint)
+    }
+
+    /// SHA-256 of what an open reader reads (see ``sha256(path:sizeHint:)``).
+    static func sha256(reader: FileReader, sizeHint: Int64? = nil) throws -> String {
         var hasher = SHA256()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize(for: sizeHint), alignment: 16)
         defer { buffer.deallocate() }

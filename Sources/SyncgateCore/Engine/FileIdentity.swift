@@ -9,6 +9,11 @@ struct FileIdentity: Equatable {
     init?(path: String) {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
+        self.init(info)
+    }
+
+    /// The identity in a `stat` already taken (`fstat`, `fstatat` with `AT_SYMLINK_NOFOLLOW`).
+    init(_ info: stat) {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
         size = Int64(info.st_size)

@@ -183,7 +183,9 @@ final class LedgerRecorder: @unchecked Sendable {
     }
 
     private func fail(_ error: any Error) {
-        logger.error("cannot write the state ledger: \(error)")
+        // A lost state file is reported once, by the command the run's error reaches; every later write fails the
+        // same way, and saying so per write only buries that one line.
+        if (error as? LedgerError)?.stateLost != true { logger.error("cannot write the state ledger: \(error)") }
         lock.withLock { if self.error == nil { self.error = error } }
     }
 

@@ -30,10 +30,20 @@ public final class SyncEngine: Sendable {
     /// Runs one pass. `observe` gets every event (and may be called from several tasks; it is awaited).
     /// Cancelling `cancellation` stops new uploads; in-flight ones get `interruptGrace` to end and are otherwise
     /// left `pending`.
+    /// A state file found deleted or replaced cancels `cancellation` at once (``Ledger/stoppingOnLoss(_:_:)``).
     public func run(
         _ options: SyncOptions = SyncOptions(), cancellation: CancellationHandle = CancellationHandle(),
         observe: @escaping @Sendable (DeliveryEvent) -> Void = { _ in },
         warn: @escaping @Sendable (ScanWarning) -> Void = { _ in }
+    ) async throws -> SyncSummary {
+        try await ledger.stoppingOnLoss(cancellation) {
+            try await runStoppingOnLoss(options, cancellation: cancellation, observe: observe, warn: warn)
+        }
+    }
+
+    private func runStoppingOnLoss(
+        _ options: SyncOptions, cancellation: CancellationHandle,
+        observe: @escaping @Sendable (DeliveryEvent) -> Void, warn: @escaping @Sendable (ScanWarning) -> Void
     ) async throws -> SyncSummary {
         let started = Date()
         let tally = SummaryTally()

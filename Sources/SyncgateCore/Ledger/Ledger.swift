@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The state ledger: one row per (source file, destination), written before any upload starts and after every
 /// step, so that a crash at any moment leaves a state the next run resumes from. Readable by `syncgate status` from
@@ -14,6 +15,8 @@ public final class Ledger: Sendable {
     public let schemaChange: SchemaChange
     /// Fired after each commit of this process that changes what `status` reads (see ``commits()``).
     private let committed = CommitSignal()
+    /// The runs to stop at once when the state file is found deleted or replaced (``stoppingOnLoss(_:_:)``).
+    private let stopOnLoss = Mutex<[CancellationHandle]>([])
 
     static let format = "syncgate-ledger"
     /// The schema this syncgate writes. Versions 1 (files only), 2 (destination states), 3 (resumable uploads), 4
@@ -100,7 +103,28 @@ public final class Ledger: Sendable {
 
     /// Throws when the state file was deleted or replaced since it was opened, after saving what this process
     /// holds of it (SQLite; see ``SQLiteLedgerDatabase/checkIdentity()``).
-    func checkIdentity() throws { try database.checkIdentity() }
+    /// The first to find the loss cancels every run registered with ``stoppingOnLoss(_:_:)``: no new upload starts
+    /// for a state nobody will read again.
+    func checkIdentity() throws {
+        do {
+            try database.checkIdentity()
+        } catch let error as LedgerError where error.stateLost {
+            for cancellation in stopOnLoss.withLock({ $0 }) { cancellation.cancel() }
+            throw error
+        }
+    }
+
+    /// Runs `body` with `cancellation` cancelled as soon as a write finds the state file deleted or replaced, as an
+    /// interrupt would: uploads in flight get their grace, no new one starts, and the run ends with the loss.
+    public func stoppingOnLoss<T>(_ cancellation: CancellationHandle, _ body: () async throws -> T) async throws -> T {
+        stopOnLoss.withLock { $0.append(cancellation) }
+        defer {
+            stopOnLoss.withLock { handles in
+                if let index = handles.firstIndex(where: { $0 === cancellation }) { handles.remove(at: index) }
+            }
+        }
+        return try await body()
+    }
 
     // MARK: - Plumbing
 
