@@ -102,10 +102,10 @@ extension Ledger {
             CREATE TABLE remote_deletions (
                 destination \(d.keyText) NOT NULL,
                 deleted_at \(d.real) NOT NULL,
-                count \(d.integer) NOT NULL
+                count \(d.integer) NOT NULL,
+                PRIMARY KEY (destination, deleted_at)
             )\(d.tableSuffix)
             """,
-            "CREATE INDEX remote_deletions_by_time ON remote_deletions (destination, deleted_at)",
         ] {
             try db.executeOnce(statement, [])
         }
