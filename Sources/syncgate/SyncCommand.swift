@@ -24,6 +24,9 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("For this run, the most copies deleted per destination for files removed from the sources (delete_remote), instead of each destination's max_delete.", valueName: "n"))
     var maxDelete: Int?
 
+    @Flag(name: .long, help: "The sources are as they should be: delete the copies of files gone from a source held back (its folder changed, it was found empty, or it lost more than max_delete_fraction of its files), and record the sources as this run finds them.")
+    var acceptSourceChanges = false
+
     func validate() throws {
         if let maxDelete, maxDelete < 0 { throw ValidationError("--max-delete must be >= 0") }
     }
@@ -31,6 +34,7 @@ struct SyncCommand: AsyncParsableCommand {
     func run() async throws {
         var options = SyncOptions(dryRun: dryRun, onlyFailed: onlyFailed, destinations: destination)
         options.maxDelete = maxDelete
+        options.acceptSourceChanges = acceptSourceChanges
         let summary = try await SyncRunner(global: global, json: json, dryRun: dryRun).run(options)
         if summary.exitCode != 0 { throw ExitCode(summary.exitCode) }
     }
@@ -178,6 +182,9 @@ extension SyncRunner {
         var lines = [line]
         for limit in summary.deleteLimits {
             lines.append("\(limit.destination): \(limit.wanted) copies of files removed from the sources would be deleted, more than max_delete (\(limit.limit)); none was deleted. Check the sources (an unmounted folder?); if the removals are meant, run `syncgate sync --max-delete \(limit.wanted)` once or raise max_delete")
+        }
+        for hold in summary.heldBack {
+            lines.append("source \(hold.source) held back: \(hold.reason); \(hold.gone) of its files are gone, none was marked removed and no copy of it was deleted. Check the source (an unmounted folder? a switched link?); if the removals are meant, run `syncgate sync --accept-source-changes` once")
         }
         for failure in summary.moveFailures.prefix(20) { lines.append("not deleted after delivery: \(failure)") }
         if summary.moveFailures.count > 20 { lines.append("... and \(summary.moveFailures.count - 20) more not deleted after delivery") }

@@ -187,7 +187,8 @@ struct MoveAndMirrorTests {
     @Test func deleteRemoteDeletesTheCopyAndAFileThatComesBackIsSentAgain() async throws {
         defer { dir.remove() }
         try write(["a.txt": "alpha", "deep/er/b.txt": "bravo", "c.txt": "charlie"])
-        let engine = try engine(archiveKeys: ", delete_remote: true", carKeys: ", delete_remote: true")
+        // Two of three files go: more than the default max_delete_fraction, which is not what this test is about.
+        let engine = try engine(outboxKeys: ", max_delete_fraction: 1", archiveKeys: ", delete_remote: true", carKeys: ", delete_remote: true")
         _ = try await engine.run()
         try FileManager.default.removeItem(at: dir.file("outbox/deep"))
         try FileManager.default.removeItem(at: dir.file("outbox/a.txt"))
@@ -211,7 +212,7 @@ struct MoveAndMirrorTests {
         var files: [String: String] = [:]
         for i in 0..<5 { files["f\(i).txt"] = "file \(i)" }
         try write(files)
-        var engine = try engine(archiveKeys: ", delete_remote: true, max_delete: 3", carKeys: ", delete_remote: true")
+        var engine = try engine(outboxKeys: ", max_delete_fraction: 1", archiveKeys: ", delete_remote: true, max_delete: 3", carKeys: ", delete_remote: true")
         _ = try await engine.run()
         for i in 0..<4 { try FileManager.default.removeItem(at: dir.file("outbox/f\(i).txt")) }
         let summary = try await engine.run()
@@ -228,13 +229,14 @@ struct MoveAndMirrorTests {
         #expect(allowed.exitCode == 0 && allowed.remoteDeleted == 4)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("archive").path) == ["f4.txt"])
         // Another run: nothing left to delete.
-        engine = try self.engine(archiveKeys: ", delete_remote: true, max_delete: 0")
+        engine = try self.engine(outboxKeys: ", max_delete_fraction: 1", archiveKeys: ", delete_remote: true, max_delete: 0")
         #expect(try await engine.run().exitCode == 0)
     }
 
     @Test func aCopyWhoseNameAnotherFileNowUsesIsKept() async throws {
         defer { dir.remove() }
-        try write(["same.txt": "from outbox"])
+        // other.txt stays: an outbox found empty would be held back (SourceJudge), which is not what this test is about.
+        try write(["same.txt": "from outbox", "other.txt": "stays"])
         let engine = try engine(archiveKeys: ", delete_remote: true", routes: "routes: [{match: [\"**/*\"], to: [archive]}]")
         _ = try await engine.run()
         try FileManager.default.removeItem(at: dir.file("outbox/same.txt"))

@@ -140,7 +140,10 @@ struct S3CLITests {
         defer { work.dir.remove() }
         let config = work.dir.file("plugins.yaml")
         let text = try String(contentsOf: config, encoding: .utf8)
+        // Four of six files go at once: more than the source's default max_delete_fraction (0.5), which would hold
+        // the source back before max_delete is looked at; this test is about max_delete.
         try text.replacingOccurrences(of: "    concurrency: 4\n", with: "    concurrency: 4\n    delete_remote: true\n    max_delete: 3\n")
+            .replacingOccurrences(of: "    path: outbox\n", with: "    path: outbox\n    max_delete_fraction: 1\n")
             .write(to: config, atomically: true, encoding: .utf8)
         for i in 0..<6 { try work.dir.write("outbox/d\(i % 2)/f\(i).txt", "file \(i)") }
         let first = try await work.run(["sync"])

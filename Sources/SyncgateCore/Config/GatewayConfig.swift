@@ -206,6 +206,7 @@ extension GatewayConfig {
                 minAge: raw.minAge?.duration ?? .zero
             ))
             sources[sources.count - 1].afterSync = raw.afterSync ?? .keep
+            sources[sources.count - 1].maxDeleteFraction = raw.maxDeleteFraction ?? .default
         }
         if sourceNodes?.isEmpty == true {
             load.note(decoder.error(at: child("sources") ?? root, keyPath: "sources", "at least one source is needed"))

@@ -17,6 +17,9 @@ public struct SourceConfig: Sendable, Hashable {
     public var minAge: Duration = .zero
     /// What happens to a file once every destination it is routed to holds it (a route may say otherwise).
     public var afterSync: AfterSync = .keep
+    /// A walk that finds more than this share of the files of the last complete walk gone deletes nothing of the
+    /// source at destinations with `delete_remote` (see ``SourceJudge``).
+    public var maxDeleteFraction: DeleteFraction = .default
 
     public init(name: String, path: String, include: GlobSet, exclude: GlobSet, followSymlinks: Bool = false,
                 optional: Bool = false, pathLocation: ConfigError? = nil, minAge: Duration = .zero) {
@@ -55,11 +58,13 @@ struct RawSource: Decodable {
     var optional: Bool?
     var minAge: ConfigDuration?
     var afterSync: AfterSync?
+    var maxDeleteFraction: DeleteFraction?
 
     enum CodingKeys: String, CodingKey {
         case name, path, include, exclude, optional
         case followSymlinks = "follow_symlinks"
         case minAge = "min_age"
         case afterSync = "after_sync"
+        case maxDeleteFraction = "max_delete_fraction"
     }
 }

@@ -6,9 +6,9 @@ extension DestinationRun {
     static let goneCodes: Set<String> = ["not-found", "FILE_NOT_FOUND", "NoSuchKey"]
 
     /// Deletes the copies of files removed from their source (`delete_remote: true`), after the run's uploads, so
-    /// that a renamed file's new copy is there before its old one goes. A run that would delete more than
-    /// `max_delete` deletes nothing here and says so (exit 1): an unmounted or emptied source must not empty the
-    /// destination. A copy whose name another file of the ledger now uses is kept. Then the rows marked removed
+    /// that a renamed file's new copy is there before its old one goes. Nothing of a source held back is deleted. A
+    /// run that would delete more than `max_delete` (a gateway: more than it allows for the last hour) deletes
+    /// nothing here and says so (exit 1): an unmounted or emptied source must not empty the destination. A copy whose name another file of the ledger now uses is kept. Then the rows marked removed
     /// longer than `recent.completed` ago are dropped (those still to be deleted stay).
     func handleRemovals() async throws {
         let settings = destination.settings
@@ -21,16 +21,27 @@ extension DestinationRun {
         }
     }
 
+    /// The window over which a gateway counts `max_delete` (a `sync` counts per run).
+    static let deleteWindow: TimeInterval = 3600
+
     private func deleteRemoved() async throws {
         let plugin = destination.destination
         let name = destination.name
-        let rows = try ledger.remoteDeletions(destination: name)
+        // Nothing of a source held back is deleted (``SourceJudge``), whenever its files were marked removed.
+        let held = holds.sources
+        let rows = try ledger.remoteDeletions(destination: name).filter { !held.contains($0.file.source) }
         guard !rows.isEmpty else { return }
         let limit = options.maxDelete ?? destination.settings.maxDelete
-        guard rows.count <= limit else {
+        // A gateway counts what it deleted in the last hour too, so that files removed a few at a time between its
+        // passes cannot go past max_delete; `sync` (and its --max-delete) counts this run alone.
+        let recent = options.isGatewayPass && options.maxDelete == nil
+            ? try ledger.remoteDeletions(destination: name, within: DestinationRun.deleteWindow, before: clock.now()) : 0
+        guard rows.count <= limit - recent else {
             // The run's summary says it; a gateway, which prints none, logs it.
-            if options.isGatewayPass { logger.error("\(name): \(rows.count) files were removed from the sources; deleting their copies would exceed max_delete (\(limit)), so none was deleted. If the sources are as they should be, raise max_delete or run `syncgate sync --max-delete \(rows.count)` once.") }
-            tally.update { $0.deleteLimits.append(SyncSummary.DeleteLimit(destination: name, wanted: rows.count, limit: limit)) }
+            if options.isGatewayPass {
+                logger.error("\(name): \(rows.count) files were removed from the sources; deleting their copies would exceed max_delete (\(limit) per hour, \(recent) deleted in the last hour), so none was deleted. If the sources are as they should be, raise max_delete, or stop the gateway and run `syncgate sync --max-delete \(rows.count)` once.")
+            }
+            tally.update { $0.deleteLimits.append(SyncSummary.DeleteLimit(destination: name, wanted: rows.count, limit: limit, deletedRecently: recent)) }
             return
         }
         // Names still used by files in the sources (a file of another source, or one that maps to the same name).
@@ -80,6 +91,7 @@ extension DestinationRun {
             }
         }
         try ledger.noteRemoteRemoval(deleted, destination: name, how: .remoteDeleted, at: clock.now())
+        try ledger.noteRemoteDeletions(deleted.count, destination: name, at: clock.now(), window: DestinationRun.deleteWindow)
         tally.update {
             $0.remoteDeleted += deleted.count
             $0.remoteDeleteFailed += failed

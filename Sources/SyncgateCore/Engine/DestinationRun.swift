@@ -18,6 +18,8 @@ final class DestinationRun: @unchecked Sendable {
     let logger: Logger
     let random: @Sendable (ClosedRange<Double>) -> Double
     let operations: OperationList
+    /// The sources held back: nothing of them is deleted here (``SourceJudge``).
+    let holds: SourceHolds
     let options: SyncOptions
     let cancellation: CancellationHandle
     let tally: SummaryTally
@@ -43,7 +45,7 @@ final class DestinationRun: @unchecked Sendable {
     }
 
     init(_ destination: DestinationConfig, namesCanClash: Bool, record: DestinationRecord?, ledger: Ledger, clock: any SyncClock, logger: Logger,
-         random: @escaping @Sendable (ClosedRange<Double>) -> Double, operations: OperationList, options: SyncOptions,
+         random: @escaping @Sendable (ClosedRange<Double>) -> Double, operations: OperationList, holds: SourceHolds, options: SyncOptions,
          cancellation: CancellationHandle, tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void) {
         self.destination = destination
         self.breaker = CircuitBreaker(waitLimit: destination.settings.unavailableWait, concurrency: destination.settings.concurrency, clock: clock)
@@ -54,6 +56,7 @@ final class DestinationRun: @unchecked Sendable {
         self.logger = logger
         self.random = random
         self.operations = operations
+        self.holds = holds
         self.options = options
         self.cancellation = cancellation
         self.tally = tally

@@ -38,8 +38,18 @@ final class PlanningPass: @unchecked Sendable {
     private var chunk: [ScannedFile] = []
     private var chunkIndex = 0
     private var fileCount = 0
-    /// Marks the ledger's files the walk does not find (a full walk that records; nil otherwise).
-    private let removals: RemovalDetector?
+    /// Marks the ledger's files the walk does not find (a walk that records; nil otherwise), once its source is
+    /// judged (``SourceJudge``). Both set when the walk starts.
+    private var removals: RemovalDetector?
+    private var judge: SourceJudge?
+    private let detectsRemovals: Bool
+    private let now: Date
+    /// The run's `--accept-source-changes`: no source is judged, and each one's root is recorded as found.
+    private let acceptsSourceChanges: Bool
+    /// The sources held back, kept across a gateway's passes: updated by this pass's verdicts before any
+    /// destination deletes (a full walk's releases them too). What changed is in ``holdChanges``.
+    private let holds: SourceHolds
+    private(set) var holdChanges: (held: [SyncSummary.SourceHold], released: [String]) = ([], [])
     /// Per source, the last path whose rows the walk looked up: its rows after that are read once its walk ends.
     private var lastSeeked: [String: String] = [:]
     /// Sources whose walk ended, whose remaining rows are still to be read for removals.
@@ -56,11 +66,14 @@ final class PlanningPass: @unchecked Sendable {
 
     init(config: GatewayConfig, ledger: Ledger, planners: [DestinationPlanner], feed: WaveFeed, tally: SummaryTally,
          cancellation: CancellationHandle, waveSize: Int, paths: [FileKey]? = nil, share: FleetShare? = nil, splitSources: Set<String> = [], detectsRemovals: Bool = false,
-         now: Date = Date(), warn: @escaping @Sendable (ScanWarning) -> Void) {
+         acceptsSourceChanges: Bool = false, holds: SourceHolds = SourceHolds(), now: Date = Date(), warn: @escaping @Sendable (ScanWarning) -> Void) {
         self.paths = paths
         self.share = paths == nil ? share : nil
         self.splitSources = splitSources
-        self.removals = detectsRemovals ? RemovalDetector(ledger: ledger, sources: config.sources, now: now) : nil
+        self.detectsRemovals = detectsRemovals
+        self.acceptsSourceChanges = acceptsSourceChanges
+        self.holds = holds
+        self.now = now
         self.config = config
         self.ledger = ledger
         self.planners = planners
@@ -93,6 +106,7 @@ final class PlanningPass: @unchecked Sendable {
     private var stopping: Bool { feed.isStopped || cancellation.isCancelled }
 
     private func plan() throws {
+        if detectsRemovals { try startJudging() }
         let walk: any FileWalk = paths.map { PathWalk(sources: sources, paths: $0) } ?? ScanPipeline(sources: sources, share: share, splitSources: splitSources)
         self.walk = walk
         var removalError: (any Error)? = nil
@@ -117,7 +131,7 @@ final class PlanningPass: @unchecked Sendable {
             }
             // Those not found (deleted, renamed away): their rows are marked removed once the file is seen gone.
             if let removals, let paths, !stopping {
-                for key in Set(paths).subtracting(found) {
+                for key in Set(paths).subtracting(found).sorted(by: <) {
                     try ledger.withRows(file: key) { rows in
                         while rows.key == key {
                             if rows.removed == nil {
@@ -128,6 +142,11 @@ final class PlanningPass: @unchecked Sendable {
                         }
                     }
                 }
+                // Only a changed root is judged here (the counts need a full walk); a source held back by an
+                // earlier walk marks nothing.
+                for source in sources.map(\.name) { settle(source) }
+                holdChanges = holds.update(judged: [], holds: judge?.holds ?? [])
+                noteHolds()
             }
             tally.update { $0.files = fileCount }
             if !stopping { try handOver(final: true) }
@@ -152,9 +171,48 @@ final class PlanningPass: @unchecked Sendable {
         }
         if !stopping { try readRemainingRows() }
         tally.update { $0.files = fileCount }
+        if let judge, !stopping {
+            // Before any destination deletes (their runs wait for the feed to finish).
+            holdChanges = holds.update(judged: Set(sources.map(\.name)), holds: judge.holds)
+            noteHolds()
+        }
         if !stopping { try handOver(final: true) }
         if let removalError { throw removalError }
         walkedAll = !stopping
+        if walkedAll, let judge {
+            for root in judge.roots(walkedAt: now, sources: sources) { try ledger.recordSourceRoot(root) }
+        }
+    }
+
+    /// Sets up the judge of the sources and the removal detector for this walk: a full walk holds each judged
+    /// source's files not found until its walk ends; a walk of a few files holds those of a source whose root
+    /// changed, and passes over those of a source already held back.
+    private func startJudging() throws {
+        let judge = try SourceJudge(config: config, ledger: ledger, accepting: acceptsSourceChanges, splitSources: splitSources)
+        let names = config.sources.map(\.name)
+        let holding: Set<String>
+        var skipping: Set<String> = []
+        if paths == nil {
+            holding = Set(names.filter { judge.judges($0) })
+        } else {
+            skipping = acceptsSourceChanges ? [] : holds.sources
+            holding = Set(names.filter { judge.rootChanged($0) }).subtracting(skipping)
+        }
+        self.judge = judge
+        removals = RemovalDetector(ledger: ledger, sources: config.sources, now: now, holding: holding, skipping: skipping)
+    }
+
+    /// Judges a source whose walk ended, from its files found gone.
+    private func settle(_ source: String) {
+        removals?.settle(source) { gone in judge?.verdict(source: source, gone: gone) ?? true }
+    }
+
+    /// The run's summary lists the sources held back.
+    private func noteHolds() {
+        guard let held = judge?.holds, !held.isEmpty else { return }
+        tally.update { summary in
+            for hold in held where !summary.heldBack.contains(where: { $0.source == hold.source }) { summary.heldBack.append(hold) }
+        }
     }
 
     /// Reads, for removals, the rows of the sources whose walk ended that come after the last file found.
@@ -167,6 +225,7 @@ final class PlanningPass: @unchecked Sendable {
                     try rows.advance()
                 }
             }
+            settle(source)
         }
         finishedSources.removeAll()
     }
@@ -207,6 +266,7 @@ final class PlanningPass: @unchecked Sendable {
             return
         }
         fileCount += 1
+        judge?.noteFound(file.source)
         let routed = config.destinations(forSource: file.source, relativePath: file.relativePath)
         guard !routed.isEmpty else { return }
         while let at = rows.key, at < key {

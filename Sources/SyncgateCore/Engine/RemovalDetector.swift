@@ -3,7 +3,8 @@ import Foundation
 /// Marks `removed` the ledger's files that a full walk of their source did not find and that are truly gone: an
 /// `lstat` of the path says it does not exist while the source's folder is there. A file left out for another
 /// reason (excluded, unrouted, in a folder the walk could not read, a symbolic link not followed) still exists and
-/// keeps its rows as they are; a missing or unmounted-and-removed source folder marks nothing.
+/// keeps its rows as they are; a missing or unmounted-and-removed source folder marks nothing. The files of a source
+/// that a ``SourceJudge`` judges wait for its verdict at the end of its walk (``settle(_:verdict:)``).
 ///
 /// The walk hands over keys as it passes their rows (``missing(_:)``, ``present(_:)``); the checks and writes run
 /// in batches on a queue of their own, at most two batches behind, so that neither the walk's read transaction nor
@@ -23,19 +24,43 @@ final class RemovalDetector: @unchecked Sendable {
     private let lock = NSLock()
     private var firstError: (any Error)?
     private var markedFiles = 0
+    /// Sources whose files not found wait for the source's verdict (``settle(_:verdict:)``), with those files; and
+    /// sources whose files not found are passed over (held back already). Both touched by the walk's thread only.
+    private let holding: Set<String>
+    private let skipping: Set<String>
+    private var waiting: [String: [FileKey]] = [:]
 
-    init(ledger: Ledger, sources: [SourceConfig], now: Date) {
+    init(ledger: Ledger, sources: [SourceConfig], now: Date, holding: Set<String> = [], skipping: Set<String> = []) {
         self.ledger = ledger
         self.roots = Dictionary(sources.map { ($0.name, $0.path) }) { a, _ in a }
         self.now = now
+        self.holding = holding
+        self.skipping = skipping
     }
 
     /// A row whose file the walk passed without finding it (its rows come one after another: noted once).
     func missing(_ key: FileKey) {
         guard key != lastMissing else { return }
         lastMissing = key
+        if skipping.contains(key.source) { return }
+        if holding.contains(key.source) {
+            waiting[key.source, default: []].append(key)
+            return
+        }
         missingBatch.append(key)
         if missingBatch.count >= RemovalDetector.batchSize { flushMissing() }
+    }
+
+    /// The walk of a held source ended: `verdict` gets how many of its files not found are gone, and says whether
+    /// they may be marked removed. A source not settled (a walk cut short) marks nothing.
+    func settle(_ source: String, verdict: (Int) -> Bool) {
+        let keys = waiting.removeValue(forKey: source) ?? []
+        let goneKeys = gone(keys)
+        guard verdict(goneKeys.count) else { return }
+        for key in goneKeys {
+            missingBatch.append(key)
+            if missingBatch.count >= RemovalDetector.batchSize { flushMissing() }
+        }
     }
 
     /// A row marked removed whose file the walk found again.

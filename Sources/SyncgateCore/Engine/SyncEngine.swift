@@ -11,6 +11,8 @@ public final class SyncEngine: Sendable {
     let random: @Sendable (ClosedRange<Double>) -> Double
     /// Ongoing, recently completed and recently failed operations of this engine; subscribe with `changes()`.
     public let operations: OperationList
+    /// The sources held back from deletions, as this engine's passes judged them (a gateway's, across its passes).
+    public let holds = SourceHolds()
 
     public init(
         config: GatewayConfig, ledger: Ledger, clock: any SyncClock = SystemClock(), logger: Logger = Logger(label: "syncgate"),
@@ -142,7 +144,7 @@ public final class SyncEngine: Sendable {
         // one whose listing is the truth (a head unit). Neither holds up the others.
         let runs = destinations.map { destination in
             DestinationRun(destination, namesCanClash: config.namesCanClash(at: destination), record: records[destination.name], ledger: ledger, clock: clock, logger: logger, random: random,
-                           operations: operations, options: options, cancellation: cancellation, tally: tally, observe: observe)
+                           operations: operations, holds: holds, options: options, cancellation: cancellation, tally: tally, observe: observe)
         }
         if !options.dryRun {
             for run in runs where isRouted(run.destination.name) { run.startReadiness() }
@@ -164,7 +166,8 @@ public final class SyncEngine: Sendable {
         let split = try fleetSplit(planners, options: options)
         let feed = WaveFeed(destinations: planners.count)
         let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: ledger.sharesWork ? min(options.waveSize, SyncEngine.sharedWaveSize) : options.waveSize, paths: options.paths,
-                                    share: split?.share, splitSources: split?.sources ?? [], detectsRemovals: !options.dryRun, now: now, warn: warn)
+                                    share: split?.share, splitSources: split?.sources ?? [], detectsRemovals: !options.dryRun,
+                                    acceptsSourceChanges: options.acceptSourceChanges, holds: holds, now: now, warn: warn)
         // While the walk runs, the fleet is looked at twice a second: an instance that joins takes its share of the
         // files not planned yet at once.
         let fleetLedger = ledger
@@ -191,6 +194,13 @@ public final class SyncEngine: Sendable {
         }
 
         refresher?.cancel()
+        if options.isGatewayPass {
+            // A gateway prints no summary: a source held back is logged when that changes, not every pass.
+            for hold in planning.holdChanges.held {
+                logger.error("source \(hold.source) held back: \(hold.reason); \(hold.gone) of its files are gone, and nothing of it is deleted at any destination. If the source is as it should be, run `syncgate sync --accept-source-changes` once.")
+            }
+            for source in planning.holdChanges.released { logger.info("source \(source) is no longer held back") }
+        }
         var outcome = PassOutcome(removed: planning.removedFiles)
         if let split, planning.walkedAll, !cancellation.isCancelled {
             if split.share.changed {

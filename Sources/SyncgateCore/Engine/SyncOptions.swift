@@ -20,6 +20,9 @@ public struct SyncOptions: Sendable {
     public var isGatewayPass = false
     /// Overrides every destination's `max_delete` for this run (`sync --max-delete N`).
     public var maxDelete: Int?
+    /// The sources are as they should be (`sync --accept-source-changes`): no source is held back for looking gone
+    /// away (``SourceJudge``), and each one's root and file count are recorded as this run finds them.
+    public var acceptSourceChanges = false
 
     public init(dryRun: Bool = false, onlyFailed: Bool = false, destinations: [String] = [], interruptGrace: Duration = .seconds(3)) {
         self.dryRun = dryRun

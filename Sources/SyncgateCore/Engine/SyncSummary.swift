@@ -33,6 +33,8 @@ public struct SyncSummary: Sendable {
     public var remoteDeleteFailed: Int = 0
     /// Destinations where more copies were to be deleted than `max_delete` allows: none were deleted there.
     public var deleteLimits: [DeleteLimit] = []
+    /// Sources a mirror held back: nothing of them was deleted at any destination (``SourceJudge``).
+    public var heldBack: [SourceHold] = []
     /// Source files deleted because every destination held them (`after_sync: delete`).
     public var moved: Int = 0
     /// A walk split between a fleet's instances saw the fleet change on its way: another full pass is due (a
@@ -46,6 +48,18 @@ public struct SyncSummary: Sendable {
         public var destination: String
         public var wanted: Int
         public var limit: Int
+        /// Copies deleted there in the last hour already (a gateway counts `max_delete` per hour; `sync` per run: 0).
+        public var deletedRecently: Int = 0
+    }
+
+    /// A source whose walk looked like a source gone away rather than files deleted: its files were not marked
+    /// removed and none of its copies was deleted anywhere.
+    public struct SourceHold: Sendable, Hashable {
+        public var source: String
+        /// Why, said to a person (`its folder is another one than at the last complete walk`, ...).
+        public var reason: String
+        /// Files of the source the walk found gone (whose copies would have been deleted).
+        public var gone: Int
     }
 
     /// The destinations that are unavailable or blocked at the end of the run, with the files waiting for each.
@@ -70,12 +84,12 @@ public struct SyncSummary: Sendable {
     }
 
     /// 0 everything routed is synced; 1 some file failed, a source is missing, a destination is blocked, `max_delete`
-    /// stopped deletions or a delivered file could not be deleted from its source; 75 only retryable failures remain,
+    /// stopped deletions, a source was held back or a delivered file could not be deleted from its source; 75 only retryable failures remain,
     /// scheduled, or files wait for an unavailable destination; 130 interrupted.
     public var exitCode: Int32 {
         if interrupted { return ExitStatus.interrupted }
         if failedPermanently > 0 || sourcesFailed > 0 || away.contains(where: { $0.state == .blocked }) || !deleteLimits.isEmpty
-            || !moveFailures.isEmpty {
+            || !heldBack.isEmpty || !moveFailures.isEmpty {
             return ExitStatus.failed
         }
         if failedRetryable > 0 || waiting > 0 || !away.isEmpty || remoteDeleteFailed > 0 { return ExitStatus.retryScheduled }

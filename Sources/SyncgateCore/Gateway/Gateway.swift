@@ -114,6 +114,7 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
         var report = try StatusReport.build(config: config, ledger: ledger, destination: nil, failedOnly: false)
         report.syncRunning = true
         report.gatewayRunning = true
+        report.heldBack = engine.holds.current
         report.ongoing = engine.operations.snapshot().ongoing.compactMap { operation in
             try? ledger.entry(operation.file, destination: operation.destination)
         }

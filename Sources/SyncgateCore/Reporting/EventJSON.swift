@@ -59,6 +59,7 @@ public enum EventJSON {
             "removed_from_sources": summary.removedFromSources, "remote_deleted": summary.remoteDeleted,
             "remote_delete_failed": summary.remoteDeleteFailed, "moved": summary.moved, "move_failed": summary.moveFailures.count,
             "delete_limits": summary.deleteLimits.map { ["destination": $0.destination, "wanted": $0.wanted, "max_delete": $0.limit] as [String: Any] },
+            "held_back": summary.heldBack.map { ["source": $0.source, "reason": $0.reason, "gone": $0.gone] as [String: Any] },
             "destinations_away": summary.away.map { away -> [String: Any] in
                 var object: [String: Any] = [
                     "name": away.name, "state": away.state.rawValue, "since": JSONText.time(away.since),

@@ -42,6 +42,8 @@ public struct StatusReport: Sendable {
     public var listsPaths = false
     /// Whether the process running is a gateway (`syncgate run`).
     public var gatewayRunning = false
+    /// Sources a running gateway holds back from deletions (``SourceJudge``), until a walk no longer finds why.
+    public var heldBack: [SyncSummary.SourceHold] = []
 
     /// Recent entries read at most (per list).
     static let recentLimit = 1000
@@ -170,6 +172,7 @@ public struct StatusReport: Sendable {
                 "failed": recentlyFailed.map(StatusReport.fileObject),
             ],
         ]
+        object["held_back"] = heldBack.map { ["source": $0.source, "reason": $0.reason, "gone": $0.gone] as [String: Any] }
         object["needs_attention"] = needsAttention
         return JSONText.encode(object, pretty: true)
     }

@@ -34,6 +34,7 @@ enum PageHTML {
 
           <section aria-labelledby="destinations-title">
             <h2 id="destinations-title">Destinations</h2>
+            <div id="held-back"></div>
             <div class="cards" id="cards"></div>
           </section>
 

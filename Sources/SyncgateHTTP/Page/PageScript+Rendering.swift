@@ -59,6 +59,14 @@ extension PageScript {
 
           function renderCards(report) {
             bars.clear();
+            // A source held back from deletions: said above the cards until a walk no longer finds why.
+            $("held-back").replaceChildren(...(report.held_back || []).map((h) => {
+              const item = el("p", "held");
+              item.dataset.source = h.source;
+              item.append(el("strong", null, "Source " + h.source + " held back: "),
+                          document.createTextNode(h.reason + "; " + h.gone + " of its files are gone, none of its copies is deleted. If that is meant, stop the gateway and run syncgate sync --accept-source-changes once."));
+              return item;
+            }));
             const cards = $("cards");
             cards.replaceChildren(...report.destinations.map(card));
             const select = $("destination-filter");

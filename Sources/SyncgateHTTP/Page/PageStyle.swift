@@ -57,6 +57,7 @@ enum PageStyle {
                 box-shadow: var(--shadow); border-top: 4px solid var(--green); min-width: 0; }
         .card.unavailable { border-top-color: var(--amber); }
         .card.blocked { border-top-color: var(--red); }
+        .held { margin: 0 0 12px; font-size: 13px; padding: 10px 12px; border-radius: 8px; background: var(--red-bg); overflow-wrap: anywhere; }
         .card-head { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
         .card-head h3 { margin: 0; font-size: 17px; overflow-wrap: anywhere; }
         .type { font-size: 12px; color: var(--muted); border: 1px solid var(--line); border-radius: 999px; padding: 1px 8px; }
