@@ -8,8 +8,9 @@ extension DestinationRun {
     /// Deletes the copies of files removed from their source (`delete_remote: true`), after the run's uploads, so
     /// that a renamed file's new copy is there before its old one goes. Nothing of a source held back is deleted. A
     /// run that would delete more than `max_delete` (a gateway: more than it allows for the last hour) deletes
-    /// nothing here and says so (exit 1): an unmounted or emptied source must not empty the destination. A copy whose name another file of the ledger now uses is kept. Then the rows marked removed
-    /// longer than `recent.completed` ago are dropped (those still to be deleted stay).
+    /// nothing here and says so (exit 1): an unmounted or emptied source must not empty the destination. A copy
+    /// whose name another file of the ledger now uses is kept. Then the rows marked removed longer than
+    /// `recent.completed` ago are dropped (those still to be deleted stay).
     func handleRemovals() async throws {
         let settings = destination.settings
         let name = destination.name
