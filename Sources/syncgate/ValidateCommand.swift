@@ -32,7 +32,7 @@ struct ValidateCommand: AsyncParsableCommand {
         Console.out("destinations:")
         for d in config.destinations {
             let r = d.settings.retry
-            Console.out("  \(d.name) (\(d.type)): concurrency \(d.settings.concurrency), retries file \(r.file) / artwork \(r.artwork), backoff \(r.baseDelay.syncgateText)..\(r.maxDelay.syncgateText) jitter \(r.jitter.rawValue), attempt timeout \(d.settings.attemptTimeout.syncgateText), throttle wait \(d.settings.throttleWait.syncgateText)\(limits(d.settings))")
+            Console.out("  \(d.name) (\(d.type)): concurrency \(d.settings.concurrency), retries file \(r.file) / artwork \(r.artwork), backoff \(r.baseDelay.syncgateText)..\(r.maxDelay.syncgateText) jitter \(r.jitter.rawValue), attempt timeout \(d.settings.attemptTimeout.syncgateText), throttle wait \(d.settings.throttleWait.syncgateText), unavailable wait \(d.settings.unavailableWait.syncgateText)\(limits(d.settings))")
             for line in d.details { Console.out("    \(line)") }
         }
         Console.out("routes:")
