@@ -219,6 +219,32 @@ struct AWSCredentialServerTests {
         #expect(status.stdout.contains("bucket"), "\(status.stdout)")
     }
 
+    /// The real binary with a `credential_process` that writes 3 GiB: the sync ends at once (no 1.6 GiB resident,
+    /// no wait), the destination blocked with an error naming the bound, and the process is gone.
+    @Test func aCredentialProcessWritingGigabytesIsKilledAndTheSyncEnds() async throws {
+        let server = try await S3TestServer(buckets: ["flood"])
+        defer { server.stop() }
+        let work = try Workspace(server: server, bucket: "flood")
+        defer { work.dir.remove() }
+        let script = work.dir.file("flood.sh")
+        try work.dir.write("flood.sh", """
+            #!/bin/sh
+            echo $$ > "\(work.dir.file("flood.pid").path)"
+            exec head -c 3221225472 /dev/zero
+            """)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: script.path)
+        try work.dir.write("aws/config", """
+            [default]
+            credential_process = "\(script.path)"
+            """)
+        let result = try await work.run(["sync"], environment: ["AWS_CONFIG_FILE": work.dir.file("aws/config").path])
+        #expect(result.status != 0)
+        #expect(result.output.contains("credential_process wrote more than 1 MiB; killed it"), "\(result.output.suffix(1500))")
+        let pid = try #require(pid_t(try String(contentsOf: work.dir.file("flood.pid"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(await AWSCredentialChainTests.processEnds(pid), "the process is gone")
+        #expect(try await server.objects(bucket: "flood", into: work.dir.file("readback")).isEmpty)
+    }
+
     /// A 302 from instance metadata (after the IMDSv2 token was taken) or from the container endpoint is refused:
     /// the destination is blocked with an error saying so, the other host never gets the token nor hands out its
     /// keys (which S3 would accept), and nothing is uploaded.
