@@ -12,12 +12,15 @@ struct ExecConfig: Decodable {
     var startTimeout: Duration
     var answerTimeout: Duration
     var cancelGrace: Duration
+    /// The most a whole listing may take.
+    var listTimeout: Duration
 
     enum CodingKeys: String, CodingKey {
         case command, env, settings
         case startTimeout = "start_timeout"
         case answerTimeout = "answer_timeout"
         case cancelGrace = "cancel_grace"
+        case listTimeout = "list_timeout"
     }
 
     init(from decoder: any Decoder) throws {
@@ -29,7 +32,9 @@ struct ExecConfig: Decodable {
         startTimeout = try c.decodeIfPresent(ConfigDuration.self, forKey: .startTimeout)?.duration ?? .seconds(30)
         answerTimeout = try c.decodeIfPresent(ConfigDuration.self, forKey: .answerTimeout)?.duration ?? .seconds(60)
         cancelGrace = try c.decodeIfPresent(ConfigDuration.self, forKey: .cancelGrace)?.duration ?? .seconds(2)
-        for (key, value) in [(CodingKeys.startTimeout, startTimeout), (.answerTimeout, answerTimeout), (.cancelGrace, cancelGrace)] where value <= .zero {
+        listTimeout = try c.decodeIfPresent(ConfigDuration.self, forKey: .listTimeout)?.duration ?? PluginSpec.defaultListTimeout
+        for (key, value) in [(CodingKeys.startTimeout, startTimeout), (.answerTimeout, answerTimeout), (.cancelGrace, cancelGrace),
+                             (.listTimeout, listTimeout)] where value <= .zero {
             throw ConfigValueError("must be more than 0", key: key)
         }
         for name in env.keys where !ExecConfig.isVariableName(name) {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import SyncgateCore
 
 /// `type: exec` (and `type: NAME` for a program `syncgate-destination-NAME`): a destination that is any program
@@ -50,6 +51,7 @@ public final class ExecDestination: Destination, @unchecked Sendable {
             locate: { key, message in setup.invalid("settings." + key, message).description }
         )
         spec.concurrency = setup.delivery.concurrency
+        spec.listTimeout = config.listTimeout
         spec.attemptTimeout = setup.delivery.attemptTimeout
         if setup.checksFiles {
             // `syncgate validate`: start the plugin and have it check its settings now, so that what it refuses is a
@@ -148,17 +150,19 @@ public final class ExecDestination: Destination, @unchecked Sendable {
         return failures
     }
 
-    /// The longest listing taken in (a plugin streaming more is refused, so that a runaway plugin cannot fill memory).
+    /// The longest listing taken in, in names and in bytes of names, and the longest name: a plugin streaming more
+    /// is stopped (its list cancelled, and killed if it goes on past the cancel grace), so that a runaway plugin
+    /// cannot fill memory. A whole listing must also end within `list_timeout`.
     static let maxListing = 2_000_000
+    static let maxListingBytes = 64 << 20
+    static let maxNameBytes = 4096
 
     public func list() async throws -> RemoteListing {
         guard capabilities.list else { throw DestinationError.permanent("\(spec.label) does not list", code: "unsupported") }
-        let collected = ListingCollector(limit: ExecDestination.maxListing)
-        let answer = try await call("list", [:], what: "list", idle: true, entry: { collected.add($0) })
-        guard let entries = collected.entries else {
-            throw DestinationError.permanent("\(spec.label) listed more than \(ExecDestination.maxListing) names", code: "listing-too-long")
-        }
-        return RemoteListing(entries: entries, spaceAvailable: answer["space_available"]?.int64, isComplete: answer["complete"]?.bool ?? true)
+        let collected = ListingCollector(label: spec.label, limit: ExecDestination.maxListing, byteLimit: ExecDestination.maxListingBytes,
+                                         nameLimit: ExecDestination.maxNameBytes)
+        let answer = try await call("list", [:], what: "list", idle: true, deadline: spec.listTimeout, entry: { collected.add($0) })
+        return RemoteListing(entries: collected.entries, spaceAvailable: answer["space_available"]?.int64, isComplete: answer["complete"]?.bool ?? true)
     }
 
     public func existingCopy(of item: UploadItem) async throws -> Receipt? {
@@ -205,7 +209,7 @@ public final class ExecDestination: Destination, @unchecked Sendable {
     /// protocol while the request was in flight, the request's retryable failure.
     private func call(
         _ op: String, _ fields: [String: JSONValue], what: String, idle: Bool, deadline: Duration? = nil, session given: PluginSession? = nil,
-        progress: (@Sendable (Int64) -> Void)? = nil, entry: (@Sendable (RemoteListing.Entry) -> Void)? = nil
+        progress: (@Sendable (Int64) -> Void)? = nil, entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)? = nil
     ) async throws -> JSONValue {
         let session: PluginSession
         if let given { session = given } else { session = try await startedSession() }
@@ -252,22 +256,53 @@ final class ProgressClamp: @unchecked Sendable {
     }
 }
 
-/// The entries of a streamed listing, up to a limit.
-final class ListingCollector: @unchecked Sendable {
-    private let lock = NSLock()
-    private var collected: [RemoteListing.Entry] = []
-    private var overflow = false
+/// The entries of a streamed listing, up to limits on names, on bytes of names, and on one name's bytes: the
+/// entry past a limit is refused with the error that stops the listing (and what was collected is dropped).
+final class ListingCollector: Sendable {
+    struct Collected {
+        var entries: [RemoteListing.Entry] = []
+        var bytes = 0
+        var refused = false
+    }
+
+    private let state = Mutex(Collected())
+    let label: String
     let limit: Int
-    init(limit: Int) { self.limit = limit }
-    func add(_ entry: RemoteListing.Entry) {
-        lock.withLock {
-            if collected.count >= limit {
-                overflow = true
-                collected.removeAll()
-            } else if !overflow {
-                collected.append(entry)
+    let byteLimit: Int
+    let nameLimit: Int
+
+    init(label: String, limit: Int, byteLimit: Int, nameLimit: Int) {
+        self.label = label
+        self.limit = limit
+        self.byteLimit = byteLimit
+        self.nameLimit = nameLimit
+    }
+
+    /// Takes `entry` in; the error that ends the listing when it is past a limit.
+    func add(_ entry: RemoteListing.Entry) -> (any Error)? {
+        let size = entry.name.utf8.count
+        return state.withLock { state -> (any Error)? in
+            guard !state.refused else { return nil }
+            let refusal: DestinationError? =
+                if size > nameLimit {
+                    .permanent("\(label) listed a name of \(size) bytes (at most \(nameLimit))", code: "listing-name-too-long")
+                } else if state.entries.count >= limit {
+                    .permanent("\(label) listed more than \(limit) names", code: "listing-too-long")
+                } else if state.bytes + size > byteLimit {
+                    .permanent("\(label) listed more than \(byteLimit >> 20) MiB of names", code: "listing-too-long")
+                } else {
+                    nil
+                }
+            if let refusal {
+                state.refused = true
+                state.entries = []
+                return refusal
             }
+            state.entries.append(entry)
+            state.bytes += size
+            return nil
         }
     }
-    var entries: [RemoteListing.Entry]? { lock.withLock { overflow ? nil : collected } }
+
+    var entries: [RemoteListing.Entry] { state.withLock { $0.entries } }
 }

@@ -33,7 +33,8 @@ final class PluginSession: @unchecked Sendable {
     final class Waiter: @unchecked Sendable {
         let what: String
         let progress: (@Sendable (Int64) -> Void)?
-        let entry: (@Sendable (RemoteListing.Entry) -> Void)?
+        /// Takes a listed entry; an error it returns stops the listing (cancelled, failing with it).
+        let entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)?
         let complete: @Sendable (Result<JSONValue, any Error>) -> Void
         /// When the plugin last said something about the request (nil: no answer timeout applies).
         var lastHeard: ContinuousClock.Instant?
@@ -42,7 +43,7 @@ final class PluginSession: @unchecked Sendable {
         var deadline: ContinuousClock.Instant?
         var deadlineLimit: Duration?
 
-        init(what: String, idleLimit: Duration?, progress: (@Sendable (Int64) -> Void)?, entry: (@Sendable (RemoteListing.Entry) -> Void)?,
+        init(what: String, idleLimit: Duration?, progress: (@Sendable (Int64) -> Void)?, entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)?,
              complete: @escaping @Sendable (Result<JSONValue, any Error>) -> Void) {
             self.what = what
             self.idleLimit = idleLimit
@@ -86,7 +87,7 @@ final class PluginSession: @unchecked Sendable {
     /// silent about the request.
     func request(
         _ op: String, _ fields: [String: JSONValue], what: String, idleLimit: Duration? = nil, deadline: Duration? = nil,
-        progress: (@Sendable (Int64) -> Void)? = nil, entry: (@Sendable (RemoteListing.Entry) -> Void)? = nil
+        progress: (@Sendable (Int64) -> Void)? = nil, entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)? = nil
     ) async throws -> JSONValue {
         let box = CancelBox()
         return try await withTaskCancellationHandler {
@@ -292,7 +293,7 @@ final class PluginSession: @unchecked Sendable {
                 end(PluginGone(message: "\(label) broke the protocol: an entry answers only a list, not \(waiter.what); killed it"), kill: true)
                 return false
             }
-            sink(entry)
+            if let stop = sink(entry) { cancel(id, with: stop) }
         case .ok(_, let value): waiter.complete(.success(value))
         case .error(_, let body): waiter.complete(.failure(body))
         }

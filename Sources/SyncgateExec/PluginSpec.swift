@@ -22,6 +22,9 @@ public struct PluginSpec: Sendable {
     public var answerTimeout: Duration
     /// How soon a cancelled request must end before the plugin is taken for hung.
     public var cancelGrace: Duration
+    /// The most a whole listing may take, however steadily the plugin streams it (`list_timeout`).
+    public var listTimeout: Duration = PluginSpec.defaultListTimeout
+    public static let defaultListTimeout: Duration = .seconds(600)
     /// The destination's `concurrency` (requests in flight at most) and `attempt_timeout`, told in `hello`.
     public var concurrency: Int = 4
     public var attemptTimeout: Duration = .seconds(600)

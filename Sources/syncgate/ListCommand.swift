@@ -37,7 +37,8 @@ struct ListCommand: AsyncParsableCommand {
             return
         }
         for entry in listing.entries {
-            Console.out(entry.size.map { String($0).leftPadded(12) + "  " } .map { $0 + entry.name } ?? entry.name)
+            let name = TerminalText.escape(entry.name)
+            Console.out(entry.size.map { String($0).leftPadded(12) + "  " + name } ?? name)
         }
         var footer = "\(listing.entries.count) file(s)"
         if let space = listing.spaceAvailable { footer += ", \(ByteSize.format(space)) available" }

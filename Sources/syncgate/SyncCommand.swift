@@ -115,9 +115,9 @@ struct SyncRunner {
                 }
                 if dryRun {
                     switch event.kind {
-                    case .queued(let reason): Console.out("upload  \(event.destination)  \(event.file.path)  (\(reason))")
-                    case .skipped(let reason): if verbose { Console.out("skip    \(event.destination)  \(event.file.path)  (\(reason))") }
-                    case .failed(let failure): Console.out("fail    \(event.destination)  \(event.file.path)  (\(failure.message))")
+                    case .queued(let reason): Console.out("upload  \(event.destination)  \(TerminalText.escape(event.file.path))  (\(TerminalText.escape(reason.description)))")
+                    case .skipped(let reason): if verbose { Console.out("skip    \(event.destination)  \(TerminalText.escape(event.file.path))  (\(TerminalText.escape(reason.description)))") }
+                    case .failed(let failure): Console.out("fail    \(event.destination)  \(TerminalText.escape(event.file.path))  (\(TerminalText.escape(failure.message)))")
                     default: break
                     }
                     return
@@ -126,11 +126,11 @@ struct SyncRunner {
                 switch event.kind {
                 case .failed(let failure) where !failure.isCancellation:
                     if progressLine != nil { Console.errorRaw("\r\u{1B}[2K") }
-                    Console.error("\(event.destination): \(event.file.path): failed (\(failure.failureClass.name)): \(failure.message)")
+                    Console.error("\(event.destination): \(TerminalText.escape(event.file.path)): failed (\(failure.failureClass.name)): \(TerminalText.escape(failure.message))")
                 case .retrying(let attempt, let failure, let delay) where verbose:
-                    Console.error("\(event.destination): \(event.file.path): attempt \(attempt) failed (\(failure.message)); retrying in \(delay.syncgateText)")
+                    Console.error("\(event.destination): \(TerminalText.escape(event.file.path)): attempt \(attempt) failed (\(TerminalText.escape(failure.message))); retrying in \(delay.syncgateText)")
                 case .synced(_, _, let uploaded) where verbose:
-                    Console.error("\(event.destination): \(event.file.path): \(uploaded ? "synced" : "already there")")
+                    Console.error("\(event.destination): \(TerminalText.escape(event.file.path)): \(uploaded ? "synced" : "already there")")
                 default: break
                 }
             }, warn: { warning in
@@ -138,9 +138,9 @@ struct SyncRunner {
                     Console.out(JSONText.encode(["event": warning.sourceMissing ? "error" : "warning", "source": warning.source,
                                                  "path": warning.relativePath, "message": warning.message]))
                 } else if warning.sourceMissing {
-                    Console.error("error: source \(warning.source): \(warning.message)")
+                    Console.error("error: source \(warning.source): \(TerminalText.escape(warning.message))")
                 } else if !global.quiet {
-                    Console.error("warning: \(warning)")
+                    Console.error("warning: \(TerminalText.escape(warning.description))")
                 }
             })
         } catch let error as LedgerError {
@@ -155,7 +155,7 @@ struct SyncRunner {
         } else if dryRun {
             Console.out("dry run: \(summary.planned) to upload, \(summary.files) files scanned; nothing was changed")
         } else if !global.quiet {
-            for line in SyncRunner.summaryLines(summary) { Console.errorRaw("syncgate: \(line)\n") }
+            for line in SyncRunner.summaryLines(summary) { Console.error(TerminalText.escape(line)) }
         }
         return summary
     }

@@ -12,9 +12,15 @@
 
 Usage: credentials_server.py PORT. The test sets what it hands out and reads counts on /_control:
 POST /_control/credentials {"AccessKeyId", "SecretAccessKey", "Token", "Expiration", "container_token",
-"container_path", "failing": bool}; GET /_control/counts -> {"token": n, "list": n, "credentials": n, "container": n,
-"refused": n}.
+"container_path", "failing": bool, "redirect": URL or null}; GET /_control/counts -> {"token": n, "list": n,
+"credentials": n, "container": n, "refused": n, "redirected": n, "sts": n}.
+
+Hostile answers, for the tests of what a client must refuse: with "redirect" set, the role listing, a role's
+credentials and the container endpoint answer 302 to that URL plus the path (a client must not follow it: the
+IMDS token or the container's authorization would go to that host); POST / plays an STS that refuses
+AssumeRoleWithWebIdentity with an error whose <Code> and <Message> echo the web identity token.
 """
+import urllib.parse
 import json
 import secrets
 import sys
@@ -22,8 +28,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROLE = "syncgate-instance-role"
-state = {"credentials": {}, "container_token": None, "container_path": "/v2/credentials/syncgate", "failing": False}
-counts = {"token": 0, "list": 0, "credentials": 0, "container": 0, "refused": 0}
+state = {"credentials": {}, "container_token": None, "container_path": "/v2/credentials/syncgate", "failing": False, "redirect": None}
+counts = {"token": 0, "list": 0, "credentials": 0, "container": 0, "refused": 0, "redirected": 0, "sts": 0}
 tokens = set()
 lock = threading.Lock()
 
@@ -75,11 +81,28 @@ class Handler(BaseHTTPRequestHandler):
             settings = json.loads(body or b"{}")
             with lock:
                 state["credentials"] = {k: settings[k] for k in ("AccessKeyId", "SecretAccessKey", "Token", "Expiration") if k in settings}
-                for key in ("container_token", "container_path", "failing"):
+                for key in ("container_token", "container_path", "failing", "redirect"):
                     if key in settings:
                         state[key] = settings[key]
             return self.answer(200, "{}", "application/json")
+        if self.path == "/":
+            self.count("sts")
+            form = urllib.parse.parse_qs(body.decode())
+            token = (form.get("WebIdentityToken") or [""])[0]
+            xml = ("<ErrorResponse><Error><Type>Sender</Type><Code>InvalidIdentityToken.%s</Code>"
+                   "<Message>token %s is not valid</Message></Error></ErrorResponse>" % (token, token))
+            return self.answer(403, xml, "text/xml")
         self.answer(404, "Not Found")
+
+    def redirected(self):
+        """Answers 302 when a redirect is set (after the request was found valid); False otherwise."""
+        with lock:
+            target = state["redirect"]
+        if not target:
+            return False
+        self.count("redirected")
+        self.answer(302, "", headers={"Location": target + self.path})
+        return True
 
     def do_GET(self):
         if self.path == "/_control/counts":
@@ -90,6 +113,8 @@ class Handler(BaseHTTPRequestHandler):
             if expected is not None and self.headers.get("Authorization") != expected:
                 self.count("refused")
                 return self.answer(401, json.dumps({"code": "AccessDenied", "message": "Unauthorized"}), "application/json")
+            if self.redirected():
+                return
             self.count("container")
             if state["failing"]:
                 return self.answer(500, "Internal Server Error")
@@ -102,6 +127,8 @@ class Handler(BaseHTTPRequestHandler):
             if not valid:
                 self.count("refused")
                 return self.answer(401, "Unauthorized")
+            if self.redirected():
+                return
             if self.path == "/latest/meta-data/iam/security-credentials/":
                 self.count("list")
                 return self.answer(200, ROLE)

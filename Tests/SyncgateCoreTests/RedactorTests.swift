@@ -134,4 +134,25 @@ struct RedactorTests {
         #expect(elapsed < .seconds(15), "\(elapsed)")
         print("redact: 100,000 lines of \(line.utf8.count) bytes with 3 secrets in \(elapsed)")
     }
+
+    /// An error code is redacted like a message, then cut: a code that echoes a registered secret keeps its own words.
+    @Test func errorCodesAreRedactedAndCut() {
+        let redactor = Redactor()
+        let secret = "code-secret-\(UUID().uuidString)"
+        redactor.register(secret)
+        #expect(redactor.redactCode("denied-" + secret) == "denied-<redacted>")
+        #expect(redactor.redactCode("AccessDenied") == "AccessDenied")
+        let long = redactor.redactCode(String(repeating: "C", count: 10_000))
+        #expect(long.count <= Redactor.codeLimit + 3 && long.hasSuffix("..."))
+    }
+
+    /// Control characters in names are shown as visible escapes; printable text, non-ASCII included, is left alone.
+    @Test func terminalTextEscapesControlCharacters() {
+        #expect(TerminalText.escape("\rFAKE: all synced") == "\\rFAKE: all synced")
+        #expect(TerminalText.escape("a\u{07}b\u{1B}[2Jc\u{7F}d\u{0}e\tf\ng") == "a\\ab\\e[2Jc\\x7fd\\x00e\\tf\\ng")
+        #expect(TerminalText.escape("c1\u{9B}x bidi\u{202E}y") == "c1\\u{009b}x bidi\\u{202e}y")
+        #expect(TerminalText.escape("café ünï 😀 back\\slash") == "café ünï 😀 back\\slash")
+        #expect(TerminalText.escapeKeepingLines("one\ntwo\r") == "one\ntwo\\r")
+    }
 }
+

@@ -425,3 +425,123 @@ struct WebhookSink {
         process.waitUntilExit()
     }
 }
+
+// MARK: Hostile plugins (issue 26)
+
+extension ExecPluginTests {
+    static let hostilePlugin = TestPaths.packageRoot.appendingPathComponent("Tests/ExecPlugins/hostile_plugin.py").path
+
+    /// A config whose destinations run the hostile plugin, each `(name, mode, extra keys)`.
+    func writeHostileConfig(_ destinations: [(String, String, String)], settings: String = "") throws {
+        var text = "version: 1\nsources: [{name: outbox, path: outbox}]\ndestinations:\n"
+        for (name, mode, keys) in destinations {
+            text += """
+                  - name: \(name)
+                    type: exec
+                    command: ["\(Self.hostilePlugin)", "\(mode)"]
+                    retry: {file: 0}
+                    settings: {pidfile: \(dir.file(name + ".pid").path)\(settings)}\(keys.isEmpty ? "" : "\n    " + keys)
+
+                """
+        }
+        try dir.write("plugins.yaml", text)
+    }
+
+    /// Whether the plugin of destination `name` (its pid file) no longer runs, waiting up to `seconds`.
+    func pluginEnds(_ name: String, within seconds: Double = 20) async throws -> Bool {
+        let pid = try #require(pid_t(try String(contentsOf: dir.file(name + ".pid"), encoding: .utf8)))
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if kill(pid, 0) != 0 && errno == ESRCH { return true }
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            if let close = stat.lastIndex(of: ")"), stat[stat.index(close, offsetBy: 2)] == "Z" { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// A plugin whose error codes carry its `settings.token` (file- and destination-scoped): the token is in no
+    /// output, not in `status --json` (the codes show it redacted) and not in the state file's bytes (database, WAL,
+    /// shared memory); the state file is 0600 in a 0700 folder.
+    @Test func aSecretEchoedInAPluginErrorCodeIsInNoOutputNorTheStateFile() async throws {
+        defer { dir.remove() }
+        let token = "plugin-token-\(UUID().uuidString)"
+        try writeHostileConfig([("files", "echo-code", ""), ("blocked", "echo-code-destination", "")], settings: ", token: \(token)")
+        var outputs: [(String, String)] = []
+        var statusJSON = ""
+        for arguments in [["sync", "--json", "-vv"], ["sync", "-vv"], ["retry", "--json", "-vv"], ["status"], ["status", "--json"],
+                          ["status", "--json", "--all"], ["status", "--failed"]] {
+            let result = try await cli.run(arguments)
+            outputs.append((arguments.joined(separator: " "), result.stdout + result.stderr))
+            if arguments == ["status", "--json"] { statusJSON = result.stdout }
+        }
+        let status = try #require(SyncgateCLI.json(statusJSON), "\(statusJSON)")
+        let rows = try #require(status["files"] as? [[String: Any]])
+        let failedRows = rows.filter { $0["destination"] as? String == "files" }
+        #expect(failedRows.count == Self.files.count, "\(rows)")
+        #expect(failedRows.allSatisfy { $0["error_code"] as? String == "denied-<redacted>" }, "\(failedRows)")
+        let blocked = (status["destinations"] as? [[String: Any]])?.first { $0["name"] as? String == "blocked" }
+        let blockedState = blocked?["state"] as? String
+        let blockedCode = blocked?["error_code"] as? String
+        #expect(blockedState == "blocked" && blockedCode == "denied-<redacted>", "\(String(describing: blocked))")
+
+        let folder = dir.file(".syncgate").path
+        var files = 0
+        for file in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"] where dir.exists(".syncgate/" + file) {
+            files += 1
+            outputs.append((file, String(decoding: try dir.read(".syncgate/" + file), as: UTF8.self)))
+            var st = stat()
+            #expect(stat(folder + "/" + file, &st) == 0 && st.st_mode & 0o777 == 0o600, "\(file) is 0\(String(st.st_mode & 0o777, radix: 8))")
+        }
+        #expect(files >= 1)
+        var st = stat()
+        #expect(stat(folder, &st) == 0 && st.st_mode & 0o777 == 0o700, "the state folder is 0\(String(st.st_mode & 0o777, radix: 8))")
+        for (name, text) in outputs {
+            #expect(!text.contains(token) && !text.contains(String(token.prefix(20))), "\(name) holds the plugin's token")
+        }
+    }
+
+    /// A listing whose names are 64 KiB each, without end (cancel ignored): refused at the first name (4 KiB at
+    /// most), `ls` ends with an error saying so, and the plugin is killed.
+    @Test func aListingOfHugeNamesIsRefusedAndThePluginKilled() async throws {
+        defer { dir.remove() }
+        try writeHostileConfig([("copies", "huge-names", "cancel_grace: 1s")])
+        let result = try await cli.run(["ls", "--destination", "copies"], timeout: 300)
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("listed a name of 65536 bytes (at most 4096)"), "\(result.stderr.suffix(1000))")
+        #expect(try await pluginEnds("copies"), "the plugin is gone")
+    }
+
+    /// A listing that never ends (a name every 20 ms, cancel ignored) is stopped at `list_timeout`, for `ls` and
+    /// for a plain `sync` of a plugin whose listing is authoritative; the plugin is killed each time.
+    @Test func anEndlessListingIsStoppedAtItsDeadline() async throws {
+        defer { dir.remove() }
+        try writeHostileConfig([("copies", "endless-list", "list_timeout: 2s\n    cancel_grace: 1s")])
+        let listing = try await cli.run(["ls", "--destination", "copies"], timeout: 300)
+        #expect(listing.status != 0)
+        #expect(listing.stderr.contains("did not answer list within"), "\(listing.stderr.suffix(1000))")
+        #expect(try await pluginEnds("copies"), "the plugin is gone after ls")
+
+        try writeHostileConfig([("copies", "endless-list-authoritative", "list_timeout: 2s\n    cancel_grace: 1s")])
+        try FileManager.default.removeItem(at: dir.file("copies.pid"))
+        let sync = try await cli.run(["sync"], timeout: 300)
+        #expect(sync.status != 0, "\(sync.output.suffix(1000))")
+        #expect(sync.output.contains("did not answer list within"), "\(sync.output.suffix(1000))")
+        #expect(try await pluginEnds("copies"), "the plugin is gone after sync")
+    }
+
+    /// Names a plugin lists with CR, ESC and BEL are shown escaped by `ls` (a leading CR cannot overwrite the line);
+    /// `ls --json` keeps them exactly, JSON-escaped.
+    @Test func controlBytesInListedNamesAreEscapedOnTheTerminal() async throws {
+        defer { dir.remove() }
+        try writeHostileConfig([("copies", "control-names", "")])
+        let listing = try await cli.run(["ls", "--destination", "copies"])
+        #expect(listing.status == 0, "\(listing.stderr)")
+        #expect(listing.stdout.contains("\\rFAKE: all synced") && listing.stdout.contains("bell\\aring.txt") && listing.stdout.contains("esc\\e[31mred.txt"),
+                "\(listing.stdout.debugDescription)")
+        #expect(!listing.stdout.contains("\r") && !listing.stdout.contains("\u{1B}") && !listing.stdout.contains("\u{07}"), "\(listing.stdout.debugDescription)")
+        let json = try await cli.run(["ls", "--destination", "copies", "--json"])
+        let names = (SyncgateCLI.json(json.stdout)?["files"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
+        #expect(names == ["\rFAKE: all synced", "bell\u{07}ring.txt", "esc\u{1B}[31mred.txt", "plain.txt"], "\(json.stdout)")
+    }
+}

@@ -90,4 +90,97 @@ struct HostileNameTests {
         #expect(warning?["path"] as? String == "closed")
         #expect((warning?["message"] as? String)?.contains("cannot read folder") == true)
     }
+
+    /// File names holding CR (one leading, that would overwrite its line with "FAKE: all synced"), ESC and BEL are
+    /// shown escaped by `sync -v`, `sync --dry-run` and `status` (text); `--json` keeps them exact, JSON-escaped.
+    @Test func controlBytesInFileNamesAreEscapedOnTheTerminal() async throws {
+        let dir = try TemporaryDirectory("sg-control")
+        defer { dir.remove() }
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [{name: outbox, path: outbox}]
+            destinations: [{name: archive, type: local, path: synced}]
+            """)
+        let names = ["\rFAKE: all synced", "bell\u{07}.txt", "esc\u{1B}[2J.txt", "del\u{7F}.txt", "c1\u{9B}31m.txt"]
+        for name in names { try dir.write("outbox/" + name, name) }
+        let cli = SyncgateCLI(dir: dir)
+        let dryRun = try await cli.run(["sync", "--dry-run"])
+        let sync = try await cli.run(["sync", "-v"])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        let status = try await cli.run(["status", "outbox/" + names[0], "outbox/" + names[1]])
+        let recent = try await cli.run(["status"])
+        for (what, result) in [("sync --dry-run", dryRun), ("sync -v", sync), ("status PATHS", status), ("status", recent)] {
+            let text = result.stdout + result.stderr
+            #expect(text.contains("\\rFAKE: all synced"), "\(what): \(text.debugDescription)")
+            #expect(text.contains("bell\\a.txt") && text.contains("esc\\e[2J.txt") && text.contains("del\\x7f.txt") && text.contains("c1\\u{009b}31m.txt"),
+                    "\(what): \(text.debugDescription)")
+            for control in ["\r", "\u{1B}", "\u{07}", "\u{7F}", "\u{9B}"] {
+                #expect(!text.contains(control), "\(what) prints \(control.debugDescription) raw: \(text.debugDescription)")
+            }
+        }
+        for name in names { #expect(try dir.read("synced/" + name) == Data(name.utf8), "\(name.debugDescription) delivered as it is") }
+        let json = try await cli.run(["status", "--json", "outbox/" + names[0]])
+        let paths = (SyncgateCLI.json(json.stdout)?["files"] as? [[String: Any]])?.compactMap { $0["path"] as? String }
+        #expect(paths == [names[0]], "\(json.stdout)")
+    }
+
+    /// 300 sources holding the same file name into one folder: each clash error names the file, three others and a
+    /// count of the rest, so rows stay small (where each used to name all the others).
+    @Test func aClashAmongManySourcesNamesAFewAndCountsTheRest() async throws {
+        let dir = try TemporaryDirectory("sg-clash")
+        defer { dir.remove() }
+        let count = 300
+        var sources: [String] = []
+        for index in 0..<count {
+            sources.append("{name: s\(index), path: s\(index)}")
+            try dir.write("s\(index)/same.txt", "from \(index)")
+        }
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [\(sources.joined(separator: ", "))]
+            destinations: [{name: archive, type: local, path: synced}]
+            """)
+        let cli = SyncgateCLI(dir: dir)
+        let sync = try await cli.run(["sync", "--json"], timeout: 600)
+        #expect(sync.status != 0)
+        #expect(!dir.exists("synced/same.txt"), "nothing is overwritten")
+        let status = try await cli.run(["status", "--json"], timeout: 600)
+        let rows = (SyncgateCLI.json(status.stdout)?["files"] as? [[String: Any]]) ?? []
+        #expect(rows.count == count)
+        for row in rows {
+            let error = row["last_error"] as? String ?? ""
+            #expect(row["error_code"] as? String == "name-clash")
+            #expect(error.contains("and \(count - 4) more would all be stored as 'same.txt'") && error.count < 400, "\(error)")
+        }
+        #expect(status.stdout.utf8.count < count * 2000, "status stays small: \(status.stdout.utf8.count) bytes")
+    }
+
+    /// `follow_symlinks` over a DAG of links (22 levels, each folder holding a file and two links to the next level,
+    /// no loop: 4 million paths) stops at the bound of entries walked again, with a warning saying so.
+    @Test func aDAGOfLinksStopsAtTheBound() async throws {
+        let dir = try TemporaryDirectory("sg-dag")
+        defer { dir.remove() }
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [{name: outbox, path: dag/l0, follow_symlinks: true}]
+            destinations: [{name: archive, type: local, path: synced}]
+            """)
+        let levels = 22
+        for level in 0..<levels {
+            try dir.write("dag/l\(level)/f.txt", "level \(level)")
+            if level < levels - 1 {
+                for link in ["x", "y"] {
+                    try FileManager.default.createSymbolicLink(atPath: dir.file("dag/l\(level)/\(link)").path, withDestinationPath: "../l\(level + 1)")
+                }
+            }
+        }
+        let result = try await SyncgateCLI(dir: dir).run(["sync", "--dry-run", "--json"], timeout: 900)
+        let events = SyncgateCLI.events(result.stdout)
+        let warnings = events.filter { $0["event"] as? String == "warning" }
+        #expect(warnings.count == 1 && (warnings.first?["message"] as? String)?.contains("stopped walking: more than 100000 entries") == true,
+                "\(warnings.prefix(3))")
+        let planned = events.filter { $0["event"] as? String == "queued" }.count
+        #expect(planned > 1000 && planned <= 100_000 + levels, "\(planned) files planned")
+    }
 }
+

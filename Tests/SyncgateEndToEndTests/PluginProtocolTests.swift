@@ -75,6 +75,31 @@ struct PluginProtocolTests {
         #expect(back?["remote_name"]?.string == name)
         #expect(back?["id"]?.int64 == 3)
     }
+
+    /// A streamed listing is cut at its bounds: one name over the per-name limit, more names than the limit, more
+    /// bytes of names than the limit. The entry past a bound returns the error that stops the listing, and what was
+    /// collected is dropped (nothing grows after it).
+    @Test func listingsAreBoundedByNamesBytesAndNameLength() {
+        let long = ListingCollector(label: "plugin 'x'", limit: 100, byteLimit: 1 << 20, nameLimit: 4096)
+        #expect(long.add(RemoteListing.Entry(name: String(repeating: "n", count: 4096))) == nil)
+        let refused = long.add(RemoteListing.Entry(name: String(repeating: "n", count: 4097)))
+        #expect((refused as? DestinationError)?.code == "listing-name-too-long", "\(String(describing: refused))")
+        #expect(long.entries.isEmpty)
+        #expect(long.add(RemoteListing.Entry(name: "after")) == nil && long.entries.isEmpty, "nothing is taken in after a refusal")
+
+        let bytes = ListingCollector(label: "plugin 'x'", limit: 1_000_000, byteLimit: 10_000, nameLimit: 4096)
+        var stop: (any Error)?
+        var added = 0
+        while stop == nil && added < 1000 {
+            stop = bytes.add(RemoteListing.Entry(name: String(format: "%0999d", added)))
+            if stop == nil { added += 1 }
+        }
+        #expect(added == 10 && (stop as? DestinationError)?.code == "listing-too-long", "\(added) \(String(describing: stop))")
+
+        let count = ListingCollector(label: "plugin 'x'", limit: 3, byteLimit: 1 << 20, nameLimit: 4096)
+        let results = (0..<4).map { count.add(RemoteListing.Entry(name: "n\($0)")) }
+        #expect(results.prefix(3).allSatisfy { $0 == nil } && (results[3] as? DestinationError)?.code == "listing-too-long")
+    }
 }
 
 /// The answer parser against Foundation's on valid and invalid JSON texts.

@@ -14,6 +14,28 @@ struct StateDatabaseTests {
             """)
     }
 
+    /// The state file holds what destinations answered: a new one is 0600 in a new 0700 folder (its WAL and shared
+    /// memory too), and one left readable by others by an older version loses those permissions at the next run.
+    @Test func theStateFileIsItsOwnersAlone() async throws {
+        let dir = try TemporaryDirectory("sg-modes")
+        defer { dir.remove() }
+        try config(dir, state: "private/deeper/state.sqlite")
+        try dir.write("outbox/a.txt", "a")
+        let cli = SyncgateCLI(dir: dir)
+        #expect(try await cli.run(["sync"]).status == 0)
+        func mode(_ path: String) -> mode_t? {
+            var st = stat()
+            return stat(dir.file(path).path, &st) == 0 ? st.st_mode & 0o777 : nil
+        }
+        #expect(mode("private") == 0o700 && mode("private/deeper") == 0o700)
+        for file in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm", "state.sqlite.lock"] where dir.exists("private/deeper/" + file) {
+            #expect(mode("private/deeper/" + file) == 0o600, "\(file): \(String(describing: mode("private/deeper/" + file)))")
+        }
+        chmod(dir.file("private/deeper/state.sqlite").path, 0o644)
+        #expect(try await cli.run(["status"]).status == 0)
+        #expect(mode("private/deeper/state.sqlite") == 0o600, "tightened by the next run")
+    }
+
     @Test func aDamagedStateFileIsReportedAndLeftAlone() async throws {
         let dir = try TemporaryDirectory("sg-corrupt")
         defer { dir.remove() }

@@ -1,4 +1,5 @@
 import Foundation
+import SyncgateCore
 import SyncgateTestSupport
 import Testing
 @testable import SyncgateS3
@@ -117,5 +118,94 @@ struct AWSCredentialChainTests {
         } catch {
             #expect(String(describing: error).contains("exited with status 3: vault is sealed"))
         }
+    }
+
+    /// Whether process `pid` no longer runs (gone, or a zombie nobody reaped yet), waiting up to `seconds`.
+    static func processEnds(_ pid: pid_t, within seconds: Double = 10) async -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if kill(pid, 0) != 0 && errno == ESRCH { return true }
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            if let close = stat.lastIndex(of: ")"), stat[stat.index(close, offsetBy: 2)] == "Z" { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// A `credential_process` that writes without end (3 GiB asked) is killed past 1 MiB: the fetch fails at once,
+    /// blocking, with a message saying so, and the process is gone.
+    @Test func aCredentialProcessWritingWithoutEndIsKilledPastOneMiB() async throws {
+        let started = Date()
+        do {
+            _ = try await AWSCredentialProcess.runBounded("head -c 3221225472 /dev/zero", profile: "flood", timeout: 600)
+            Issue.record("3 GiB of output must be refused")
+        } catch let failure as AWSCredentialProcess.ProcessFailure {
+            #expect(failure.error.description.contains("wrote more than 1 MiB"), "\(failure.error)")
+            #expect(failure.error.failureClass == .permanent && failure.error.scope == .destination, "blocks the destination")
+            #expect(await Self.processEnds(failure.pid), "the process is gone")
+        }
+        // Far below the 600 s deadline: the output bound, not the deadline, ended it.
+        #expect(Date().timeIntervalSince(started) < 300)
+    }
+
+    /// A `credential_process` (and its child) that ignores SIGTERM is killed at its deadline: SIGTERM, then SIGKILL
+    /// of its process group after the grace.
+    @Test func aCredentialProcessIgnoringSIGTERMIsKilledWithItsChildAtTheDeadline() async throws {
+        let dir = try TemporaryDirectory("aws-process-hang")
+        defer { dir.remove() }
+        try dir.write("hang.sh", """
+            trap '' TERM
+            sleep 600 &
+            echo $! > \(dir.file("child").path)
+            wait
+            wait
+            """)
+        let started = Date()
+        do {
+            _ = try await AWSCredentialProcess.runBounded("sh " + dir.file("hang.sh").path, profile: "hang", timeout: 1, grace: 1)
+            Issue.record("a process that does not end must fail")
+        } catch let failure as AWSCredentialProcess.ProcessFailure {
+            #expect(failure.error.description.contains("did not end within 1 s; killed it"), "\(failure.error)")
+            #expect(await Self.processEnds(failure.pid), "the shell is gone")
+            let child = try #require(pid_t(try String(contentsOf: dir.file("child"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(await Self.processEnds(child), "its child that ignored SIGTERM too")
+        }
+        // The deadline is 1 s and the grace 1 s: well within a minute even on a loaded machine.
+        #expect(Date().timeIntervalSince(started) < 60)
+    }
+
+    /// Credentials fetched from the container endpoint are registered with the redactor as they arrive: their
+    /// session token and secret key are scrubbed from whatever text later echoes them (an S3 error's code included).
+    @Test func fetchedSessionTokensAreRegisteredWithTheRedactor() async throws {
+        let endpoint = try await CredentialsStandIn.start()
+        defer { endpoint.stop() }
+        let token = "FetchedSessionToken-\(UUID().uuidString)"
+        let secret = "fetched-secret-\(UUID().uuidString)"
+        try endpoint.serve(["AccessKeyId": "ASIAFETCHED", "SecretAccessKey": secret, "Token": token, "Expiration": "2099-01-01T00:00:00Z"])
+        #expect(Redactor.shared.redact("code \(token)").contains(token), "not known before the fetch")
+        let fetched = try await AWSCredentialFetcher.fetch(.container(url: endpoint.endpoint + "/v2/credentials/syncgate", token: nil, tokenFile: nil),
+                                                           region: "eu-west-1")
+        #expect(fetched.credentials.sessionToken?.reveal() == token)
+        #expect(Redactor.shared.redactCode("InvalidToken." + token) == "InvalidToken.<redacted>")
+        #expect(!Redactor.shared.redact("echo \(secret)").contains(secret))
+    }
+
+    /// A redirect from the container endpoint is refused, never followed.
+    @Test func aRedirectFromTheContainerEndpointIsRefused() async throws {
+        let endpoint = try await CredentialsStandIn.start()
+        defer { endpoint.stop() }
+        let other = try await CredentialsStandIn.start()
+        defer { other.stop() }
+        try other.serve(["AccessKeyId": "ASIAOTHER", "SecretAccessKey": "other-host-secret"])
+        try endpoint.serve(["AccessKeyId": "ASIAUNUSED", "SecretAccessKey": "unused-secret"], redirect: other.endpoint)
+        do {
+            _ = try await AWSCredentialFetcher.fetch(.container(url: endpoint.endpoint + "/v2/credentials/syncgate", token: nil, tokenFile: nil),
+                                                     region: "eu-west-1")
+            Issue.record("a redirect must be refused")
+        } catch let error as DestinationError {
+            #expect(error.code == "CredentialsRedirect" && error.description.contains("302"), "\(error)")
+        }
+        #expect(try endpoint.counts()["redirected"] == 1)
+        #expect(try other.counts()["container"] == 0, "nothing reached the other host")
     }
 }

@@ -218,4 +218,105 @@ struct AWSCredentialServerTests {
         #expect(status.status == 0, "\(status.output)")
         #expect(status.stdout.contains("bucket"), "\(status.stdout)")
     }
+
+    /// The real binary with a `credential_process` that writes 3 GiB: the sync ends at once (no 1.6 GiB resident,
+    /// no wait), the destination blocked with an error naming the bound, and the process is gone.
+    @Test func aCredentialProcessWritingGigabytesIsKilledAndTheSyncEnds() async throws {
+        let server = try await S3TestServer(buckets: ["flood"])
+        defer { server.stop() }
+        let work = try Workspace(server: server, bucket: "flood")
+        defer { work.dir.remove() }
+        let script = work.dir.file("flood.sh")
+        try work.dir.write("flood.sh", """
+            #!/bin/sh
+            echo $$ > "\(work.dir.file("flood.pid").path)"
+            exec head -c 3221225472 /dev/zero
+            """)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: script.path)
+        try work.dir.write("aws/config", """
+            [default]
+            credential_process = "\(script.path)"
+            """)
+        let result = try await work.run(["sync"], environment: ["AWS_CONFIG_FILE": work.dir.file("aws/config").path])
+        #expect(result.status != 0)
+        #expect(result.output.contains("credential_process wrote more than 1 MiB; killed it"), "\(result.output.suffix(1500))")
+        let pid = try #require(pid_t(try String(contentsOf: work.dir.file("flood.pid"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(await AWSCredentialChainTests.processEnds(pid), "the process is gone")
+        #expect(try await server.objects(bucket: "flood", into: work.dir.file("readback")).isEmpty)
+    }
+
+    /// A 302 from instance metadata (after the IMDSv2 token was taken) or from the container endpoint is refused:
+    /// the destination is blocked with an error saying so, the other host never gets the token nor hands out its
+    /// keys (which S3 would accept), and nothing is uploaded.
+    @Test func aRedirectFromInstanceMetadataOrTheContainerEndpointIsRefused() async throws {
+        let server = try await S3TestServer(buckets: ["redirect"])
+        defer { server.stop() }
+        let other = try await CredentialsStandIn.start()
+        defer { other.stop() }
+        try other.serve(try await server.assumeRole())
+        let endpoint = try await CredentialsStandIn.start()
+        defer { endpoint.stop() }
+        try endpoint.serve(["AccessKeyId": "ASIAUNUSED", "SecretAccessKey": "unused-secret"], redirect: other.endpoint)
+        let work = try Workspace(server: server, bucket: "redirect")
+        defer { work.dir.remove() }
+        let cases = [
+            ("instance metadata", ["AWS_EC2_METADATA_DISABLED": "", "AWS_EC2_METADATA_SERVICE_ENDPOINT": endpoint.endpoint]),
+            ("container endpoint", ["AWS_CONTAINER_CREDENTIALS_FULL_URI": endpoint.endpoint + "/v2/credentials/syncgate"]),
+        ]
+        for (name, environment) in cases {
+            let result = try await work.run(["sync", "--json"], environment: environment)
+            #expect(result.status != 0, "\(name): \(result.output)")
+            #expect(result.output.contains("CredentialsRedirect") && result.output.contains("never followed"), "\(name): \(result.output)")
+        }
+        #expect(try await server.objects(bucket: "redirect", into: work.dir.file("readback")).isEmpty)
+        #expect(try endpoint.counts()["redirected"] == 2)
+        let reached = try other.counts()
+        #expect(reached["token"] == 0 && reached["list"] == 0 && reached["credentials"] == 0 && reached["container"] == 0
+                    && reached["refused"] == 0, "the other host got nothing: \(reached)")
+    }
+
+    /// An STS that echoes the web identity token in its error's `<Code>` and `<Message>`: the token is in no
+    /// output, not in `status --json` (whose `error_code` shows it redacted), and not in the state file's bytes
+    /// (the database, its WAL and shared memory), which are the owner's alone (0600, in a 0700 folder).
+    @Test func aWebIdentityTokenEchoedInAnSTSCodeIsInNoOutputNorTheStateFile() async throws {
+        let server = try await S3TestServer(buckets: ["echo"])
+        defer { server.stop() }
+        let sts = try await CredentialsStandIn.start()
+        defer { sts.stop() }
+        let work = try Workspace(server: server, bucket: "echo")
+        defer { work.dir.remove() }
+        let token = "eyJhbGciOiJSUzI1NiJ9.echoed-\(UUID().uuidString).sig"
+        try work.dir.write("token.jwt", token + "\n")
+        let environment = [
+            "AWS_WEB_IDENTITY_TOKEN_FILE": work.dir.file("token.jwt").path, "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/echo",
+            "AWS_ROLE_SESSION_NAME": "echo", "AWS_ENDPOINT_URL_STS": sts.endpoint,
+        ]
+        var outputs: [(String, String)] = []
+        var statusJSON = ""
+        for arguments in [["sync", "--json", "-vv"], ["sync", "-vv"], ["status"], ["status", "--json"], ["status", "--json", "--all"]] {
+            let result = try await work.run(arguments, environment: environment)
+            outputs.append((arguments.joined(separator: " "), result.output))
+            if arguments == ["status", "--json"] { statusJSON = result.stdout }
+        }
+        #expect(try sts.counts()["sts"] ?? 0 >= 1, "STS was asked (and echoed the token)")
+        let status = try #require((try? JSONSerialization.jsonObject(with: Data(statusJSON.utf8))) as? [String: Any], "\(statusJSON)")
+        let destination = try #require((status["destinations"] as? [[String: Any]])?.first)
+        #expect(destination["state"] as? String == "blocked", "\(destination)")
+        #expect((destination["error_code"] as? String) == "InvalidIdentityToken.<redacted>", "\(destination)")
+        let folder = work.dir.file(".syncgate").path
+        for file in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"] {
+            let path = folder + "/" + file
+            guard FileManager.default.fileExists(atPath: path) else { continue }
+            outputs.append((file, String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)))
+            var st = stat()
+            #expect(stat(path, &st) == 0 && st.st_mode & 0o777 == 0o600, "\(file) is 0\(String(st.st_mode & 0o777, radix: 8))")
+        }
+        var st = stat()
+        #expect(stat(folder, &st) == 0 && st.st_mode & 0o777 == 0o700, "the state folder is 0\(String(st.st_mode & 0o777, radix: 8))")
+        #expect(outputs.count >= 6)
+        for (name, text) in outputs {
+            #expect(!text.contains(token) && !text.contains(String(token.prefix(30))), "\(name) holds the web identity token")
+        }
+    }
 }
+

@@ -32,18 +32,21 @@ public final class CredentialsStandIn: @unchecked Sendable {
     }
 
     /// What to hand out: `credentials` (AccessKeyId, SecretAccessKey, Token, Expiration), the token the container
-    /// endpoint requires (nil: none), its path, and whether the credential answers fail (500) for now.
+    /// endpoint requires (nil: none), its path, whether the credential answers fail (500) for now, and a URL the
+    /// role listing, a role's credentials and the container endpoint redirect to (302; nil: none).
     public func serve(_ credentials: [String: String], containerToken: String? = nil, containerPath: String = "/v2/credentials/syncgate",
-                      failing: Bool = false) throws {
+                      failing: Bool = false, redirect: String? = nil) throws {
         var settings: [String: Any] = credentials
         settings["container_token"] = containerToken ?? NSNull()
         settings["container_path"] = containerPath
         settings["failing"] = failing
+        settings["redirect"] = redirect ?? NSNull()
         _ = try LoopbackHTTP.request(port: port, "POST", "/_control/credentials", body: try JSONSerialization.data(withJSONObject: settings))
     }
 
     /// Requests answered so far: `token` (IMDSv2 token PUTs), `list` (role listings), `credentials` (a role's
-    /// credentials), `container`, and `refused` (a request without a valid token or header).
+    /// credentials), `container`, `refused` (a request without a valid token or header), `redirected` (302s
+    /// answered) and `sts` (STS requests, always refused echoing the web identity token).
     public func counts() throws -> [String: Int] {
         let data = try LoopbackHTTP.request(port: port, "GET", "/_control/counts")
         return (try JSONSerialization.jsonObject(with: data) as? [String: Int]) ?? [:]

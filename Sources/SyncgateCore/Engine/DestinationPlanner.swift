@@ -253,6 +253,29 @@ final class DestinationPlanner {
                 unverified: unverified, tooNew: tooNew)
     }
 
+    /// The most other files a clash error names: past them, a count. (5,000 sources holding one name would otherwise
+    /// make each of their 5,000 errors name all the others.)
+    static let clashNamesShown = 3
+
+    /// The error of `files[index]`, one of the files that would all be stored as `name`: it, and at most
+    /// ``clashNamesShown`` of the others (`source/path`) then how many more.
+    static func clashMessage(_ files: [ScannedFile], index: Int, name: String) -> String {
+        func shown(_ file: ScannedFile) -> String { "'\(file.source)/\(file.relativePath)'" }
+        let others = files.indices.lazy.filter { $0 != index }
+        var text = "remote name clash: \(shown(files[index])) and " + others.prefix(clashNamesShown).map { shown(files[$0]) }.joined(separator: ", ")
+        let more = files.count - 1 - min(clashNamesShown, files.count - 1)
+        if more > 0 {
+            var count = String(more)
+            var at = count.count - 3
+            while at > 0 {
+                count.insert(",", at: count.index(count.startIndex, offsetBy: at))
+                at -= 3
+            }
+            text += " and \(count) more"
+        }
+        return text + " would all be stored as '\(name)'; rename one of them"
+    }
+
     /// The plans to act on, after failing every file that would be stored under the same remote name as another:
     /// nothing is overwritten. `rescan` walks the files again (only when a name hash repeated) for their names.
     private func finish(rescan: ((ScannedFile) throws -> Void) throws -> Void) rethrows -> [PlannedDelivery] {
@@ -265,10 +288,9 @@ final class DestinationPlanner {
         }
         var failures: [FileKey: DeliveryFailure] = [:]
         for (name, files) in byName where files.count > 1 {
-            let paths = files.map { "'\($0.relativePath)'" }.joined(separator: " and ")
-            for file in files {
+            for (index, file) in files.enumerated() {
                 failures[file.key] = DeliveryFailure(
-                    message: "remote name clash: \(paths) would all be stored as '\(name.value)'; rename one of them",
+                    message: DestinationPlanner.clashMessage(files, index: index, name: name.value),
                     failureClass: .permanent, code: "name-clash", attempts: 0)
             }
         }

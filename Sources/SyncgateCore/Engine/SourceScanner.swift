@@ -69,8 +69,9 @@ public struct SourceScanner: Sendable {
             }
             return warnings
         }
-        var visiting: Set<[UInt64]> = [[UInt64(root.st_dev), UInt64(root.st_ino)]]
-        try walk(source, absolute: source.path, relative: "", share: share, visit: visit, warnings: &warnings, visiting: &visiting)
+        let rootID: [UInt64] = [UInt64(root.st_dev), UInt64(root.st_ino)]
+        var state = Walk(visiting: [rootID], walked: [rootID])
+        try walk(source, absolute: source.path, relative: "", again: false, share: share, visit: visit, warnings: &warnings, state: &state)
         return warnings
     }
 
@@ -103,10 +104,28 @@ public struct SourceScanner: Sendable {
         return nil
     }
 
+    /// The most entries a walk takes in from folders it already walked once (reached again through another link,
+    /// `follow_symlinks`), per source. Links that lead to the same folders over and over without a loop (a DAG:
+    /// 22 levels of 2 links each make 4 million paths) would otherwise make a walk run for minutes; a tree
+    /// where every folder is reached once never comes near it.
+    public static let maxEntriesWalkedAgain = 100_000
+
+    /// What a walk of one source carries from folder to folder.
+    struct Walk {
+        /// The folders on the way down (a folder met again among them is a loop).
+        var visiting: Set<[UInt64]>
+        /// Every folder walked so far.
+        var walked: Set<[UInt64]>
+        /// Entries taken in from folders walked again, and whether the bound stopped the walk.
+        var entriesAgain = 0
+        var stopped = false
+    }
+
     private func walk(
-        _ source: SourceConfig, absolute: String, relative: String, share: ((String) -> Bool)?, visit: (ScannedFile) throws -> Void,
-        warnings: inout [ScanWarning], visiting: inout Set<[UInt64]>
+        _ source: SourceConfig, absolute: String, relative: String, again: Bool, share: ((String) -> Bool)?, visit: (ScannedFile) throws -> Void,
+        warnings: inout [ScanWarning], state: inout Walk
     ) rethrows {
+        if state.stopped { return }
         guard let dir = opendir(absolute) else {
             warnings.append(ScanWarning(source: source.name, relativePath: relative, message: "cannot read folder: \(String(cString: strerror(errno)))"))
             return
@@ -165,18 +184,32 @@ public struct SourceScanner: Sendable {
         order.sort { ExactString.compare(keys[$0], keys[$1]) < 0 }
         for (name, st, kind) in order.lazy.map({ entries[$0] }) {
             let childRelative = child(name)
+            if state.stopped { return }
+            if again {
+                state.entriesAgain += 1
+                if state.entriesAgain > SourceScanner.maxEntriesWalkedAgain {
+                    state.stopped = true
+                    warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message:
+                        "stopped walking: more than \(SourceScanner.maxEntriesWalkedAgain) entries reached again through links to folders "
+                        + "already walked (follow_symlinks: links that lead to the same folders over and over); the rest of this source "
+                        + "is not synced"))
+                    return
+                }
+            }
             switch kind {
             case S_IFDIR:
                 let childAbsolute = absolute + "/" + name
                 if source.exclude.decision(for: childRelative) == true { continue }
                 let id: [UInt64] = [UInt64(st.st_dev), UInt64(st.st_ino)]
-                guard !visiting.contains(id) else {
+                guard !state.visiting.contains(id) else {
                     warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message: "skipped: folder link loop"))
                     continue
                 }
-                visiting.insert(id)
-                try walk(source, absolute: childAbsolute, relative: childRelative, share: share, visit: visit, warnings: &warnings, visiting: &visiting)
-                visiting.remove(id)
+                let walkedBefore = !state.walked.insert(id).inserted
+                state.visiting.insert(id)
+                try walk(source, absolute: childAbsolute, relative: childRelative, again: again || walkedBefore, share: share, visit: visit,
+                         warnings: &warnings, state: &state)
+                state.visiting.remove(id)
             case S_IFREG:
                 guard source.selects(childRelative), share?(childRelative) != false else { continue }
                 let stat = FileStat(st)

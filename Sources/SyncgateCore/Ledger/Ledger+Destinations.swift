@@ -75,7 +75,7 @@ extension Ledger {
                     last_error = excluded.last_error, error_code = excluded.error_code,
                     failed_probes = excluded.failed_probes, next_probe_at = excluded.next_probe_at,
                     fingerprint = excluded.fingerprint, retry_after_until = excluded.retry_after_until, updated_at = excluded.updated_at
-                """, [name, state.rawValue, since, Redactor.shared.redact(error), code, probes, next, fingerprint, until, t])
+                """, [name, state.rawValue, since, Redactor.shared.redact(error), code.map(Redactor.shared.redactCode), probes, next, fingerprint, until, t])
         }
     }
 

@@ -205,7 +205,7 @@ extension Ledger {
                     failed_runs = ?, first_failed_at = ?, bytes_done = 0, updated_at = ?, \(release)
                 WHERE source = ? AND path = ? AND destination = ? AND \(mine)
                 """, [Redactor.shared.redact(failure.message), failure.failureClass.name,
-                                         failure.code, next?.timeIntervalSince1970, failedRuns, firstFailed, now.timeIntervalSince1970,
+                                         failure.code.map(Redactor.shared.redactCode), next?.timeIntervalSince1970, failedRuns, firstFailed, now.timeIntervalSince1970,
                                          file.source, file.path, destination, claimant])
         case .waiting(let file, let destination, let uncount, let now):
             try db.execute("""

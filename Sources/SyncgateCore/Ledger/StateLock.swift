@@ -54,8 +54,9 @@ public final class StateLock: @unchecked Sendable {
             try postgres.acquire(gateway: gateway)
             return
         }
-        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+                                                 attributes: [.posixPermissions: 0o700])
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw LedgerError(path: path, message: "cannot create the lock file beside the state file: \(String(cString: strerror(errno))) (the state's folder must be writable)")
         }

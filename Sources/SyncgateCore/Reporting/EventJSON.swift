@@ -21,24 +21,24 @@ public enum EventJSON {
             object["class"] = error.failureClass.name
             object["scope"] = error.scope.rawValue
             object["delay_ms"] = Int((delay.seconds * 1000).rounded())
-            if let code = error.code { object["code"] = code }
+            if let code = error.code { object["code"] = Redactor.shared.redactCode(code) }
         case .synced(let receipt, let attempts, let uploaded):
             object["attempts"] = attempts
             object["uploaded"] = uploaded
             object["remote_name"] = receipt.remoteName
-            if let etag = receipt.etag { object["etag"] = etag }
+            if let etag = receipt.etag { object["etag"] = Redactor.shared.redact(etag) }
             if let detail = receipt.detail { object["detail"] = Redactor.shared.redact(detail) }
         case .failed(let failure):
             object["error"] = Redactor.shared.redact(failure.message)
             object["class"] = failure.failureClass.name
             object["scope"] = failure.scope.rawValue
             object["attempts"] = failure.attempts
-            if let code = failure.code { object["code"] = code }
+            if let code = failure.code { object["code"] = Redactor.shared.redactCode(code) }
         case .waiting(let failure, _):
             object["error"] = Redactor.shared.redact(failure.message)
             object["class"] = failure.failureClass.name
             object["scope"] = failure.scope.rawValue
-            if let code = failure.code { object["code"] = code }
+            if let code = failure.code { object["code"] = Redactor.shared.redactCode(code) }
         case .skipped(let reason):
             object["reason"] = Redactor.shared.redact(reason.description)
             if case .tooNew(_, let readyAt) = reason { object["ready_at"] = JSONText.time(readyAt) }
@@ -65,7 +65,7 @@ public enum EventJSON {
                     "name": away.name, "state": away.state.rawValue, "since": JSONText.time(away.since),
                     "error": Redactor.shared.redact(away.error), "waiting": away.waiting,
                 ]
-                if let code = away.code { object["code"] = code }
+                if let code = away.code { object["code"] = Redactor.shared.redactCode(code) }
                 return object
             },
         ] as [String: Any])

@@ -32,7 +32,8 @@ public struct RedactingLogHandler: LogHandler {
         switch format {
         case .plain:
             let meta = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            line = Redactor.shared.redact("syncgate: \(event.level): \(event.message)\(meta)") + "\n"
+            // Names in messages are a terminal's to show, not to obey: control characters escaped.
+            line = TerminalText.escapeKeepingLines(Redactor.shared.redact("syncgate: \(event.level): \(event.message)\(meta)")) + "\n"
         case .json:
             var object: [String: Any] = [:]
             for (key, value) in all { object[key] = Redactor.shared.redact("\(value)") }

@@ -64,6 +64,16 @@ public final class Redactor: @unchecked Sendable {
         }
         return String(redacted[..<end]) + "..."
     }
+
+    /// An error code as it is kept and shown (the ledger's `error_code`, `status --json`, events): a code comes
+    /// from elsewhere (a plugin's answer, S3's or STS's `<Code>`) and may echo a secret like any message, so it is
+    /// redacted, then cut to ``codeLimit`` characters.
+    public func redactCode(_ code: String) -> String {
+        snippet(code, limit: Redactor.codeLimit)
+    }
+
+    /// The longest error code kept (a real one is a short word: `AccessDenied`, `name-clash`).
+    public static let codeLimit = 128
 }
 
 extension Redactor {

@@ -122,11 +122,11 @@ public struct StatusReport: Sendable {
             "error_class": entry.errorClass?.name ?? NSNull(), "next_retry_at": JSONText.time(entry.nextRetryAt),
             "size": entry.size, "progress": entry.progress,
         ]
-        if let code = entry.errorCode { object["error_code"] = code }
+        if let code = entry.errorCode { object["error_code"] = Redactor.shared.redactCode(code) }
         if let sha = entry.sha256 { object["sha256"] = sha }
         if let receipt = entry.receipt {
             object["remote_name"] = receipt.remoteName
-            if let etag = receipt.etag { object["etag"] = etag }
+            if let etag = receipt.etag { object["etag"] = Redactor.shared.redact(etag) }
         }
         if let synced = entry.syncedAt { object["synced_at"] = JSONText.time(synced) }
         if let holder = entry.claimedBy {
@@ -149,7 +149,7 @@ public struct StatusReport: Sendable {
         if d.state != .available {
             object["since"] = JSONText.time(d.since)
             object["last_error"] = d.lastError.map { Redactor.shared.redact($0) } ?? NSNull()
-            if let code = d.errorCode { object["error_code"] = code }
+            if let code = d.errorCode { object["error_code"] = Redactor.shared.redactCode(code) }
             if let next = d.nextProbe { object["next_probe_at"] = JSONText.time(next) }
         }
         return object
@@ -199,7 +199,7 @@ public struct StatusReport: Sendable {
         }
         for d in destinations where d.state != .available {
             let files = "\(d.waiting) file\(d.waiting == 1 ? "" : "s") wait\(d.waiting == 1 ? "s" : "") for it"
-            let why = Redactor.shared.redact(d.lastError ?? "no error recorded")
+            let why = TerminalText.escape(Redactor.shared.redact(d.lastError ?? "no error recorded"))
             let since = d.since.map { HumanTime.text($0, now: generatedAt) } ?? "?"
             if d.state == .blocked {
                 out += "\n\(d.name): blocked since \(since) (\(why)): fix its credentials or settings (or run syncgate retry); \(files).\n"
@@ -219,7 +219,7 @@ public struct StatusReport: Sendable {
         }
         if !ongoing.isEmpty {
             out += "\nUploading now:\n"
-            for e in ongoing { out += "  \(e.destination)  \(e.file.path)  \(Int(e.progress * 100))%" + (e.claimedBy.map { "  (\($0))" } ?? "") + "\n" }
+            for e in ongoing { out += "  \(e.destination)  \(TerminalText.escape(e.file.path))  \(Int(e.progress * 100))%" + (e.claimedBy.map { "  (\(TerminalText.escape($0)))" } ?? "") + "\n" }
         }
         if listsPaths {
             out += files.isEmpty ? "\nNone of these paths is in the ledger.\n" : "\nFiles (\(files.count)):\n"
@@ -237,22 +237,22 @@ public struct StatusReport: Sendable {
         }
         if !recentlyCompleted.isEmpty {
             out += "\nRecently completed (\(recentlyCompleted.count)):\n"
-            for e in recentlyCompleted.prefix(20) { out += "  \(e.destination)  \(e.file.path)  \(when(e.syncedAt))\n" }
+            for e in recentlyCompleted.prefix(20) { out += "  \(e.destination)  \(TerminalText.escape(e.file.path))  \(when(e.syncedAt))\n" }
         }
         if !recentlyFailed.isEmpty {
             out += "\nRecently failed (\(recentlyFailed.count)):\n"
-            for e in recentlyFailed.prefix(20) { out += "  \(e.destination)  \(e.file.path)  \(when(e.lastAttemptAt))\n" }
+            for e in recentlyFailed.prefix(20) { out += "  \(e.destination)  \(TerminalText.escape(e.file.path))  \(when(e.lastAttemptAt))\n" }
         }
         return out
     }
 
     static func fileLine(_ e: LedgerEntry, when: (Date?) -> String) -> String {
-        var line = "  [\(e.status.rawValue)] \(e.destination)  \(e.file.path)  attempts=\(e.attempts) last=\(when(e.lastAttemptAt))"
+        var line = "  [\(e.status.rawValue)] \(e.destination)  \(TerminalText.escape(e.file.path))  attempts=\(e.attempts) last=\(when(e.lastAttemptAt))"
         if let removed = e.removed { line += " (\(removed.label))" }
         if let next = e.nextRetryAt { line += " next=\(when(next))" }
         if let synced = e.syncedAt, e.status == .synced { line += " synced=\(when(synced))" }
         line += "\n"
-        if let error = e.lastError, e.status != .synced { line += "      \(Redactor.shared.redact(error))\n" }
+        if let error = e.lastError, e.status != .synced { line += "      \(TerminalText.escape(Redactor.shared.redact(error)))\n" }
         return line
     }
 }

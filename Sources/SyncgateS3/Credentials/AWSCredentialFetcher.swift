@@ -125,10 +125,14 @@ enum AWSCredentialFetcher {
             expiration: (object["Expiration"] as? String).flatMap(S3Time.parse))
     }
 
-    /// One request to a credentials source: its body on 2xx. Unreachable or 5xx: unavailable; 4xx: blocked (with
+    /// The largest answer read from a credentials source (STS, the container endpoint, instance metadata).
+    static let answerLimit = 1 << 20
+
+    /// One request to a credentials source: its body on 2xx (at most ``answerLimit`` bytes); a 3xx is refused,
+    /// never followed. Unreachable or 5xx: unavailable; 4xx: blocked (with
     /// STS's error code when `stsErrors`). With `network` (STS), the request goes through a client of its own made
-    /// by ``HTTPClientFactory`` (the destination's proxy and CAs), shut down after it; without (the container
-    /// endpoint, instance metadata), directly, through the shared client.
+    /// by ``HTTPClientFactory`` (the destination's proxy and CAs); without (the container endpoint, instance
+    /// metadata), directly. Either client is the request's own, shut down after it.
     static func request(
         _ method: HTTPMethod, _ url: String, headers: [(String, String)], body: Data? = nil, context: String,
         stsErrors: Bool = false, timeout: TimeAmount = .seconds(30), network: NetworkSettings? = nil
@@ -139,24 +143,37 @@ enum AWSCredentialFetcher {
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response: HTTPClientResponse
         let data: ByteBuffer
-        var own: HTTPClient? = nil
-        if let network, let parsed = URL(string: url) {
-            var base = HTTPClient.Configuration(redirectConfiguration: .disallow)
-            base.connectionPool.retryConnectionEstablishment = false
-            own = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClientFactory.configuration(base, for: parsed, network: network))
+        // A client of its own that never follows a redirect: a 3xx from instance metadata or the container endpoint
+        // would otherwise carry the IMDS token (or the container's authorization) to another host and take that
+        // host's keys.
+        var base = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        base.connectionPool.retryConnectionEstablishment = false
+        let configuration = if let network, let parsed = URL(string: url) {
+            HTTPClientFactory.configuration(base, for: parsed, network: network)
+        } else {
+            base
         }
+        let own = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         do {
-            response = try await (own ?? HTTPClient.shared).execute(request, timeout: timeout)
-            data = try await response.body.collect(upTo: 1 << 20)
-            try? await own?.shutdown()
+            response = try await own.execute(request, timeout: timeout)
+            data = try await response.body.collect(upTo: answerLimit)
+            try? await own.shutdown()
+        } catch is NIOTooManyBytesError {
+            try? await own.shutdown()
+            throw DestinationError.unavailable("\(context): the answer is larger than \(answerLimit >> 20) MiB; refused", code: "CredentialsAnswer")
         } catch {
-            try? await own?.shutdown()
+            try? await own.shutdown()
             let tls = network.flatMap { TLSFailureHint.text(for: error, trust: $0.trust, keys: "ca_file, AWS_CA_BUNDLE or SSL_CERT_FILE") }
             let via = network.flatMap { network in URL(string: url).flatMap { network.proxy.decision(for: $0).proxy } }.map { " (through the proxy \($0))" } ?? ""
             let detail = tls ?? String(describing: error)
             throw DestinationError.unavailable("\(context)\(via): \(Redactor.shared.redact(detail))", code: "CredentialsUnreachable")
         }
         let bytes = Data(data.readableBytesView)
+        if (300..<400).contains(Int(response.status.code)) {
+            let location = response.headers.first(name: "Location").map { " to \(Redactor.shared.snippet($0, limit: 200))" } ?? ""
+            throw DestinationError.blocked("\(context): answered \(response.status.code), a redirect\(location); a credentials source's redirect is never followed",
+                                           code: "CredentialsRedirect")
+        }
         guard (200..<300).contains(Int(response.status.code)) else {
             var code = "http-\(response.status.code)"
             var message = String(decoding: bytes, as: UTF8.self)

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import GRDB
 
@@ -20,10 +25,11 @@ final class SQLiteLedgerDatabase: LedgerDatabase {
         self.path = path
         let folder = (path as NSString).deletingLastPathComponent
         do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw LedgerError(path: path, message: "cannot create its folder: \(error.localizedDescription)")
         }
+        SQLiteLedgerDatabase.makePrivate(path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.label = "syncgate-ledger"
@@ -45,6 +51,25 @@ final class SQLiteLedgerDatabase: LedgerDatabase {
             throw SQLiteLedgerDatabase.explain(error, path: path)
         }
         identity = LedgerIdentity.of(path)
+    }
+
+    /// The state file holds what destinations answered (error texts, receipts): it is its owner's alone. A new file
+    /// is created 0600 before SQLite opens it (SQLite gives its `-wal` and `-shm` files the mode of the database
+    /// file); an existing one, and its `-wal` and `-shm`, lose any group and other permissions.
+    static func makePrivate(_ path: String) {
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            #if canImport(Glibc)
+            Glibc.close(fd)
+            #else
+            Darwin.close(fd)
+            #endif
+        }
+        for file in [path, path + "-wal", path + "-shm"] {
+            var st = stat()
+            guard lstat(file, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_mode & 0o077 != 0 else { continue }
+            chmod(file, st.st_mode & 0o700)
+        }
     }
 
     func read<T>(_ body: (any LedgerConnection) throws -> T) throws -> T {
