@@ -42,18 +42,7 @@ final class PluginProcess: @unchecked Sendable {
         if let directory, let addchdir = PluginProcess.addchdir {
             _ = directory.withCString { addchdir(&actions, $0) }
         }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        let attributes = HelperSpawnAttributes()
 
         let argv = [executable] + arguments
         let envp = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
@@ -64,7 +53,7 @@ final class PluginProcess: @unchecked Sendable {
             for pointer in cEnvp { free(pointer) }
         }
         var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, &attributes, &cArgv, &cEnvp)
+        let status = posix_spawn(&child, executable, &actions, &attributes.raw, &cArgv, &cEnvp)
         close(inPipe[0])
         close(outPipe[1])
         close(errPipe[1])
