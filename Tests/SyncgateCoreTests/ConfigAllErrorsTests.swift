@@ -186,7 +186,7 @@ struct ConfigAllErrorsTests {
                                              baseDirectory: URL(fileURLWithPath: "/cfg"), registry: registry, environment: [:])
         #expect(config.http?.maxConnections == 64)
         #expect(errors(loopback + "  max_connections: 2\n").map(\.description) == [
-            "plugins.yaml:12:20: http.max_connections: must be between 8 and 16384 (default 256)"
+            "plugins.yaml:11:20: http.max_connections: must be between 8 and 16384 (default 256)"
         ])
     }
 }
