@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -20,6 +21,8 @@ public struct StatusServer: Sendable {
     let heartbeat: Duration
     /// Event streams open at once at most (``EventStreamSlots``).
     var maxEventStreams = 64
+    /// The time and size limits of each connection (their number is `settings.maxConnections`).
+    var connectionLimits = ConnectionLimits.standard
 
     /// Makes the server (and bootstraps swift-metrics onto ``MetricsBootstrap/registry``, once per process, so make
     /// it before the gateway's first pass). `heartbeat`: how often `/api/events` sends a comment line when nothing
@@ -37,10 +40,16 @@ public struct StatusServer: Sendable {
     /// returns. Throws when the address cannot be bound. `onListening` gets the port listened on (the one chosen
     /// by the system when `settings.port` is 0).
     public func run(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let logger = self.logger, settings = self.settings
+        let logger = self.logger, settings = self.settings, limits = connectionLimits
+        let limiter = ConnectionLimiter(limit: settings.maxConnections, logger: logger)
         let app = Application(
             router: makeRouter(),
-            configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: nil),
+            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuard(limiter: limiter, limits: limits)])),
+            configuration: ApplicationConfiguration(
+                address: .hostname(settings.host, port: settings.port), serverName: nil,
+                // A backstop: should closing lag behind a flood, accepting waits instead of taking descriptors.
+                availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections + StatusServer.closingMargin)
+            ),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? settings.port
                 logger.info("status page and API on http://\(StatusServer.authority(host: settings.host, port: port))/")
@@ -74,6 +83,9 @@ public struct StatusServer: Sendable {
         }
     }
 
+    /// Connections accepted beyond `maxConnections` while those closed to make room finish closing.
+    static let closingMargin = 32
+
     /// How long a graceful shutdown may take before what is left is cancelled.
     public static let shutdownLimit: Duration = .seconds(3)
 
@@ -94,7 +106,8 @@ public struct StatusServer: Sendable {
             }
             return Responses.text(MetricsPage.render(report: report, figures: gateway.figures, ready: gateway.isReady), type: MetricsPage.contentType)
         }
-        APIRoutes(gateway: gateway, heartbeat: heartbeat, streams: EventStreamSlots(limit: maxEventStreams), logger: logger).register(on: router)
+        APIRoutes(gateway: gateway, heartbeat: heartbeat, streams: EventStreamSlots(limit: maxEventStreams),
+                  broadcast: EventBroadcast(gateway: gateway, capacity: EventStream.backlogBytes), logger: logger).register(on: router)
         StatusPage(tokenRequired: settings.token != nil).register(on: router)
         return router
     }

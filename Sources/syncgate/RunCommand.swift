@@ -22,6 +22,8 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = global.makeLogger()
+        let descriptors = DescriptorLimit.raise()
+        logger.debug("open descriptors allowed: \(descriptors)")
         var config = try global.loadConfig(logger: logger)
         let lock = StateLock(state: config.state)
         try global.acquire(lock, gateway: true)

@@ -167,4 +167,26 @@ struct ConfigAllErrorsTests {
             #expect(!error.description.contains(token))
         }
     }
+
+    /// `listen` is judged loopback or not by the addresses it resolves to (issue 26): a name spelled like a loopback
+    /// address needs a token like any other; `localhost` does not. `max_connections` is bounded.
+    @Test func theListenAddressIsJudgedByWhatItResolvesTo() throws {
+        let base = Self.withHTTP.replacingOccurrences(of: "0.0.0.0:9464", with: "127.gateway.test:9464")
+        let named = errors(base)
+        #expect(named.map(\.message).count == 1)
+        #expect(named.first?.message.contains("needs a token") == true, "\(named)")
+        for listen in ["localhost:9464", "127.0.0.1:9464", "127.3.2.1:9464", "\"[::1]:9464\""] {
+            let config = try GatewayConfig.parse(text: Self.withHTTP.replacingOccurrences(of: "0.0.0.0:9464", with: listen), file: "plugins.yaml",
+                                                 baseDirectory: URL(fileURLWithPath: "/cfg"), registry: registry, environment: [:])
+            #expect(config.http?.isLoopback == true, "\(listen)")
+            #expect(config.http?.maxConnections == HTTPSettings.defaultMaxConnections)
+        }
+        let loopback = Self.withHTTP.replacingOccurrences(of: "0.0.0.0:9464", with: "127.0.0.1:9464")
+        let config = try GatewayConfig.parse(text: loopback + "  max_connections: 64\n", file: "plugins.yaml",
+                                             baseDirectory: URL(fileURLWithPath: "/cfg"), registry: registry, environment: [:])
+        #expect(config.http?.maxConnections == 64)
+        #expect(errors(loopback + "  max_connections: 2\n").map(\.description) == [
+            "plugins.yaml:11:20: http.max_connections: must be between 8 and 16384 (default 256)"
+        ])
+    }
 }

@@ -8,9 +8,9 @@ struct AccessPolicyTests {
     static let token = "a-token-of-sixteen-or-more"
 
     func decide(_ kind: AccessPolicy.Kind, host: String = "127.0.0.1", token: String? = nil, sent: String? = nil,
-                origin: String? = nil, requestHost: String? = "127.0.0.1:9464", site: String? = nil) -> AccessPolicy.Decision {
+                origin: String? = nil, requestHost: String? = "127.0.0.1:9464", site: String? = nil, proto: String? = nil) -> AccessPolicy.Decision {
         let policy = AccessPolicy(settings: HTTPSettings(host: host, port: 9464, token: token.map { Secret($0) }))
-        return policy.decide(kind, .init(authorization: sent, origin: origin, host: requestHost, fetchSite: site))
+        return policy.decide(kind, .init(authorization: sent, origin: origin, host: requestHost, fetchSite: site, forwardedProto: proto))
     }
 
     func isAllowed(_ decision: AccessPolicy.Decision) -> Bool { decision == .allow }
@@ -53,8 +53,34 @@ struct AccessPolicyTests {
         #expect(isUnauthorized(decide(.change, token: t, sent: "Basic " + t)))
         #expect(isUnauthorized(decide(.read, token: t, sent: "Bearer wrong")), "a wrong token is refused even where none is needed")
         #expect(isForbidden(decide(.change, token: t, sent: "Bearer " + t, origin: "http://evil.example")))
-        // With a token, the token decides: a proxy may give another Host.
-        #expect(isAllowed(decide(.read, token: t, requestHost: "gateway.example")))
+        // A loopback listener answers only to loopback names, token or not (DNS rebinding of a page the token's
+        // owner has open; issue 26): with or without a port, IPv4 127.0.0.0/8, [::1], localhost.
+        for kind in [AccessPolicy.Kind.page, .read, .change] {
+            #expect(isForbidden(decide(kind, token: t, sent: "Bearer " + t, requestHost: "evil.example:9464")))
+            #expect(isForbidden(decide(kind, token: t, requestHost: "evil.example")))
+        }
+        for name in ["localhost", "localhost:9464", "127.0.0.1", "127.9.8.7:9464", "[::1]", "[::1]:9464"] {
+            #expect(isAllowed(decide(.read, token: t, requestHost: name)), "\(name)")
+        }
+        // Another scheme is another origin: the listener speaks http.
+        #expect(isForbidden(decide(.change, token: t, sent: "Bearer " + t, origin: "https://127.0.0.1:9464")))
+        #expect(isForbidden(decide(.change, origin: "https://127.0.0.1:9464")))
+        #expect(isForbidden(decide(.change, origin: "ftp://127.0.0.1:9464")))
+        #expect(isAllowed(decide(.change, origin: "HTTP://127.0.0.1:9464")))
+        // The default port is the same origin as the port written out.
+        #expect(isAllowed(decide(.change, origin: "http://localhost", requestHost: "localhost:80")))
+        #expect(isForbidden(decide(.change, origin: "http://localhost", requestHost: "localhost:9464")))
+    }
+
+    /// The loopback decision for `listen` is made on what the host resolves to, never on its spelling.
+    @Test func theListenerIsJudgedByItsResolvedAddress() {
+        for host in ["127.0.0.1", "127.1.2.3", "::1", "localhost"] {
+            #expect(HTTPSettings(host: host, port: 9464).isLoopback, "\(host)")
+        }
+        // A name spelled like an address that does not resolve (or resolves elsewhere) is not loopback.
+        for host in ["127.gateway.test", "127.0.0.1.gateway.test", "0.0.0.0", "::", "192.0.2.10"] {
+            #expect(!HTTPSettings(host: host, port: 9464).isLoopback, "\(host)")
+        }
     }
 
     @Test func awayFromLoopback() {
@@ -64,8 +90,15 @@ struct AccessPolicyTests {
             #expect(isUnauthorized(decide(.read, host: host, token: t, requestHost: "gateway.example:9464")))
             #expect(isUnauthorized(decide(.change, host: host, token: t, requestHost: "gateway.example:9464")))
             #expect(isAllowed(decide(.read, host: host, token: t, sent: "Bearer " + t, requestHost: "gateway.example:9464")))
+            // Behind a TLS proxy that says so, the page's origin is an https one; without it, https is another origin.
             #expect(isAllowed(decide(.change, host: host, token: t, sent: "Bearer " + t, origin: "https://gateway.example:9464",
-                                     requestHost: "gateway.example:9464")))
+                                     requestHost: "gateway.example:9464", proto: "https")))
+            #expect(isAllowed(decide(.change, host: host, token: t, sent: "Bearer " + t, origin: "https://gateway.example",
+                                     requestHost: "gateway.example", proto: "https")))
+            #expect(isForbidden(decide(.change, host: host, token: t, sent: "Bearer " + t, origin: "https://gateway.example:9464",
+                                       requestHost: "gateway.example:9464")))
+            #expect(isForbidden(decide(.change, host: host, token: t, sent: "Bearer " + t, origin: "http://gateway.example:9464",
+                                       requestHost: "gateway.example:9464", proto: "https")))
         }
     }
 
@@ -79,9 +112,13 @@ struct AccessPolicyTests {
         #expect(AccessPolicy.hostName(ofAuthority: "[::1]:9464") == "::1")
         #expect(AccessPolicy.hostName(ofAuthority: "localhost:80") == "localhost")
         #expect(AccessPolicy.hostName(ofAuthority: "localhost") == "localhost")
-        #expect(AccessPolicy.authority(ofOrigin: "http://127.0.0.1:9464") == "127.0.0.1:9464")
-        #expect(AccessPolicy.authority(ofOrigin: "null") == nil)
-        #expect(AccessPolicy.authority(ofOrigin: "file://") == nil)
+        #expect(AccessPolicy.Origin(serialized: "http://127.0.0.1:9464") == AccessPolicy.Origin(scheme: "http", authority: "127.0.0.1:9464"))
+        #expect(AccessPolicy.Origin(serialized: "https://[::1]")?.port == 443)
+        #expect(AccessPolicy.Origin(serialized: "https://[::1]")?.host == "[::1]")
+        #expect(AccessPolicy.Origin(serialized: "null") == nil)
+        #expect(AccessPolicy.Origin(serialized: "file://") == nil)
+        #expect(AccessPolicy.Origin(serialized: "http://a@127.0.0.1") == nil)
+        #expect(AccessPolicy.Origin(serialized: "http://127.0.0.1:99999") == nil)
 
         let token = BearerToken(Secret(AccessPolicyTests.token))
         #expect("\(token)" == "<redacted>")

@@ -55,6 +55,41 @@ struct AccessTests {
         try await server.stop()
     }
 
+    /// DNS rebinding against a loopback listener that has a token (issue 26): a page whose own name the attacker
+    /// points at 127.0.0.1 is refused on every endpoint, with or without the token; a page served over https on the
+    /// same host and port is another origin.
+    @Test func onLoopbackWithATokenARebindingHostIsRefusedEverywhere() async throws {
+        let gateway = try await StatusServerTests.gatewayWithAFailure()
+        defer { gateway.stop() }
+        let server = try await RunningServer(gateway: gateway, token: AccessTests.token)
+        let http = HTTPCall(base: server.base)
+        let bearer = [("Authorization", "Bearer " + AccessTests.token)]
+        let rebound = [("Host", "evil.example:\(server.port)")]
+        let paths = ["/", "/app.js", "/app.css", "/favicon.svg", "/healthz", "/readyz", "/metrics", "/api/status", "/api/operations", "/api/events"]
+        for path in paths {
+            for headers in [rebound, rebound + bearer] {
+                let answer = try await http.get(path, headers: headers)
+                #expect(answer.status == 403, "\(path)")
+                #expect(!answer.body.contains("report.csv"), "\(path)")
+            }
+        }
+        for path in ["/api/retry", "/api/forget"] {
+            #expect(try await http.post(path, json: "{}", headers: rebound + bearer).status == 403, "\(path)")
+        }
+        #expect(try await AccessTests.stillFailed(gateway))
+        // This machine's names, with or without the port, still work.
+        for host in ["localhost", "localhost:\(server.port)", "127.0.0.1:\(server.port)", "127.1.2.3", "[::1]:\(server.port)"] {
+            #expect(try await http.get("/api/status", headers: [("Host", host)]).status == 200, "\(host)")
+        }
+        // Another scheme on the same host and port is another origin.
+        let https = try await http.post("/api/forget", json: "{}", headers: bearer + [("Origin", "https://127.0.0.1:\(server.port)")])
+        #expect(https.status == 403)
+        #expect(try await AccessTests.stillFailed(gateway))
+        let own = try await http.post("/api/forget", json: "{}", headers: bearer + [("Origin", "http://127.0.0.1:\(server.port)")])
+        #expect(own.json as? [String: Int] == ["forgotten": 1])
+        try await server.stop()
+    }
+
     @Test func withATokenOnLoopbackChangesNeedIt() async throws {
         let gateway = try await StatusServerTests.gatewayWithAFailure()
         defer { gateway.stop() }
@@ -112,7 +147,7 @@ struct AccessTests {
         }
         #expect(try await http.post("/api/retry", json: "{}").status == 401)
         #expect(try await AccessTests.stillFailed(gateway))
-        // Without a token configured, a name other than a loopback one is refused; here the token decides.
+        // Beyond loopback any name may reach the server (a proxy may give another Host): the token decides.
         #expect(try await http.get("/api/status", headers: bearer + [("Host", "gateway.example:\(server.port)")]).status == 200)
         try await server.stop()
     }

@@ -20,10 +20,12 @@ final class RunningServer: Sendable {
     }
 
     init(gateway: any GatewayObservable, host: String = "127.0.0.1", token: String? = nil, heartbeat: Duration = .seconds(15),
-         maxEventStreams: Int = 64, logger: Logger = Logger(label: "syncgate-http-test")) async throws {
-        settings = HTTPSettings(host: host, port: 0, token: token.map { Secret($0) })
+         maxEventStreams: Int = 64, maxConnections: Int = HTTPSettings.defaultMaxConnections, limits: ConnectionLimits = .standard,
+         logger: Logger = Logger(label: "syncgate-http-test")) async throws {
+        settings = HTTPSettings(host: host, port: 0, token: token.map { Secret($0) }, maxConnections: maxConnections)
         var server = StatusServer(settings: settings, gateway: gateway, logger: logger, heartbeat: heartbeat)
         server.maxEventStreams = maxEventStreams
+        server.connectionLimits = limits
         let (ports, listening) = AsyncStream<Int>.makeStream()
         task = Task {
             defer { listening.finish() }

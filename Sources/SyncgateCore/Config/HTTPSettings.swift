@@ -1,33 +1,40 @@
 /// The `http:` keys: the status page and API of `syncgate run` (off unless the mapping is there).
 public struct HTTPSettings: Sendable, Hashable {
-    /// The address to listen on.
+    /// The address to listen on, as written (a name or an address).
     public var host: String
     public var port: Int
     /// A bearer token. Required when `host` is not a loopback address; always required to change anything
     /// (`POST /api/retry`).
     public var token: Secret?
+    /// Connections open at once at most (`max_connections`); beyond that the one idle longest is closed, or the new
+    /// one when every connection has a request under way (docs/http.md, "Limits").
+    public var maxConnections: Int
+    /// Whether only this machine can connect: every address `host` resolves to is a loopback address (judged when
+    /// the settings are made, on the resolved addresses, never on the name's spelling).
+    public private(set) var isLoopback: Bool
 
-    public init(host: String, port: Int, token: Secret? = nil) {
+    public init(host: String, port: Int, token: Secret? = nil, maxConnections: Int = HTTPSettings.defaultMaxConnections) {
         self.host = host
         self.port = port
         self.token = token
-    }
-
-    /// Whether only this machine can connect.
-    public var isLoopback: Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        self.maxConnections = maxConnections
+        self.isLoopback = LoopbackAddress.resolvesOnlyToLoopback(host)
     }
 
     public static let defaultListen = "127.0.0.1:9464"
+    /// Well below the 1,024 descriptors systemd gives a service by default, so that the sources' own files and the
+    /// destinations' connections always have room.
+    public static let defaultMaxConnections = 256
 }
 
-/// The `http:` mapping as written: `listen: HOST:PORT` (an IPv6 host in brackets), `token`.
+/// The `http:` mapping as written: `listen: HOST:PORT` (an IPv6 host in brackets), `token`, `max_connections`.
 struct RawHTTPSettings: Decodable {
     var settings: HTTPSettings
 
     enum CodingKeys: String, CodingKey {
         case listen, token
         case tokenFile = "token_file"
+        case maxConnections = "max_connections"
     }
 
     init(from decoder: any Decoder) throws {
@@ -43,9 +50,15 @@ struct RawHTTPSettings: Decodable {
         if let token, token.reveal().count < 16 {
             throw ConfigValueError("must be at least 16 characters (a long random string)", key: CodingKeys.token)
         }
-        settings = HTTPSettings(host: host, port: port, token: token)
+        let maxConnections = try c.decodeIfPresent(Int.self, forKey: .maxConnections) ?? HTTPSettings.defaultMaxConnections
+        guard (8...16_384).contains(maxConnections) else {
+            throw ConfigValueError("must be between 8 and 16384 (default \(HTTPSettings.defaultMaxConnections))", key: CodingKeys.maxConnections)
+        }
+        settings = HTTPSettings(host: host, port: port, token: token, maxConnections: maxConnections)
         if !settings.isLoopback && token == nil {
-            throw ConfigValueError("listening on \(host), which other machines can reach, needs a token (http.token)", key: CodingKeys.token)
+            throw ConfigValueError(
+                "listening on \(host), which other machines can reach (or which does not resolve to loopback addresses only), needs a token (http.token)",
+                key: CodingKeys.token)
         }
     }
 }

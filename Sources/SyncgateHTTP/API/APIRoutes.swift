@@ -8,10 +8,11 @@ struct APIRoutes: Sendable {
     let gateway: any GatewayObservable
     let heartbeat: Duration
     let streams: EventStreamSlots
+    let broadcast: EventBroadcast
     let logger: Logger
 
     func register(on router: Router<BasicRequestContext>) {
-        let gateway = self.gateway, logger = self.logger, heartbeat = self.heartbeat, streams = self.streams
+        let gateway = self.gateway, logger = self.logger, heartbeat = self.heartbeat, streams = self.streams, broadcast = self.broadcast
         router.get("/api/status") { _, _ -> Response in
             let text = try await APIRoutes.answering("status", logger: logger) {
                 try await Blocking.run { try gateway.statusReport().json }
@@ -26,7 +27,7 @@ struct APIRoutes: Sendable {
                 logger.warning("an event stream refused: \(streams.limit) are open")
                 throw HTTPError(.serviceUnavailable, headers: [.retryAfter: "10"], message: "too many event streams are open (\(streams.limit))")
             }
-            return EventStream(events: gateway.events(), recorded: gateway.recorded(), heartbeat: heartbeat, slot: slot).response(for: request)
+            return EventStream(broadcast: broadcast, heartbeat: heartbeat, slot: slot).response(for: request)
         }
         router.post("/api/retry") { request, _ -> Response in
             let selection = try await FileSelection.read(from: request)

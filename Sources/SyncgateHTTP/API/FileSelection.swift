@@ -20,8 +20,9 @@ struct FileSelection: Decodable, Sendable, Equatable {
         paths = try c.decodeIfPresent([String].self, forKey: .paths) ?? []
     }
 
-    /// The largest body read: a selection of many thousands of paths.
-    static let maxBody = 4 << 20
+    /// The largest body read (413 beyond): a selection of a few hundred paths. It is read only once the request
+    /// passed the access rules.
+    static let maxBody = 64 << 10
 
     /// Reads the selection from a request's body; a malformed one is a 400, a body that is not JSON a 415.
     static func read(from request: Request) async throws -> FileSelection {

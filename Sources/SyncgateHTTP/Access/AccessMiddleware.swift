@@ -11,7 +11,8 @@ struct AccessMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let credentials = AccessPolicy.Credentials(
             authorization: request.headers[.authorization], origin: request.headers[.origin],
-            host: request.head.authority, fetchSite: request.headers[HTTPField.Name.secFetchSite]
+            host: request.head.authority, fetchSite: request.headers[HTTPField.Name.secFetchSite],
+            forwardedProto: request.headers[HTTPField.Name.xForwardedProto]
         )
         var response: Response
         switch policy.decide(AccessMiddleware.kind(of: request), credentials) {

@@ -7,8 +7,9 @@ import SyncgateCore
 ///   server listens on an address other machines can reach (config load makes sure there is one then);
 /// - changing anything (`POST`) needs the token whenever one is configured, and is refused when the request comes
 ///   from another origin (an `Origin` that is not this server's, or a browser's `Sec-Fetch-Site` saying so);
-/// - without a token (loopback only), every request must name a loopback host in its `Host` header, so that a web
-///   page whose own name resolves to 127.0.0.1 (DNS rebinding) can neither read nor change anything.
+/// - on a loopback listener, token or not, every request must name a loopback host (`localhost`, 127.0.0.0/8,
+///   `[::1]`, with or without a port) in its `Host` header, so that a web page whose own name resolves to 127.0.0.1
+///   (DNS rebinding) can neither read nor change anything.
 ///
 /// A token that is sent is always checked, even where none is needed: a wrong one is refused.
 struct AccessPolicy: Sendable {
@@ -38,12 +39,16 @@ struct AccessPolicy: Sendable {
         /// The request's authority (`Host`), `host[:port]`.
         var host: String?
         var fetchSite: String?
+        /// `X-Forwarded-Proto` of a TLS proxy in front (`https`: the page's own origin is an https one). A page of
+        /// another site cannot send it: it is not a header a browser lets a cross-origin request carry unasked.
+        var forwardedProto: String?
 
-        init(authorization: String? = nil, origin: String? = nil, host: String? = nil, fetchSite: String? = nil) {
+        init(authorization: String? = nil, origin: String? = nil, host: String? = nil, fetchSite: String? = nil, forwardedProto: String? = nil) {
             self.authorization = authorization
             self.origin = origin
             self.host = host
             self.fetchSite = fetchSite
+            self.forwardedProto = forwardedProto
         }
     }
 
@@ -59,8 +64,8 @@ struct AccessPolicy: Sendable {
     var hasToken: Bool { token != nil }
 
     func decide(_ kind: Kind, _ credentials: Credentials) -> Decision {
-        if token == nil {
-            // Loopback without a token: only this machine's names, so that a rebound name cannot reach in.
+        if loopback {
+            // A loopback listener: only this machine's names, so that a rebound name cannot reach in.
             guard let host = credentials.host, AccessPolicy.isLoopbackName(AccessPolicy.hostName(ofAuthority: host)) else {
                 return .forbidden("this server answers only to a loopback host name (localhost, 127.0.0.1, [::1])")
             }
@@ -85,8 +90,11 @@ struct AccessPolicy: Sendable {
     /// that is not a browser).
     private func crossOriginRefusal(_ credentials: Credentials) -> String? {
         if let origin = credentials.origin {
-            guard let host = credentials.host, let originAuthority = AccessPolicy.authority(ofOrigin: origin),
-                  originAuthority.lowercased() == host.lowercased() else {
+            // Scheme, host and port: this server speaks plain HTTP, so `https://` + its own host is another origin
+            // (unless a TLS proxy in front says it serves the page over https).
+            let scheme = credentials.forwardedProto?.lowercased() == "https" ? "https" : "http"
+            guard let host = credentials.host, let own = AccessPolicy.Origin(scheme: scheme, authority: host),
+                  let sent = AccessPolicy.Origin(serialized: origin), sent == own else {
                 return "a change may come only from this server's own page (Origin is another site)"
             }
             return nil
@@ -98,15 +106,48 @@ struct AccessPolicy: Sendable {
         return nil
     }
 
-    /// `host:port` of an origin such as `http://127.0.0.1:9464` (nil: `null` or not an http(s) origin).
-    static func authority(ofOrigin origin: String) -> String? {
-        let lower = origin.lowercased()
-        for scheme in ["http://", "https://"] where lower.hasPrefix(scheme) {
-            let rest = origin.dropFirst(scheme.count)
-            guard !rest.isEmpty, !rest.contains("/") else { return nil }
-            return String(rest)
+    /// An origin as browsers compare them: scheme, host and port (the scheme's default port when none is written),
+    /// the scheme and host in lower case.
+    struct Origin: Hashable {
+        var scheme: String
+        var host: String
+        var port: Int
+
+        /// From an `Origin` header such as `http://127.0.0.1:9464` (nil: `null`, or not an http(s) origin).
+        init?(serialized origin: String) {
+            guard let range = origin.range(of: "://") else { return nil }
+            self.init(scheme: String(origin[..<range.lowerBound]), authority: String(origin[range.upperBound...]))
         }
-        return nil
+
+        /// From a scheme and an authority `host[:port]` (a `Host` header).
+        init?(scheme: String, authority: String) {
+            let scheme = scheme.lowercased()
+            guard scheme == "http" || scheme == "https", !authority.isEmpty, !authority.contains("/"), !authority.contains("@") else { return nil }
+            let hostPart: Substring, portPart: Substring
+            if authority.hasPrefix("[") {
+                guard let close = authority.firstIndex(of: "]") else { return nil }
+                hostPart = authority[...close]
+                portPart = authority[authority.index(after: close)...]
+            } else if let colon = authority.lastIndex(of: ":") {
+                hostPart = authority[..<colon]
+                portPart = authority[colon...]
+            } else {
+                hostPart = authority[...]
+                portPart = ""
+            }
+            guard !hostPart.isEmpty else { return nil }
+            let port: Int
+            if portPart.isEmpty {
+                port = scheme == "https" ? 443 : 80
+            } else {
+                guard portPart.first == ":", let number = Int(portPart.dropFirst()), (0...65535).contains(number) else { return nil }
+                port = number
+            }
+            let host = hostPart.lowercased()
+            self.scheme = scheme
+            self.host = host
+            self.port = port
+        }
     }
 
     /// The host of an authority `host[:port]`, IPv6 brackets removed.

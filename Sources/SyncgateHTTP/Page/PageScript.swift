@@ -149,6 +149,7 @@ enum PageScript {
                 scheduleRefresh();
                 break;
               case "queued":
+              case "dropped":   // events were lost for this page (it read too slowly): read the status again
               case "recorded":  // the ledger has written outcomes: the counts changed
                 scheduleRefresh();
                 break;

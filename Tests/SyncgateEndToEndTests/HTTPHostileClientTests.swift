@@ -1,0 +1,225 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+import SyncgateTestSupport
+import Testing
+
+/// The real `syncgate run`, started with 1,024 descriptors (`ulimit -n 1024`, systemd's default), against hostile
+/// HTTP clients on loopback (issue 26): 2,000 idle connections (half of them sending a request head a byte at a
+/// time) and 150 slow 4 MiB POST bodies, kept up for the whole test; then 64 event streams that never read during
+/// a 3,000-file burst. The gateway stays up, `/healthz` answers, files keep being delivered, its descriptors stay
+/// well below its limit, its peak memory under 128 MiB, and the streams slow the burst by at most 2x (with a
+/// generous margin: a loaded 2-core machine).
+@Suite("the gateway under hostile HTTP clients", .serialized, .timeLimit(.minutes(10)))
+struct HTTPHostileClientTests {
+    let dir: TemporaryDirectory
+    let port = Loopback.freePort()
+
+    init() throws {
+        dir = try TemporaryDirectory("sg-hostile-http")
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [{name: outbox, path: outbox}]
+            gateway: { settle: 200ms, rescan_interval: 10m }
+            destinations:
+              - {name: archive, type: local, path: synced}
+            http:
+              listen: 127.0.0.1:\(port)
+            """)
+        try FileManager.default.createDirectory(at: dir.file("outbox"), withIntermediateDirectories: true)
+    }
+
+    /// `syncgate run -v` with a soft and hard limit of 1,024 descriptors, its output in `gateway.log`.
+    func startGateway() async throws -> Process {
+        let process = try ProcessRunner.start(
+            URL(fileURLWithPath: "/bin/bash"), ["-c", "ulimit -n 1024 && exec \"$0\" run -v", SyncgateCLI.binary.path],
+            currentDirectory: dir.url, logFile: dir.file("gateway.log"))
+        let up = await HTTPHostileClientTests.eventually(60) { HTTPHostileClientTests.healthz(port, timeout: 5) == 200 || !process.isRunning }
+        #expect(up && process.isRunning, "\(log)")
+        return process
+    }
+
+    var log: String { (try? String(contentsOf: dir.file("gateway.log"), encoding: .utf8)) ?? "" }
+
+    func stop(_ process: Process) async -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        if !(await ProcessRunner.waitForExit(process, timeout: 30)) {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return -9
+        }
+        return process.terminationStatus
+    }
+
+    static func healthz(_ port: Int, timeout: TimeInterval) -> Int? {
+        HostileHTTPClient.status(port: port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", timeout: timeout)
+    }
+
+    /// Waits (polling) until `condition` holds; false after `seconds` (a bound against a hang, not a speed).
+    static func eventually(_ seconds: TimeInterval, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return condition()
+    }
+
+    /// Runs blocking work on a thread of its own, not on the few threads of the cooperative pool.
+    static func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: work()) }.start()
+        }
+    }
+
+    /// What a socket holds now, left there.
+    static func peek(_ fd: Int32) -> String {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = recv(fd, &buffer, buffer.count, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : "(\(n), errno \(errno))"
+    }
+
+    func writeFiles(_ folder: String, count: Int) throws {
+        let base = dir.file("outbox/\(folder)")
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+        for index in 0..<count {
+            try Data("file \(index) of \(folder)\n".utf8).write(to: base.appendingPathComponent("f\(index).txt"))
+        }
+    }
+
+    func delivered(_ folder: String) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: dir.file("synced/\(folder)").path).filter { $0.hasSuffix(".txt") && !$0.hasPrefix(".") }.count) ?? 0
+    }
+
+    @Test func idleConnectionsAndSlowBodiesDoNotTakeTheGatewayDown() async throws {
+        defer { dir.remove() }
+        let descriptors = HostileHTTPClient.raiseDescriptorLimit(to: 4096)
+        try #require(descriptors >= 2_600, "this test needs 2,600 descriptors for its clients; it has \(descriptors)")
+        let gateway = try await startGateway()
+        let pid = gateway.processIdentifier
+        let attack = HostileAttack(port: port, idle: 2_000, slowBodies: 150, watching: pid)
+        let attacker = Thread { attack.run() }
+        attacker.start()
+        defer { attack.stop() }
+        #expect(await HTTPHostileClientTests.eventually(120) { attack.figures.opened >= 2_150 }, "the attack never got going: \(attack.figures)")
+
+        // Files keep going out, and /healthz keeps answering, while the attack goes on.
+        let started = Date()
+        try writeFiles("during", count: 200)
+        var answers: [Int?] = []
+        var waits: [Double] = []
+        for _ in 0..<5 {
+            let asked = Date()
+            let status: Int? = await HTTPHostileClientTests.offPool { [port] in HTTPHostileClientTests.healthz(port, timeout: 60) }
+            answers.append(status)
+            waits.append(Date().timeIntervalSince(asked))
+            try await Task.sleep(for: .seconds(1))
+        }
+        #expect(answers.allSatisfy { $0 == 200 }, "\(answers)")
+        let allDelivered = await HTTPHostileClientTests.eventually(180) { delivered("during") == 200 }
+        let deliverySeconds = Date().timeIntervalSince(started)
+        #expect(allDelivered, "\(delivered("during")) of 200 delivered")
+        // Keep it up a while longer: past the header and body limits, connections churn.
+        try await Task.sleep(for: .seconds(15))
+        #expect(gateway.isRunning, "\(log.suffix(2000))")
+        let figures = attack.figures
+        attack.stop()
+        while !attack.stopped { try await Task.sleep(for: .milliseconds(50)) }
+
+        #expect(figures.closedByServer > 0, "the gateway closed none of the idle connections")
+        #expect(figures.peakDescriptors < 700, "the gateway held \(figures.peakDescriptors) descriptors of its 1,024")
+        let peak = PeakMemory.kibibytes(of: pid) ?? 0
+        #expect(peak > 0 && peak < 128 << 10, "peak memory \(peak) KiB")
+        let afterwards: Int? = await HTTPHostileClientTests.offPool { [port] in HTTPHostileClientTests.healthz(port, timeout: 60) }
+        #expect(afterwards == 200)
+        try writeFiles("after", count: 20)
+        #expect(await HTTPHostileClientTests.eventually(120) { delivered("after") == 20 })
+        #expect(!log.contains("Too many open files") && !log.contains("EMFILE"), "\(log.suffix(2000))")
+        #expect(await stop(gateway) == 0, "\(log.suffix(2000))")
+        print("""
+            hostile HTTP: peak memory \(peak / 1024) MiB; gateway descriptors at most \(figures.peakDescriptors); \
+            connections opened \(figures.opened), closed by the gateway \(figures.closedByServer); \
+            /healthz answered in \(waits.map { String(format: "%.2f", $0) }.joined(separator: ", ")) s; \
+            200 files delivered in \(String(format: "%.1f", deliverySeconds)) s under attack
+            """)
+    }
+
+    @Test func sixtyFourStreamsThatNeverReadDoNotHoldUpDelivery() async throws {
+        defer { dir.remove() }
+        HostileHTTPClient.raiseDescriptorLimit(to: 4096)
+        let gateway = try await startGateway()
+        let pid = gateway.processIdentifier
+        let files = 3_000
+
+        // The burst alone.
+        let cpuBefore = HostileHTTPClient.cpuSeconds(of: pid) ?? 0
+        var started = Date()
+        try writeFiles("plain", count: files)
+        #expect(await HTTPHostileClientTests.eventually(300) { delivered("plain") == files }, "\(delivered("plain")) of \(files)")
+        let alone = Date().timeIntervalSince(started)
+        let cpuAlone = (HostileHTTPClient.cpuSeconds(of: pid) ?? 0) - cpuBefore
+
+        // 64 streams that read their answer's first bytes, then nothing.
+        var streams: [Int32] = []
+        defer { streams.forEach { close($0) } }
+        let request = Array("GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n".utf8)
+        for _ in 0..<64 {
+            let fd = try #require(HostileHTTPClient.open(port: port, receiveBuffer: 4096))
+            streams.append(fd)
+        }
+        var unsent = Array(repeating: request, count: streams.count)
+        #expect(await HTTPHostileClientTests.eventually(60) {
+            for index in streams.indices where !unsent[index].isEmpty {
+                unsent[index].removeFirst(max(0, HostileHTTPClient.trickle(streams[index], unsent[index])))
+            }
+            return unsent.allSatisfy(\.isEmpty)
+        })
+        // Every stream is answered (a stream's first bytes are left in its socket), then a 65th is refused.
+        #expect(await HTTPHostileClientTests.eventually(60) { streams.allSatisfy { HTTPHostileClientTests.peek($0).hasPrefix("HTTP/1.1 ") } })
+        #expect(streams.allSatisfy { HTTPHostileClientTests.peek($0).hasPrefix("HTTP/1.1 200") },
+                "\(streams.map { HTTPHostileClientTests.peek($0).prefix(12) })")
+        var seen: [Int?] = []
+        #expect(await HTTPHostileClientTests.eventually(60) {
+            seen.append(HostileHTTPClient.status(port: port, "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", timeout: 10))
+            return seen.last == 503
+        }, "\(seen); streams answered: \(streams.filter { HTTPHostileClientTests.peek($0).hasPrefix("HTTP/1.1 200") }.count), first: \(HTTPHostileClientTests.peek(streams[0]).prefix(40))")
+
+        // The same burst with them open.
+        let cpuMiddle = HostileHTTPClient.cpuSeconds(of: pid) ?? 0
+        started = Date()
+        try writeFiles("streamed", count: files)
+        #expect(await HTTPHostileClientTests.eventually(300) { delivered("streamed") == files }, "\(delivered("streamed")) of \(files)")
+        let withStreams = Date().timeIntervalSince(started)
+        let cpuStreams = (HostileHTTPClient.cpuSeconds(of: pid) ?? 0) - cpuMiddle
+        #expect(withStreams <= 2 * alone + 20, "\(files) files: \(alone) s alone, \(withStreams) s with 64 streams")
+        #expect(gateway.isRunning)
+        let peak = PeakMemory.kibibytes(of: pid) ?? 0
+        #expect(peak > 0 && peak < 128 << 10, "peak memory \(peak) KiB")
+
+        // A stream read now: what it was sent is well formed, and what it missed is said (nothing lost in silence).
+        let reader = streams[0]
+        var text = ""
+        _ = await HTTPHostileClientTests.eventually(30) {
+            // Everything the socket holds now; done once every file of the burst was announced synced.
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            var n = 0
+            repeat {
+                n = recv(reader, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if n > 0 { text += String(decoding: buffer[0..<n], as: UTF8.self) }
+            } while n > 0
+            return text.components(separatedBy: "\"event\":\"synced\"").count - 1 >= files
+        }
+        let synced = text.components(separatedBy: "\"event\":\"synced\"").count - 1
+        let droppedMarkers = text.components(separatedBy: "\"event\":\"dropped\"").count - 1
+        #expect(text.hasPrefix("HTTP/1.1 200"))
+        #expect(droppedMarkers > 0 || synced >= files, "\(synced) synced events and no dropped marker")
+        #expect(await stop(gateway) == 0, "\(log.suffix(2000))")
+        print("""
+            event streams: \(files) files in \(String(format: "%.1f", alone)) s alone (gateway CPU \(String(format: "%.1f", cpuAlone)) s), \
+            \(String(format: "%.1f", withStreams)) s with 64 streams not reading (CPU \(String(format: "%.1f", cpuStreams)) s); \
+            peak memory \(peak / 1024) MiB; the stream read last: \(synced) synced events, \(droppedMarkers) dropped markers
+            """)
+    }
+}

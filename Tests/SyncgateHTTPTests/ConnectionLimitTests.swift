@@ -1,0 +1,137 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+@testable import SyncgateHTTP
+import SyncgateTestSupport
+import Testing
+
+/// The status server under hostile clients (issue 26), with raw sockets against the in-process server: idle
+/// connections are closed to make room for real requests, heads and bodies that trickle are cut, a body is read
+/// only after the access rules passed and never beyond its bound. Time limits here are shortened (a second or two)
+/// and only ever waited for with generous bounds.
+@Suite("HTTP connection limits", .timeLimit(.minutes(3)))
+struct ConnectionLimitTests {
+    static let short = ConnectionLimits(header: .seconds(1), body: .seconds(2), idle: .seconds(2), bodyBytes: 256 << 10)
+
+    /// Waits until `condition` holds (false after `seconds`: a bound against a hang, not a speed).
+    static func eventually(_ seconds: Double = 60, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return condition()
+    }
+
+    /// A connection that never sends a request, and one whose head comes a byte at a time, are closed after the
+    /// header limit; one kept alive after an answer is closed after the idle limit.
+    @Test func silentAndTricklingHeadsAreClosed() async throws {
+        let gateway = try TestGateway()
+        defer { gateway.stop() }
+        let server = try await RunningServer(gateway: gateway, limits: ConnectionLimitTests.short)
+        let silent = try #require(HostileHTTPClient.open(port: server.port))
+        let trickling = try #require(HostileHTTPClient.open(port: server.port))
+        defer { close(silent); close(trickling) }
+        let head = Array("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 200)
+        var sent = 0
+        let closed = await ConnectionLimitTests.eventually {
+            if sent < head.count, HostileHTTPClient.trickle(trickling, [head[sent]]) == 1 { sent += 1 }
+            return HostileHTTPClient.isClosedByPeer(silent) && HostileHTTPClient.isClosedByPeer(trickling)
+        }
+        #expect(closed)
+        #expect(sent < head.count, "closed while its head was still coming")
+
+        // Kept alive after an answer: closed once idle too long.
+        let kept = try #require(HostileHTTPClient.open(port: server.port))
+        defer { close(kept) }
+        var request = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        #expect(await ConnectionLimitTests.eventually {
+            if !request.isEmpty { request.removeFirst(max(0, HostileHTTPClient.trickle(kept, request))) }
+            return request.isEmpty
+        })
+        #expect(await ConnectionLimitTests.eventually { HostileHTTPClient.isClosedByPeer(kept) })
+        #expect(HostileHTTPClient.status(port: server.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") == 200)
+        try await server.stop()
+    }
+
+    /// At the connection limit, the idle connection oldest is closed for a new one: a flood of idle connections
+    /// never keeps a real request out, and never holds more than the limit.
+    @Test func idleConnectionsMakeRoomForRealRequests() async throws {
+        let gateway = try TestGateway()
+        defer { gateway.stop() }
+        let limit = 8
+        let server = try await RunningServer(gateway: gateway, maxConnections: limit)
+        var idle: [Int32] = []
+        defer { idle.forEach { close($0) } }
+        for _ in 0..<(limit * 5) {
+            idle.append(try #require(HostileHTTPClient.open(port: server.port)))
+        }
+        for _ in 0..<5 {
+            #expect(HostileHTTPClient.status(port: server.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") == 200)
+        }
+        // The server holds at most `limit` of them (its default header limit is 10 s: these are closed to make room).
+        #expect(await ConnectionLimitTests.eventually { idle.filter { !HostileHTTPClient.isClosedByPeer($0) }.count <= limit })
+        #expect(idle.filter { HostileHTTPClient.isClosedByPeer($0) }.count >= limit * 4)
+        try await server.stop()
+    }
+
+    /// A request refused on its headers (no token) is answered at once and its body is not read: the connection
+    /// closes. A body beyond the bound is refused (413); one that trickles is cut at the body limit.
+    @Test func bodiesAreBoundedAndReadOnlyAfterTheAccessRules() async throws {
+        let gateway = try TestGateway()
+        defer { gateway.stop() }
+        let token = "a-token-of-sixteen-or-more-\(UUID().uuidString)"
+        let server = try await RunningServer(gateway: gateway, token: token, limits: ConnectionLimitTests.short)
+
+        // No token: 401 before any of the announced 4 MiB is read, then the connection ends.
+        let unauthorized = try #require(HostileHTTPClient.open(port: server.port, receiveBuffer: 65536))
+        defer { close(unauthorized) }
+        let head = "POST /api/retry HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(4 << 20)\r\n\r\n{"
+        var pending = Array(head.utf8)
+        var answered = ""
+        #expect(await ConnectionLimitTests.eventually {
+            if !pending.isEmpty { pending.removeFirst(max(0, HostileHTTPClient.trickle(unauthorized, pending))) }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = recv(unauthorized, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if n > 0 { answered += String(decoding: buffer[0..<n], as: UTF8.self) }
+            return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+        })
+        #expect(answered.hasPrefix("HTTP/1.1 401"), "\(answered.prefix(200))")
+
+        // With the token, a body over the bound: 413.
+        let big = "{\"paths\": [\"" + String(repeating: "x", count: FileSelection.maxBody) + "\"]}"
+        let tooLarge = HostileHTTPClient.status(port: server.port, """
+            POST /api/retry HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n\
+            Content-Length: \(big.utf8.count)\r\nConnection: close\r\n\r\n\(big)
+            """)
+        #expect(tooLarge == 413 || tooLarge == nil, "refused, or cut while sending")
+
+        // With the token, a body that trickles: cut at the body limit.
+        let slow = try #require(HostileHTTPClient.open(port: server.port))
+        defer { close(slow) }
+        var slowHead = Array("POST /api/retry HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{".utf8)
+        let started = Date()
+        #expect(await ConnectionLimitTests.eventually {
+            if !slowHead.isEmpty { slowHead.removeFirst(max(0, HostileHTTPClient.trickle(slow, slowHead))) } else { HostileHTTPClient.trickle(slow, [UInt8(ascii: " ")]) }
+            return HostileHTTPClient.isClosedByPeer(slow)
+        })
+        #expect(Date().timeIntervalSince(started) >= 1, "not before the body limit")
+        #expect(HostileHTTPClient.status(port: server.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") == 200)
+        try await server.stop()
+    }
+
+    /// A stream's backlog is bounded in bytes and drops its oldest messages in constant time, counting them.
+    @Test func anEventBacklogDropsItsOldestAndCountsThem() async throws {
+        let backlog = EventBacklog(capacity: 1000)
+        let message = String(repeating: "m", count: 98) + "\n\n"
+        for _ in 0..<100_000 { backlog.append(message) }
+        #expect(backlog.heldBytes <= 1000)
+        let batch = try #require(await backlog.takeAll())
+        #expect(batch.messages.count == 10)
+        #expect(batch.dropped == 100_000 - 10)
+        backlog.finish()
+        #expect(await backlog.takeAll() == nil)
+        #expect(EventStream.droppedChunk(7) == "data: {\"event\":\"dropped\",\"count\":7}\n\n")
+    }
+}
