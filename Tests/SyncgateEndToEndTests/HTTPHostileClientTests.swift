@@ -36,7 +36,7 @@ struct HTTPHostileClientTests {
         let process = try ProcessRunner.start(
             URL(fileURLWithPath: "/bin/bash"), ["-c", "ulimit -n 1024 && exec \"$0\" run -v", SyncgateCLI.binary.path],
             currentDirectory: dir.url, logFile: dir.file("gateway.log"))
-        let up = await HTTPHostileClientTests.eventually(60) { HTTPHostileClientTests.healthz(port, timeout: 5) == 200 || !process.isRunning }
+        let up = await HTTPHostileClientTests.eventually(60) { await HTTPHostileClientTests.healthz(port, timeout: 5) == 200 || !process.isRunning }
         #expect(up && process.isRunning, "\(log)")
         return process
     }
@@ -53,25 +53,18 @@ struct HTTPHostileClientTests {
         return process.terminationStatus
     }
 
-    static func healthz(_ port: Int, timeout: TimeInterval) -> Int? {
-        HostileHTTPClient.status(port: port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", timeout: timeout)
+    static func healthz(_ port: Int, timeout: TimeInterval) async -> Int? {
+        await HostileHTTPClient.status(port: port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", timeout: timeout)
     }
 
     /// Waits (polling) until `condition` holds; false after `seconds` (a bound against a hang, not a speed).
-    static func eventually(_ seconds: TimeInterval, _ condition: () -> Bool) async -> Bool {
+    static func eventually(_ seconds: TimeInterval, _ condition: () async -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            if condition() { return true }
+            if await condition() { return true }
             try? await Task.sleep(for: .milliseconds(100))
         }
-        return condition()
-    }
-
-    /// Runs blocking work on a thread of its own, not on the few threads of the cooperative pool.
-    static func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: work()) }.start()
-        }
+        return await condition()
     }
 
     /// What a socket holds now, left there.
@@ -112,7 +105,7 @@ struct HTTPHostileClientTests {
         var waits: [Double] = []
         for _ in 0..<5 {
             let asked = Date()
-            let status: Int? = await HTTPHostileClientTests.offPool { [port] in HTTPHostileClientTests.healthz(port, timeout: 60) }
+            let status: Int? = await HTTPHostileClientTests.healthz(port, timeout: 60)
             answers.append(status)
             waits.append(Date().timeIntervalSince(asked))
             try await Task.sleep(for: .seconds(1))
@@ -132,7 +125,7 @@ struct HTTPHostileClientTests {
         #expect(figures.peakDescriptors < 700, "the gateway held \(figures.peakDescriptors) descriptors of its 1,024")
         let peak = PeakMemory.kibibytes(of: pid) ?? 0
         #expect(peak > 0 && peak < 128 << 10, "peak memory \(peak) KiB")
-        let afterwards: Int? = await HTTPHostileClientTests.offPool { [port] in HTTPHostileClientTests.healthz(port, timeout: 60) }
+        let afterwards: Int? = await HTTPHostileClientTests.healthz(port, timeout: 60)
         #expect(afterwards == 200)
         try writeFiles("after", count: 20)
         #expect(await HTTPHostileClientTests.eventually(120) { delivered("after") == 20 })
@@ -182,7 +175,7 @@ struct HTTPHostileClientTests {
                 "\(streams.map { HTTPHostileClientTests.peek($0).prefix(12) })")
         var seen: [Int?] = []
         #expect(await HTTPHostileClientTests.eventually(60) {
-            seen.append(HostileHTTPClient.status(port: port, "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", timeout: 10))
+            seen.append(await HostileHTTPClient.status(port: port, "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", timeout: 10))
             return seen.last == 503
         }, "\(seen); streams answered: \(streams.filter { HTTPHostileClientTests.peek($0).hasPrefix("HTTP/1.1 200") }.count), first: \(HTTPHostileClientTests.peek(streams[0]).prefix(40))")
 

@@ -51,7 +51,7 @@ struct ConnectionLimitTests {
             return request.isEmpty
         })
         #expect(await ConnectionLimitTests.eventually { HostileHTTPClient.isClosedByPeer(kept) })
-        #expect(HostileHTTPClient.status(port: server.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") == 200)
+        #expect(await HostileHTTPClient.status(port: server.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") == 200)
         try await server.stop()
     }
 
@@ -68,7 +68,7 @@ struct ConnectionLimitTests {
             idle.append(try #require(HostileHTTPClient.open(port: server.port)))
         }
         for _ in 0..<5 {
-            #expect(HostileHTTPClient.status(port: server.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") == 200)
+            #expect(await HostileHTTPClient.status(port: server.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") == 200)
         }
         // The server holds at most `limit` of them (its default header limit is 10 s: these are closed to make room).
         #expect(await ConnectionLimitTests.eventually { idle.filter { !HostileHTTPClient.isClosedByPeer($0) }.count <= limit })
@@ -101,7 +101,7 @@ struct ConnectionLimitTests {
 
         // With the token, a body over the bound: 413.
         let big = "{\"paths\": [\"" + String(repeating: "x", count: FileSelection.maxBody) + "\"]}"
-        let tooLarge = HostileHTTPClient.status(port: server.port, """
+        let tooLarge = await HostileHTTPClient.status(port: server.port, """
             POST /api/retry HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n\
             Content-Length: \(big.utf8.count)\r\nConnection: close\r\n\r\n\(big)
             """)
@@ -117,7 +117,7 @@ struct ConnectionLimitTests {
             return HostileHTTPClient.isClosedByPeer(slow)
         })
         #expect(Date().timeIntervalSince(started) >= 1, "not before the body limit")
-        #expect(HostileHTTPClient.status(port: server.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") == 200)
+        #expect(await HostileHTTPClient.status(port: server.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") == 200)
         try await server.stop()
     }
 

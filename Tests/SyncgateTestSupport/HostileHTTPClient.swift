@@ -55,7 +55,9 @@ public enum HostileHTTPClient {
 
     /// One request on a new connection (`Connection: close`), waiting at most `timeout` seconds for the connection
     /// and the whole answer; the answer's status (nil: no answer in time, or the connection was refused or cut).
-    public static func status(port: Int, _ request: String, timeout: TimeInterval = 60) -> Int? {
+    /// It waits with `Task.sleep`, never blocking a thread of the cooperative pool (an in-process server's handlers
+    /// and the other tests of the process need them).
+    public static func status(port: Int, _ request: String, timeout: TimeInterval = 60) async -> Int? {
         guard let fd = open(port: port) else { return nil }
         defer { close(fd) }
         let deadline = Date().addingTimeInterval(timeout)
@@ -64,7 +66,10 @@ public enum HostileHTTPClient {
         var buffer = [UInt8](repeating: 0, count: 16384)
         while Date() < deadline {
             var poller = pollfd(fd: fd, events: Int16(POLLIN) | (pending.isEmpty ? 0 : Int16(POLLOUT)), revents: 0)
-            _ = poll(&poller, 1, 100)
+            if poll(&poller, 1, 0) == 0 {
+                try? await Task.sleep(for: .milliseconds(10))
+                continue
+            }
             if !pending.isEmpty, poller.revents & Int16(POLLOUT) != 0 {
                 let sent = trickle(fd, pending)
                 if sent < 0 { return nil }
