@@ -99,7 +99,7 @@ struct HostileNameTests {
         try dir.write("plugins.yaml", """
             version: 1
             sources: [{name: outbox, path: outbox}]
-            destinations: [{name: archive, type: local, path: synced}]
+            destinations: [{name: archive, type: local, path: synced, recent: {completed: 1h}}]
             """)
         let names = ["\rFAKE: all synced", "bell\u{07}.txt", "esc\u{1B}[2J.txt", "del\u{7F}.txt", "c1\u{9B}31m.txt"]
         for name in names { try dir.write("outbox/" + name, name) }
