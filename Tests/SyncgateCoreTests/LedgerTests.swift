@@ -76,8 +76,15 @@ struct LedgerTests {
                 let b = try #require(try alone.entry(file, destination: "car"))
                 #expect(a == b, "\(file.path)")
             }
-            #expect(try batched.entry(files[0], destination: "car")?.attempts == 2)
-            #expect(try batched.entry(files[0], destination: "car")?.status == .uploading)
+            if engine == .postgres {
+                // A shared ledger: a start on a synced row nobody holds (released by its outcome) is not written; a
+                // new claim (recordPending) comes first (issue 31: a woken instance never sets a synced row back).
+                #expect(try batched.entry(files[0], destination: "car")?.attempts == 1)
+                #expect(try batched.entry(files[0], destination: "car")?.status == .synced)
+            } else {
+                #expect(try batched.entry(files[0], destination: "car")?.attempts == 2)
+                #expect(try batched.entry(files[0], destination: "car")?.status == .uploading)
+            }
             #expect(try batched.entry(files[3], destination: "car")?.attempts == 2)
             #expect(try batched.entry(files[3], destination: "car")?.lastAttemptAt == t0 + 5)
             #expect(try batched.entry(files[5], destination: "car")?.attempts == 0)

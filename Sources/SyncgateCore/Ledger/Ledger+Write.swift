@@ -181,15 +181,15 @@ extension Ledger {
     /// `.uploading` would have written).
     ///
     /// An outcome (synced, failed, interrupted, waiting) releases the row's claim; on a shared ledger it, and an
-    /// attempt's start, are written only to a row that `claimant` still holds: a row whose lease ended and that
-    /// another instance took is that one's now, and a row nobody holds was released (by this instance at the end of
-    /// a run, or by another that delivered it): an instance that was frozen or cut off past its lease must not set
-    /// it back.
+    /// attempt's start, are written only to a row that `claimant` still holds, or that nobody holds and that is not
+    /// synced: a row whose lease ended and that another instance took is that one's now, and a synced row nobody
+    /// holds was delivered (by another instance, maybe): an instance that was frozen or cut off past its lease must
+    /// not set it back.
     static func apply(_ update: Update, in db: any LedgerConnection, attemptStartedAt: Date? = nil, claimant: String) throws {
         let release = "claimed_by = NULL, lease_until = NULL"
         // On SQLite (one instance) every row is the instance's own, whoever claimed it last: the same statement
         // with a condition that always holds.
-        let mine = db.dialect.isPostgres ? "claimed_by = ?" : "(? IS NOT NULL)"
+        let mine = db.dialect.isPostgres ? "(claimed_by = ? OR (claimed_by IS NULL AND status <> 'synced'))" : "(? IS NOT NULL)"
         switch update {
         case .uploading(let file, let destination, let now):
             try db.execute("""
