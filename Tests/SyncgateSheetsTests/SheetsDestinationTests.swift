@@ -207,9 +207,9 @@ struct SheetsDestinationTests {
     }
 
     @Test func shortLivedTokensAreRenewedBeforeExpiry() async throws {
-        // Tokens live 8 s and are replaced 4 s before they expire: an upload would have to take 4 s between its
-        // token check and the server to be refused, which even a machine busy with other tests does not stretch to.
-        let server = try await SheetsTestServer(tokenTTL: 8)
+        // Tokens live 30 s and are replaced 15 s before they expire: an upload would have to take 15 s between its
+        // token check and the server to be refused (with 8 s tokens, a fresh clone's full run once took past 4 s).
+        let server = try await SheetsTestServer(tokenTTL: 30)
         defer { server.stop() }
         let dir = try TemporaryDirectory("sheets-dest")
         defer { dir.remove() }
@@ -217,7 +217,7 @@ struct SheetsDestinationTests {
         try dir.write("a.bin", "a")
         try dir.write("b.bin", "b")
         _ = try await destination.upload(try SheetsFixtures.item(dir, "a.bin")) { _ in }
-        try await Task.sleep(for: .milliseconds(4300))  // past expiry minus the margin (half of 8 s)
+        try await Task.sleep(for: .milliseconds(15300))  // past expiry minus the margin (half of 30 s)
         _ = try await destination.upload(try SheetsFixtures.item(dir, "b.bin")) { _ in }
         let stats = try server.stats()
         // At least one renewal (more when a loaded machine stretches an upload past the token's usable second;
