@@ -399,11 +399,3 @@ final class DestinationRun: @unchecked Sendable {
         logger.info("\(destination.name): \(verb) (\(away.message)); \(waiting) file(s) wait for it")
     }
 }
-
-/// A flag set from many tasks.
-final class ContactFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
-}
