@@ -14,6 +14,9 @@ Modes:
   refuse                      stop listening: connections are refused (ECONNREFUSED)
   reset       {"after": B}    forward B bytes of the request, then reset both sides (RST)
   stall                       accept, read, never answer (until the client gives up)
+  blackhole                   a network cut without a reset: connections already open (forwarded) stop carrying
+                              data both ways (what arrives is read and dropped, nothing is closed), and new ones
+                              stall; until changed ("count" is ignored). POST /pass carries data again
   trickle     {"rate": B}     forward, but send the answers at B bytes per second
   cut         {"after": B}    forward B bytes of the request, then close both sides cleanly
   http_error  {"status": 503, "retry_after": 1, "body": "...", "content_type": "..."}
@@ -192,6 +195,7 @@ class Proxy:
         self.listen_port = listen_port
         self.target = (target_host, target_port)
         self.fault = None
+        self.blackhole = False
         self.remaining = None
         self.server = None
         self.log = []
@@ -210,6 +214,7 @@ class Proxy:
             self.server = None
 
     async def set_fault(self, fault):
+        self.blackhole = bool(fault and fault.get("mode") == "blackhole")
         self.fault = fault
         self.remaining = fault.get("count") if fault else None
         if fault and fault.get("mode") == "flaky":
@@ -263,7 +268,7 @@ class Proxy:
             if mode == "throttle":
                 await self.http_error(reader, writer, self.throttle_answer(fault))
                 return
-            if mode == "stall":
+            if mode in ("stall", "blackhole"):
                 while await reader.read(65536):
                     pass
                 writer.close()
@@ -316,6 +321,8 @@ class Proxy:
                 data = await reader.read(want)
                 if not data:
                     break
+                if self.blackhole:
+                    continue  # cut off: dropped, never answered
                 writer.write(data)
                 await writer.drain()
                 sent += len(data)

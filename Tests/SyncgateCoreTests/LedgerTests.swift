@@ -76,8 +76,15 @@ struct LedgerTests {
                 let b = try #require(try alone.entry(file, destination: "car"))
                 #expect(a == b, "\(file.path)")
             }
-            #expect(try batched.entry(files[0], destination: "car")?.attempts == 2)
-            #expect(try batched.entry(files[0], destination: "car")?.status == .uploading)
+            if engine == .postgres {
+                // A shared ledger: a start on a synced row nobody holds (released by its outcome) is not written; a
+                // new claim (recordPending) comes first (issue 31: a woken instance never sets a synced row back).
+                #expect(try batched.entry(files[0], destination: "car")?.attempts == 1)
+                #expect(try batched.entry(files[0], destination: "car")?.status == .synced)
+            } else {
+                #expect(try batched.entry(files[0], destination: "car")?.attempts == 2)
+                #expect(try batched.entry(files[0], destination: "car")?.status == .uploading)
+            }
             #expect(try batched.entry(files[3], destination: "car")?.attempts == 2)
             #expect(try batched.entry(files[3], destination: "car")?.lastAttemptAt == t0 + 5)
             #expect(try batched.entry(files[5], destination: "car")?.attempts == 0)
@@ -283,20 +290,20 @@ struct LedgerTests {
             let location = try await state("state")
             do {
                 let ledger = try Ledger(state: location)
-                #expect(ledger.schemaChange == .created(6))
+                #expect(ledger.schemaChange == .created(7))
                 try pending(ledger)
             }
             // Back to schema 3: the removal columns of schema 4, the claims and instances of schema 5 and the
-            // judgement tables of schema 6 gone.
+            // judgement tables of schema 6 and the leaders of schema 7 gone.
             _ = try await LedgerEngine.rawSQL("""
                 DROP INDEX files_removed; ALTER TABLE files DROP COLUMN removed; ALTER TABLE files DROP COLUMN removed_at;
                 DROP INDEX files_claimed; ALTER TABLE files DROP COLUMN claimed_by; ALTER TABLE files DROP COLUMN lease_until;
                 DROP TABLE instances; DROP TABLE instance_walks;
-                ALTER TABLE destinations DROP COLUMN retry_after_until; DROP TABLE source_roots; DROP TABLE remote_deletions;
+                ALTER TABLE destinations DROP COLUMN retry_after_until; DROP TABLE source_roots; DROP TABLE remote_deletions; DROP TABLE destination_leaders;
                 UPDATE syncgate_meta SET value = '3' WHERE key = 'schema';
                 """, on: location, server: server)
             let upgraded = try Ledger(state: location)
-            #expect(upgraded.schemaChange == .upgraded(from: 3, to: 6))
+            #expect(upgraded.schemaChange == .upgraded(from: 3, to: 7))
             #expect(try upgraded.entry(file, destination: "car")?.claimedBy == nil)
             #expect(try upgraded.entry(file, destination: "car")?.removed == nil)
             try upgraded.markRemoved([file], at: t0)

@@ -1,4 +1,5 @@
 import Foundation
+import SyncgateCore
 import SyncgateTestSupport
 import Testing
 
@@ -120,7 +121,7 @@ struct StateDatabaseTests {
             DROP TABLE destinations; DROP TABLE resume_state; DROP INDEX files_removed;
             ALTER TABLE files DROP COLUMN removed; ALTER TABLE files DROP COLUMN removed_at;
             DROP INDEX files_claimed; ALTER TABLE files DROP COLUMN claimed_by; ALTER TABLE files DROP COLUMN lease_until;
-            DROP TABLE source_roots; DROP TABLE remote_deletions;
+            DROP TABLE source_roots; DROP TABLE remote_deletions; DROP TABLE destination_leaders;
             DROP TABLE instances; DROP TABLE instance_walks;
             UPDATE syncgate_meta SET value = '1' WHERE key = 'schema';
             DELETE FROM syncgate_meta WHERE key LIKE 'last_run_%';
@@ -135,12 +136,12 @@ struct StateDatabaseTests {
         #expect(sync.status == 0, "\(sync.stderr)")
         #expect(sync.stdout.contains("\"uploaded\":1"), "the old rows are kept: only the new file is sent")
         let schema = try await ProcessRunner.run(sqlite, [state, "SELECT value FROM syncgate_meta WHERE key = 'schema'; SELECT COUNT(*) FROM destinations; SELECT COUNT(*) FROM resume_state; SELECT COUNT(*) FROM files WHERE removed IS NULL;"])
-        #expect(schema.stdout.split(separator: "\n") == ["6", "1", "0", "2"], "\(schema.stdout)")
+        #expect(schema.stdout.split(separator: "\n") == ["\(Ledger.schemaVersion)", "1", "0", "2"], "\(schema.stdout)")
 
         // Written by a newer syncgate: refused, untouched.
-        _ = try await ProcessRunner.run(sqlite, [state, "UPDATE syncgate_meta SET value = '7' WHERE key = 'schema';"])
+        _ = try await ProcessRunner.run(sqlite, [state, "UPDATE syncgate_meta SET value = '\(Ledger.schemaVersion + 1)' WHERE key = 'schema';"])
         let newer = try await cli.run(["sync"])
         #expect(newer.status == 78, "\(newer.stderr)")
-        #expect(newer.stderr.contains("written by a newer syncgate (schema 7"), "\(newer.stderr)")
+        #expect(newer.stderr.contains("written by a newer syncgate (schema \(Ledger.schemaVersion + 1)"), "\(newer.stderr)")
     }
 }

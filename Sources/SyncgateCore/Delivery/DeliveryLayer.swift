@@ -20,14 +20,19 @@ public struct DeliveryLayer: Sendable {
     /// The destination's rate and bandwidth limits (shared with everything else that uses the destination).
     public let limits: DeliveryLimits
     let onEvent: @Sendable (DeliveryEvent) async -> Void
+    /// Asked right before each upload attempt is sent: a failure refuses it (the caller's fence, see
+    /// ``Ledger/fenceRefusal(destination:needsOneWriter:token:)``).
+    let mayStart: @Sendable () -> DeliveryFailure?
     let watchdog = AttemptWatchdog()
 
     public init(
         destinationName: String, destination: any Destination, settings: DeliverySettings,
         clock: any SyncClock = SystemClock(), breaker: CircuitBreaker? = nil, limits: DeliveryLimits? = nil,
         random: @escaping @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) },
-        onEvent: @escaping @Sendable (DeliveryEvent) async -> Void = { _ in }
+        onEvent: @escaping @Sendable (DeliveryEvent) async -> Void = { _ in },
+        mayStart: @escaping @Sendable () -> DeliveryFailure? = { nil }
     ) {
+        self.mayStart = mayStart
         self.destinationName = destinationName
         self.destination = destination
         self.settings = settings
@@ -72,6 +77,7 @@ public struct DeliveryLayer: Sendable {
             started: { attempt in await emit(item, .started(attempt: attempt)) },
             retrying: { attempt, failure, delay in await emit(item, .retrying(attempt: attempt, error: failure, delay: delay)) }
         ) { _ in
+            if let refusal = mayStart() { throw refusal }
             var receipt = try await attemptUpload(item, progress: progress)
             try FileChangeCheck.verifyUnchanged(item)
             if !item.sha256.isEmpty { receipt.sha256 = item.sha256 }  // else: the destination hashed what it sent

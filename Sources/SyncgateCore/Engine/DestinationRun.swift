@@ -28,6 +28,9 @@ final class DestinationRun: @unchecked Sendable {
     let record: DestinationRecord?
     /// Open once the destination is found away; shared with the delivery layer.
     let breaker: CircuitBreaker
+    /// The fence as the run started (see ``Ledger/fenceRefusal(destination:needsOneWriter:token:)``): a lapse
+    /// during the run stops its uploads for good.
+    let fenceToken: LeaseFence.Token
     private var delivery: (layer: DeliveryLayer, recorder: LedgerRecorder)?
     /// The delivery counters of waits decided before any upload (the recorder counts the others).
     private lazy var metrics = DeliveryMetrics(destination: destination.name)
@@ -49,6 +52,7 @@ final class DestinationRun: @unchecked Sendable {
          cancellation: CancellationHandle, tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void) {
         self.destination = destination
         self.breaker = CircuitBreaker(waitLimit: destination.settings.unavailableWait, concurrency: destination.settings.concurrency, clock: clock)
+        self.fenceToken = ledger.fenceToken()
         self.namesCanClash = namesCanClash
         self.record = record
         self.ledger = ledger
@@ -326,8 +330,17 @@ final class DestinationRun: @unchecked Sendable {
         let cancellation = self.cancellation
         // Uploads run in a child task so that an interruption can cut them off after the grace period.
         let transfer = Task { await layer.uploadMany(items, cancellation: cancellation) { progress in recorder.progress(progress) } }
+        let fenced = fenceCheck(recorder)
         let watchdog = Task {
-            while !cancellation.isCancelled { try await Task.sleep(for: .milliseconds(50)) }
+            while !cancellation.isCancelled {
+                // An instance that can no longer confirm its hold on the ledger cuts its uploads off at once, before
+                // its leases can end and another instance take the files.
+                if fenced() != nil {
+                    transfer.cancel()
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
             try await Task.sleep(for: grace)
             transfer.cancel()
         }
@@ -352,12 +365,24 @@ final class DestinationRun: @unchecked Sendable {
                                           operations.apply(event)
                                           observe(event)
                                       }, logger: logger)
+        let fenced = fenceCheck(recorder)
         let layer = DeliveryLayer(
             destinationName: destination.name, destination: plugin, settings: destination.settings, clock: clock, breaker: breaker,
-            limits: destination.limits, random: random, onEvent: { event in await recorder.record(event) }
+            limits: destination.limits, random: random, onEvent: { event in await recorder.record(event) }, mayStart: fenced
         )
         delivery = (layer, recorder)
         return (layer, recorder)
+    }
+
+    /// Whether an upload may start now: nil, or the refusal of the fence (noted by the recorder, which ends the run with
+    /// a temporary ledger error).
+    private func fenceCheck(_ recorder: LedgerRecorder) -> @Sendable () -> DeliveryFailure? {
+        let ledger = self.ledger, name = destination.name, oneWriter = destination.destination.needsOneWriter, token = fenceToken
+        return {
+            guard let why = ledger.fenceRefusal(destination: name, needsOneWriter: oneWriter, token: token) else { return nil }
+            recorder.fenced(why)
+            return DeliveryFailure(message: "not sent: \(why)", failureClass: .retryable(), scope: .destination, code: "fenced", attempts: 0)
+        }
     }
 
     // MARK: - Ending

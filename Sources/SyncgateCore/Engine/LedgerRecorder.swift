@@ -182,6 +182,14 @@ final class LedgerRecorder: @unchecked Sendable {
         }
     }
 
+    /// This instance lost its hold on the ledger (``Ledger/fenceRefusal(destination:needsOneWriter:token:)``): the
+    /// run's uploads stop, and it ends with a temporary ledger error (exit 75; a gateway tries again at its next pass).
+    func fenced(_ why: String) {
+        let first = lock.withLock { error == nil }
+        guard first else { return }
+        fail(LedgerError(path: ledger.path, message: "uploads to \(destination) stopped: \(why)", temporary: true))
+    }
+
     private func fail(_ error: any Error) {
         // A lost state file is reported once, by the command the run's error reaches; every later write fails the
         // same way, and saying so per write only buries that one line.

@@ -57,6 +57,12 @@ public final class SyncEngine: Sendable {
                 if !leads { logger.debug("\(destination.name): another instance leads this destination; left to it") }
                 return leads
             }
+            // A new leader waits until its predecessor's lead has surely ended (a predecessor that is cut off or frozen
+            // stops before then, see ``LeaseFence``).
+            if let wait = destinations.map({ ledger.leadReadyIn($0.name) }).max(), wait > .zero {
+                logger.info("waiting \(wait.syncgateText) for the lead of the previous leader to end before sending")
+                try? await Task.sleep(for: wait)
+            }
         }
 
         if !options.dryRun && !options.isGatewayPass {

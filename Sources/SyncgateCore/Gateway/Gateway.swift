@@ -85,7 +85,10 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
     /// second, and acts on them with a full pass. On a shared ledger (PostgreSQL) it also looks, every third of a
     /// lease, for files held by an instance whose lease ended (it died): they are set back and taken in a full pass;
     /// and for changes of the fleet that leave a split walk undone (an instance joined, or one left or died before
-    /// walking its share of the view this gateway walked by): a full pass walks this gateway's new share.
+    /// walking its share of the view this gateway walked by): a full pass walks this gateway's new share. It also
+    /// asks for the lead of each destination that needs one writer and that it does not lead: when the leader's
+    /// lock was released (it died, or its session ended), this gateway takes the lead and makes a full pass there
+    /// within a third of a lease, not at its next rescan.
     private func watchLedger() async {
         var seen = (try? ledger.changeCounter()) ?? 0
         var lastClaimCheck = Date()
@@ -98,6 +101,11 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
                     rescanAll(reason: "\(claims.expired) file(s) held by an instance whose lease ended")
                 } else if ledger.lastWalkedViews.contains(where: { (try? ledger.fleetChanged(since: $0.value, destinations: [$0.key])) == true }), !isStopped {
                     rescanAll(reason: "the fleet changed: walking this instance's new share")
+                }
+                for destination in config.destinations where destination.destination.needsOneWriter && !isStopped {
+                    guard !ledger.holdsLead(destination.name), ledger.leads(destination.name, needsOneWriter: true) else { continue }
+                    logger.info("\(destination.name): took the lead (the previous leader's lock was released); full pass")
+                    lanes[destination.name]?.wantFullPass()
                 }
             }
             guard let now = try? ledger.changeCounter(), now != seen else { continue }

@@ -79,11 +79,13 @@ extension Ledger {
     /// its passes).
     public var lastWalkedViews: [String: FleetView] { walkedViews.value }
 
-    /// Leaves the fleet (the process ends): the others see it gone at once rather than when its lease ends.
+    /// Leaves the fleet (the process ends): the others see it gone at once rather than when its lease ends, and its
+    /// leads are given up (their `lead_until` cleared), so that the next leader need not wait them out.
     public func leaveFleet() {
         guard sharesWork else { return }
         _ = try? database.write(durable: false) { db in
             try db.execute("UPDATE instances SET left_at = \(db.dialect.now) WHERE id = ?", [instanceID])
         }
+        leadership?.close()
     }
 }

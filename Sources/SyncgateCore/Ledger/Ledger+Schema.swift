@@ -28,6 +28,7 @@ extension Ledger {
             if schema < 4 { try addRemovalColumns(db) }
             if schema < 5 { try addClaimColumns(db) }
             if schema < 6 { try addJudgementTables(db) }
+            if schema < 7 { try addLeaderTable(db) }
             if schema < Ledger.schemaVersion {
                 try db.execute("UPDATE syncgate_meta SET value = ? WHERE key = 'schema'", [String(Ledger.schemaVersion)])
                 return .upgraded(from: schema, to: Ledger.schemaVersion)
@@ -74,7 +75,25 @@ extension Ledger {
         try addRemovalColumns(db)
         try addClaimColumns(db)
         try addJudgementTables(db)
+        try addLeaderTable(db)
         return .created(Ledger.schemaVersion)
+    }
+
+    /// Schema 7: the leaders of destinations that need one writer (``DestinationLeadership``): per destination the
+    /// epoch of its last lead (from the sequence `leader_epochs` on PostgreSQL, where a fleet has leaders), who holds
+    /// it, and until when (the server's time, renewed with the leases; NULL once given up). A leader's writes are
+    /// made only while its epoch is the destination's.
+    private static func addLeaderTable(_ db: any LedgerConnection) throws {
+        let d = db.dialect
+        try db.executeOnce("""
+            CREATE TABLE destination_leaders (
+                destination \(d.keyText) PRIMARY KEY NOT NULL,
+                epoch \(d.integer) NOT NULL,
+                holder TEXT,
+                lead_until \(d.real)
+            )\(d.tableSuffix)
+            """, [])
+        if d.isPostgres { try db.executeOnce("CREATE SEQUENCE IF NOT EXISTS leader_epochs", []) }
     }
 
     /// Schema 6: what the engine's own decisions rest on across runs.

@@ -34,8 +34,12 @@ extension Ledger {
     @discardableResult
     public func recordPending(_ rows: [Pending], at now: Date) throws -> [Bool] {
         guard !rows.isEmpty else { return [] }
+        let start = ContinuousClock.now
         let taken: [Bool] = try write { db in
-            if sharesWork { return try recordPendingShared(rows, at: now, in: db) }
+            if sharesWork {
+                try checkEpochs(Set(rows.map(\.destination)), in: db)
+                return try recordPendingShared(rows, at: now, in: db)
+            }
             // SQLite: one instance, whose claims never stand in its own way; one prepared statement per row.
             let statement = """
                 INSERT INTO files (source, path, destination, status, size, mtime, sha256, queued_at, updated_at, claimed_by, lease_until)
@@ -56,7 +60,10 @@ extension Ledger {
             }
         }
         // Renewal matters only where other instances could take an expired row (an SQLite state has one instance).
-        if sharesWork { leases.start() }
+        if sharesWork {
+            leases.fence.confirmFirst(since: start)
+            leases.start()
+        }
         return taken
     }
 
@@ -85,6 +92,16 @@ extension Ledger {
         /// attempt cut short by that (`uncount`) is not counted: it was the destination's failure, not the file's.
         case waiting(FileKey, destination: String, uncount: Bool, at: Date)
 
+        /// The destination of the row changed.
+        var destination: String {
+            switch self {
+            case .uploading(_, let destination, _), .progress(_, let destination, _), .retryNote(_, let destination, _, _),
+                .synced(_, let destination, _, _, _, _, _), .failed(_, let destination, _, _, _), .interrupted(_, let destination, _),
+                .waiting(_, let destination, _, _):
+                return destination
+            }
+        }
+
         /// Whether this change records a file synced (the destination's copy must be durable first).
         public var recordsSynced: Bool {
             if case .synced = self { return true }
@@ -102,6 +119,7 @@ extension Ledger {
         let changes = Ledger.foldingAttemptStarts(updates)
         let onlyProgress = updates.allSatisfy { if case .progress = $0 { true } else { false } }
         try write(notify: !onlyProgress) { db in
+            try checkEpochs(Set(updates.map(\.destination)), in: db)
             for change in changes { try Ledger.apply(change.update, in: db, attemptStartedAt: change.attemptStartedAt, claimant: instanceID) }
         }
     }
@@ -162,14 +180,16 @@ extension Ledger {
     /// Applies one update; a `.synced` with `attemptStartedAt` also counts the attempt that started then (what its
     /// `.uploading` would have written).
     ///
-    /// An outcome (synced, failed, interrupted, waiting) releases the row's claim; on a shared ledger it is written
-    /// only to a row that `claimant` holds or nobody does (a row whose lease ended and that another instance took is
-    /// that one's now).
+    /// An outcome (synced, failed, interrupted, waiting) releases the row's claim; on a shared ledger it, and an
+    /// attempt's start, are written only to a row that `claimant` still holds, or that nobody holds and that is not
+    /// synced: a row whose lease ended and that another instance took is that one's now, and a synced row nobody
+    /// holds was delivered (by another instance, maybe): an instance that was frozen or cut off past its lease must
+    /// not set it back.
     static func apply(_ update: Update, in db: any LedgerConnection, attemptStartedAt: Date? = nil, claimant: String) throws {
         let release = "claimed_by = NULL, lease_until = NULL"
         // On SQLite (one instance) every row is the instance's own, whoever claimed it last: the same statement
         // with a condition that always holds.
-        let mine = db.dialect.isPostgres ? "(claimed_by IS NULL OR claimed_by = ?)" : "(? IS NOT NULL)"
+        let mine = db.dialect.isPostgres ? "(claimed_by = ? OR (claimed_by IS NULL AND status <> 'synced'))" : "(? IS NOT NULL)"
         switch update {
         case .uploading(let file, let destination, let now):
             try db.execute("""

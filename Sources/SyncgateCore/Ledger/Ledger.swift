@@ -21,12 +21,13 @@ public final class Ledger: Sendable {
     static let format = "syncgate-ledger"
     /// The schema this syncgate writes. Versions 1 (files only), 2 (destination states), 3 (resumable uploads), 4
     /// (removals) and 5 (claims with leases, and the instances of a fleet) are upgraded in place (6: a destination's
-    /// Retry-After, source roots, the remote deletions' window); a newer one is refused.
-    public static let schemaVersion = 6
+    /// Retry-After, source roots, the remote deletions' window; 7: the leaders' epochs); a newer one is refused.
+    public static let schemaVersion = 7
     /// Who this ledger's claims are made by (`claimed_by`): the host, the process and a random suffix, so that a
     /// restarted process with a reused pid is another instance.
     public let instanceID: String
-    /// How long a claim holds without being renewed (``LeaseKeeper`` renews this instance's claims a third of it).
+    /// How long a claim holds without being renewed (``LeaseKeeper`` renews this instance's claims every quarter of
+    /// it; past two thirds of it without a renewal the instance stops sending, see ``LeaseFence``).
     public let leaseSeconds: Double
     /// Whether other instances may work on this ledger at the same time (PostgreSQL): claims of others are then
     /// respected until their lease ends. An SQLite state has one instance at a time (its lock file), whose claims
@@ -47,7 +48,8 @@ public final class Ledger: Sendable {
     /// Opens the ledger where `state` says, creating or upgrading its schema in place. A database of another
     /// program, or of a newer syncgate, is reported and left untouched.
     /// `leaseSeconds`: how long this instance's claims hold unless renewed (default: ``defaultLeaseSeconds``).
-    public init(state: StateLocation, leaseSeconds: Double? = nil) throws {
+    /// `statementTimeout`: seconds a PostgreSQL statement may take (default 30, see ``PostgresDeadlines``).
+    public init(state: StateLocation, leaseSeconds: Double? = nil, statementTimeout: Double? = nil) throws {
         self.state = state
         self.path = state.displayName
         self.instanceID = Ledger.makeInstanceID()
@@ -60,7 +62,9 @@ public final class Ledger: Sendable {
                 change = try Ledger.checkOrCreateSchema(connection, path: displayName)
             }
         case .postgres(let location):
-            let postgres = try PostgresLedgerDatabase(location: location)
+            var deadlines = PostgresDeadlines.ledger
+            if let statementTimeout { deadlines.statement = .milliseconds(Int64(max(0.5, statementTimeout) * 1000)) }
+            let postgres = try PostgresLedgerDatabase(location: location, applicationName: "syncgate ledger pid \(getpid())", deadlines: deadlines)
             do {
                 change = try postgres.write(durable: true) { connection in try Ledger.checkOrCreateSchema(connection, path: displayName) }
             } catch {
@@ -70,15 +74,32 @@ public final class Ledger: Sendable {
             database = postgres
         }
         schemaChange = change
-        leases = LeaseKeeper(database: database, instanceID: instanceID, leaseSeconds: self.leaseSeconds)
-        if case .postgres(let location) = state { leadership = DestinationLeadership(location: location) } else { leadership = nil }
+        if case .postgres(let location) = state {
+            leadership = DestinationLeadership(location: location, instanceID: instanceID, leaseSeconds: self.leaseSeconds)
+        } else {
+            leadership = nil
+        }
+        leases = LeaseKeeper(database: database, instanceID: instanceID, leaseSeconds: self.leaseSeconds, leadership: leadership)
     }
 
     /// Whether this instance may work on `destination` now: always, unless the ledger is shared and the destination
     /// needs one writer (``Destination/needsOneWriter``), when only its leader may.
     public func leads(_ destination: String, needsOneWriter: Bool) -> Bool {
         guard needsOneWriter, let leadership else { return true }
-        return leadership.lead(destination)
+        let leads = leadership.lead(destination)
+        if leads { leases.start() }
+        return leads
+    }
+
+    /// Whether this instance holds the lead of `destination` now (without trying to take it).
+    public func holdsLead(_ destination: String) -> Bool {
+        leadership?.holds(destination) ?? false
+    }
+
+    /// How long a new leader of `destination` must wait before it sends: until the lead of the instance that held it
+    /// before has surely ended (zero when there was none, it gave the lead up, or this instance does not lead it).
+    public func leadReadyIn(_ destination: String) -> Duration {
+        leadership?.readyIn(destination) ?? .zero
     }
 
     deinit {

@@ -29,10 +29,10 @@ final class PostgresStateLock: @unchecked Sendable {
         let connection = try PostgresLedgerDatabase.connect(location, configuration: configuration, id: 0, logger: PostgresStateLock.logger)
         let locked: Bool
         do {
-            let rows = try connection.query(
+            let rows = try PostgresDeadlines.ledger.run(
                 PostgresQuery(unsafeSQL: "SELECT pg_try_advisory_lock_shared(\(PostgresStateLock.key.0), \(PostgresStateLock.key.1))"),
-                logger: PostgresStateLock.logger
-            ).wait().rows
+                on: connection, logger: PostgresStateLock.logger
+            ).rows
             locked = try rows.first?.decode(Bool.self) ?? false
         } catch {
             _ = try? connection.close().wait()
@@ -76,7 +76,7 @@ final class PostgresStateLock: @unchecked Sendable {
     }
 
     private static func holder(on connection: PostgresConnection) throws -> String? {
-        let rows = try connection.query(PostgresQuery(unsafeSQL: holderQuery), logger: logger).wait().rows
+        let rows = try PostgresDeadlines.ledger.run(PostgresQuery(unsafeSQL: holderQuery), on: connection, logger: logger).rows
         guard let row = rows.first else { return nil }
         return holder(applicationName: try row.decode(String.self))
     }

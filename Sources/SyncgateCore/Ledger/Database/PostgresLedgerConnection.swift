@@ -27,7 +27,7 @@ struct PostgresLedgerConnection: LedgerConnection {
         }
         let query = PostgresQuery(unsafeSQL: PostgresPlaceholders.numbered(sql), binds: binds)
         do {
-            return try connection.query(query, logger: logger).wait()
+            return try database.deadlines.run(query, on: connection, logger: logger)
         } catch {
             throw database.explain(error)
         }

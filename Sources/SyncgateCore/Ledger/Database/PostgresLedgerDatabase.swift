@@ -12,9 +12,13 @@ import PostgresNIO
 /// Commits are durable when they return (PostgreSQL's default `synchronous_commit`), so a durable write is an
 /// ordinary one. Reads take no transaction: each statement sees what was committed when it started; a long read
 /// of the files is done in pages on the primary key (``PostgresKeysetCursor``).
+///
+/// No call waits for ever (``PostgresDeadlines``): each statement has a deadline on the server and on the client, a
+/// connection attempt has one, and a connection whose round trip went past its deadline is closed and replaced.
 final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
     let location: PostgresStateLocation
     private let configuration: PostgresConnection.Configuration
+    let deadlines: PostgresDeadlines
     private let logger: Logger
     private let lock = NSLock()
     /// Held for each write transaction (see ``write(durable:_:)``).
@@ -33,15 +37,18 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
 
     var dialect: SQLDialect { .postgres }
 
-    init(location: PostgresStateLocation, applicationName: String = "syncgate") throws {
+    init(location: PostgresStateLocation, applicationName: String = "syncgate", deadlines: PostgresDeadlines = .ledger) throws {
         self.location = location
-        self.configuration = try PostgresLedgerDatabase.configuration(location, applicationName: applicationName)
+        self.deadlines = deadlines
+        self.configuration = try PostgresLedgerDatabase.configuration(location, applicationName: applicationName, deadlines: deadlines)
         var logger = Logger(label: "syncgate-ledger-postgres")
         logger.logLevel = .error
         self.logger = logger
     }
 
-    static func configuration(_ location: PostgresStateLocation, applicationName: String) throws -> PostgresConnection.Configuration {
+    /// A connection's configuration: `deadlines` sets its connect timeout and, on the server, its statement timeout
+    /// and TCP keepalive.
+    static func configuration(_ location: PostgresStateLocation, applicationName: String, deadlines: PostgresDeadlines = .ledger) throws -> PostgresConnection.Configuration {
         let tls: PostgresConnection.Configuration.TLS
         switch location.tls {
         case .disable: tls = .disable
@@ -57,12 +64,13 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
         var configuration = PostgresConnection.Configuration(
             host: location.host, port: location.port, username: location.user, password: location.password?.reveal(),
             database: location.database, tls: tls)
-        configuration.options.additionalStartupParameters = [("application_name", applicationName)]
-        configuration.options.connectTimeout = .seconds(10)
+        configuration.options.additionalStartupParameters = [("application_name", applicationName)] + deadlines.startupParameters
+        configuration.options.connectTimeout = .milliseconds(deadlines.connect.milliseconds)
         return configuration
     }
 
-    /// Opens one connection (blocking), for the ledger's pool or a lock that holds one of its own.
+    /// Opens one connection (blocking, up to the configuration's connect timeout: TCP, TLS and login), for the
+    /// ledger's pool or a lock that holds one of its own.
     static func connect(_ location: PostgresStateLocation, configuration: PostgresConnection.Configuration, id: Int, logger: Logger) throws -> PostgresConnection {
         do {
             return try PostgresConnection.connect(on: eventLoopGroup.next(), configuration: configuration, id: id, logger: logger).wait()
@@ -182,9 +190,8 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
     /// whatever happens.
     static func unlockAndClose(_ connection: PostgresConnection, unlock: String) {
         if !connection.isClosed {
-            let giveUp = connection.eventLoop.scheduleTask(in: .seconds(2)) { connection.close().whenComplete { _ in } }
-            _ = try? connection.query(PostgresQuery(unsafeSQL: unlock), logger: lockLogger).wait()
-            giveUp.cancel()
+            let quick = PostgresDeadlines(statement: .seconds(1), connect: .seconds(1), clientSlack: .seconds(1))
+            _ = try? quick.run(PostgresQuery(unsafeSQL: unlock), on: connection, logger: lockLogger)
         }
         _ = try? connection.close().wait()
     }
@@ -200,6 +207,9 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
     static func explain(_ error: any Error, location: PostgresStateLocation) -> LedgerError {
         if let error = error as? LedgerError { return error }
         let name = location.displayName
+        if let error = error as? PostgresDeadlines.Exceeded {
+            return LedgerError(path: name, message: "PostgreSQL at \(location.host):\(location.port) is not answering (\(error)); try again", temporary: true)
+        }
         guard let error = error as? PSQLError else {
             return LedgerError(path: name, message: "cannot reach PostgreSQL at \(location.host):\(location.port): \(Redactor.shared.redact(String(describing: error)))", temporary: true)
         }
@@ -214,6 +224,10 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
                 return LedgerError(path: name, message: "user \(location.user) may not do this (\(message)); grant it the rights on the database")
             case "53100":
                 return LedgerError(path: name, message: "PostgreSQL's disk is full (\(message)); nothing was lost, free some space and run again", temporary: true)
+            case "57014":
+                return LedgerError(path: name, message: "PostgreSQL cancelled a statement that ran past its deadline (\(message)): the server is overloaded or a lock is held; try again", temporary: true)
+            case "25P03":
+                return LedgerError(path: name, message: "PostgreSQL ended a session idle in a transaction past its deadline (\(message)); try again", temporary: true)
             case "40P01", "40001":
                 var conflict = LedgerError(path: name, message: "PostgreSQL aborted a transaction that conflicted with another instance's (\(message), SQLSTATE \(state)); try again", temporary: true)
                 conflict.transactionConflict = true

@@ -1,0 +1,127 @@
+import Foundation
+import SyncgateCore
+import SyncgateTestSupport
+import Testing
+
+/// Issue 31: instances of the real binary on one PostgreSQL ledger, one of them frozen (SIGSTOP) for longer than a
+/// lease while another takes its files over, then woken (SIGCONT). An audit trigger in the test database records
+/// every change of a row's status or holder with the `application_name` of the session that made it (each
+/// instance's ledger connections are `syncgate ledger pid N`), so the test can say who wrote what.
+@Suite("fleet chaos: frozen and cut-off instances", .serialized)
+struct FleetChaosTests {
+    static var enabled: Bool { PostgresTestServer.unavailableReason == nil || TestPaths.serversRequired }
+
+    /// Every change of a row's status or holder, and who made it.
+    static let auditSQL = """
+        CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, app TEXT, path TEXT, old_status TEXT, new_status TEXT, old_claim TEXT, new_claim TEXT);
+        CREATE FUNCTION audit_files() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
+        BEGIN
+            INSERT INTO audit (app, path, old_status, new_status, old_claim, new_claim)
+            VALUES (current_setting('application_name'), NEW.path, OLD.status, NEW.status, OLD.claimed_by, NEW.claimed_by);
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER files_audit AFTER UPDATE ON files FOR EACH ROW
+            WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.claimed_by IS DISTINCT FROM NEW.claimed_by)
+            EXECUTE FUNCTION audit_files();
+        """
+
+    /// A: slow (a bandwidth limit), frozen with uploads in flight; B: a sync at full speed that takes A's files over
+    /// once A's leases end; A woken after two leases writes no outcome to a row it no longer holds, starts no
+    /// upload, and exits 75 saying why. Every file arrives, every row ends synced and unclaimed.
+    @Test(.enabled(if: FleetChaosTests.enabled, "needs PostgreSQL's server binaries"), .timeLimit(.minutes(4)))
+    func aFrozenInstanceWritesNoOutcomeToRowsItNoLongerHolds() async throws {
+        let dir = try TemporaryDirectory("sg-e2e-frozen")
+        defer { dir.remove() }
+        try await PostgresTestServer.withDatabase { url, server in
+            let database = try PostgresStateLocation.parse(url).database
+            func config(bandwidth: String?) -> String {
+                """
+                version: 1
+                state: "\(url)"
+                sources:
+                  - name: outbox
+                    path: \(dir.file("outbox").path)
+                destinations:
+                  - name: archive
+                    type: local
+                    path: \(dir.file("synced").path)
+                \(bandwidth.map { "    bandwidth: \($0)" } ?? "")
+                routes:
+                  - match: ["**/*"]
+                    to: [archive]
+                """
+            }
+            try dir.write("a.yaml", config(bandwidth: "16KiB"))
+            try dir.write("b.yaml", config(bandwidth: nil))
+            try FileManager.default.createDirectory(at: dir.file("synced"), withIntermediateDirectories: true)
+            var contents: [String: Data] = [:]
+            for i in 0..<24 {
+                var generator = SplitMix(seed: UInt64(i) &+ 7)
+                let data = Data((0..<(16 * 1024)).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
+                try dir.write("outbox/f\(i).bin", data)
+                contents["f\(i).bin"] = data
+            }
+            let binary = TestPaths.executable("syncgate")
+            let environment = ["SYNCGATE_LEASE_SECONDS": "6"]
+            let migrated = try await ProcessRunner.run(binary, ["--config", dir.file("a.yaml").path, "migrate"], environment: environment, currentDirectory: dir.url)
+            #expect(migrated.status == 0, "\(migrated.stderr)")
+            try await server.psql(Self.auditSQL, database: database)
+
+            let a = try ProcessRunner.start(binary, ["--config", dir.file("a.yaml").path, "sync"], environment: environment,
+                                            currentDirectory: dir.url, logFile: dir.file("a.log"))
+            let aPID = a.processIdentifier
+            let aApp = "syncgate ledger pid \(aPID)"
+            let aHolds = "claimed_by LIKE '%:\(aPID):%'"
+            // Frozen with uploads in flight.
+            var uploading = "0"
+            let deadline = Date().addingTimeInterval(90)
+            while uploading == "0", Date() < deadline, a.isRunning {
+                try await Task.sleep(for: .milliseconds(100))
+                uploading = try await server.psql("SELECT count(*) FROM files WHERE status = 'uploading' AND \(aHolds)", database: database)
+            }
+            try #require(uploading != "0", "A never had an upload in flight: \((try? String(contentsOf: dir.file("a.log"), encoding: .utf8)) ?? "")")
+            kill(aPID, SIGSTOP)
+            let frozenAt = Date()
+            let heldByA = try await server.psql("SELECT count(*) FROM files WHERE \(aHolds)", database: database)
+
+            // B finds A's files claimed, waits for A's leases to end, and takes them over.
+            let b = try await ProcessRunner.run(binary, ["--config", dir.file("b.yaml").path, "sync"], environment: environment,
+                                                currentDirectory: dir.url, timeout: 150)
+            #expect(b.status == 0, "B: \(b.stderr.suffix(3000))")
+            #expect(try await server.psql("SELECT count(*) FROM files WHERE status <> 'synced' OR claimed_by IS NOT NULL", database: database) == "0")
+
+            // A sleeps past two leases in all, then wakes.
+            let asleep = Date().timeIntervalSince(frozenAt)
+            if asleep < 15 { try await Task.sleep(for: .seconds(15 - asleep)) }
+            kill(aPID, SIGCONT)
+            let ended = await ProcessRunner.waitForExit(a, timeout: 120)
+            if !ended { ProcessRunner.stop(a) }
+            let log = (try? String(contentsOf: dir.file("a.log"), encoding: .utf8)) ?? ""
+            #expect(ended, "A did not end after it woke")
+            #expect(a.terminationStatus == 75, "A's exit: \(log.suffix(3000))")
+            #expect(log.contains("uploads to archive stopped"), "\(log.suffix(3000))")
+            #expect(!log.contains(PostgresTestServer.password))
+
+            // A wrote nothing to a row it neither held nor claimed by that write: no outcome of a row B took over,
+            // no synced row set back.
+            let foreign = try await server.psql("""
+                SELECT count(*) FROM audit WHERE app = '\(aApp)'
+                    AND old_claim IS DISTINCT FROM new_claim AND NOT (COALESCE(old_claim, '') LIKE '%:\(aPID):%')
+                    AND NOT (COALESCE(new_claim, '') LIKE '%:\(aPID):%')
+                """, database: database)
+            let byA = try await server.psql("SELECT * FROM audit WHERE app = '\(aApp)' ORDER BY id", database: database)
+            #expect(foreign == "0", "writes of A to rows it did not hold; A's writes:\n\(byA)")
+            let setBack = try await server.psql("SELECT count(*) FROM audit WHERE app = '\(aApp)' AND old_status = 'synced'", database: database)
+            #expect(setBack == "0", "A changed rows that were synced")
+            let ownOutcomes = try await server.psql("SELECT count(*) FROM audit WHERE app = '\(aApp)' AND new_claim IS NULL", database: database)
+            let bTook = try await server.psql("SELECT count(DISTINCT path) FROM audit WHERE app <> '\(aApp)' AND old_claim LIKE '%:\(aPID):%'", database: database)
+            #expect(Int(bTook) ?? 0 > 0, "B took over none of A's \(heldByA) rows (A wrote \(ownOutcomes) outcomes)")
+
+            // Every file arrived, whole; every row is synced and unclaimed.
+            for (path, data) in contents {
+                #expect((try? Data(contentsOf: dir.file("synced/" + path))) == data, "synced/\(path)")
+            }
+            #expect(try await server.psql("SELECT count(*) FROM files WHERE status = 'synced' AND claimed_by IS NULL", database: database) == "\(contents.count)")
+        }
+    }
+}
