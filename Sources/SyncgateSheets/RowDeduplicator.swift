@@ -5,10 +5,14 @@
 /// - When an append's outcome is unknown (the request went out and no answer came back), the knowledge is
 ///   dropped, and the file is remembered: before its rows are sent again, the key column is read afresh and
 ///   only rows whose key is not there yet are sent. One such read clears the mark.
+/// - On a shared ledger, the knowledge is dropped when this instance's lead of the destination has a new epoch
+///   (``writes(underLead:)``): rows that another leader appended, or had in flight, are then in the next read.
 actor RowDeduplicator {
     private var known: Set<String>?
     private var loading: Task<[String], any Error>?
     private var unknownOutcome: Set<String> = []
+    /// The lead under which ``known`` was learnt (a shared ledger; nil otherwise).
+    private var leadEpoch: Int64?
     /// Reads of the key column made so far (for tests and logs).
     private(set) var reads = 0
 
@@ -48,6 +52,17 @@ actor RowDeduplicator {
         unknownOutcome.insert(file)
         known = nil
         // A read already under way may have started before that append landed: the next caller starts anew.
+        loading = nil
+    }
+
+    /// This instance writes under lead `epoch` of a shared ledger. A new epoch (the lead was lost and taken again,
+    /// or another instance led in between) makes what is known of the key column stale: another leader may have
+    /// appended rows since, some of them for files whose rows are about to be sent again (their outcome unknown).
+    /// The next append reads the key column afresh.
+    func writes(underLead epoch: Int64) {
+        guard epoch != leadEpoch else { return }
+        leadEpoch = epoch
+        known = nil
         loading = nil
     }
 

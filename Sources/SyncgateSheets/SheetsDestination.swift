@@ -113,6 +113,10 @@ public struct SheetsDestination: Destination {
     /// The duplicate check reads the key column, then appends: one instance of a fleet at a time.
     public var needsOneWriter: Bool { true }
 
+    public func writesUnderLead(epoch: Int64) async {
+        await dedup.writes(underLead: epoch)
+    }
+
     public func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
         progress(0)
         var delivery = Delivery(item: item)

@@ -11,7 +11,7 @@ import Testing
 /// - an instance whose renewals fail stops starting uploads (its fence lapses) before its lease ends;
 /// - a leader whose lead another instance took (a new epoch) has its writes refused.
 /// Limits are generous (a loaded two-core machine): what is checked is an order of events, not a duration.
-@Suite("state ledger: deadlines and fencing of a fleet's instances")
+@Suite("state ledger: deadlines and fencing of a fleet's instances", .serialized)
 struct LedgerFencingTests {
     let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
@@ -23,9 +23,12 @@ struct LedgerFencingTests {
 
     /// The ledger's database through a fault proxy, and directly.
     func withProxiedDatabase(_ body: (_ proxied: StateLocation, _ direct: StateLocation, _ proxy: FaultProxy, _ server: PostgresTestServer) async throws -> Void) async throws {
+        let t = ContinuousClock.now
         try await PostgresTestServer.withDatabase { url, server in
+            print("fencing: database ready after \(ContinuousClock.now - t)")
             let direct = try PostgresStateLocation.parse(url)
             let proxy = try await FaultProxy.start(targetPort: direct.port)
+            print("fencing: proxy ready after \(ContinuousClock.now - t)")
             defer { proxy.stop() }
             var proxied = direct
             proxied.port = proxy.port
@@ -33,18 +36,21 @@ struct LedgerFencingTests {
         }
     }
 
-    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(3)))
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
     func aStatementAgainstAStalledServerEndsWithinItsDeadline() async throws {
         try await withProxiedDatabase { proxied, _, proxy, _ in
+            let t = ContinuousClock.now
             let ledger = try Ledger(state: proxied, leaseSeconds: 30, statementTimeout: 2)
             #expect(try ledger.recordPending([pending(1)], at: t0) == [true])
+            print("stalled: ledger open after \(ContinuousClock.now - t)")
 
             // The server stops answering; the connections stay open (no reset, no FIN).
             try proxy.set(["mode": "blackhole"])
             let started = ContinuousClock.now
             var caught: (any Error)?
             do {
-                _ = try ledger.entry(key(1), destination: "bucket")
+                // On a thread of its own: the wait is seconds long, and the cooperative pool's threads are few.
+                _ = try await OffThePool.run { try ledger.entry(key(1), destination: "bucket") }
             } catch {
                 caught = error
             }
@@ -58,30 +64,33 @@ struct LedgerFencingTests {
 
             // A new connection to a server that does not answer has a deadline too (10 s).
             let again = ContinuousClock.now
-            #expect(throws: LedgerError.self) { try ledger.entry(key(1), destination: "bucket") }
+            await #expect(throws: LedgerError.self) { try await OffThePool.run { try ledger.entry(key(1), destination: "bucket") } }
             #expect(ContinuousClock.now - again < .seconds(60))
+            print("stalled: first read failed in \(took), a new connection in \(ContinuousClock.now - again)")
 
             // The server answers again: the ledger connects afresh and works.
             try proxy.pass()
-            #expect(try ledger.entry(key(1), destination: "bucket")?.status == .pending)
+            let back = ContinuousClock.now
+            #expect(try await OffThePool.run { try ledger.entry(key(1), destination: "bucket")?.status } == .pending)
+            print("stalled: read again after \(ContinuousClock.now - back)")
         }
     }
 
-    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(3)))
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
     func aStatementPastTheServersTimeoutIsCancelledAsTemporary() async throws {
         let dir = try TemporaryDirectory("sg-fencing")
         defer { dir.remove() }
         try await LedgerEngine.postgres.withStates(dir) { state, _ in
             let ledger = try Ledger(state: try await state("timeout"), leaseSeconds: 30, statementTimeout: 1)
-            let error = #expect(throws: LedgerError.self) {
-                try ledger.read { db in try db.execute("SELECT pg_sleep(20)", []) }
+            let error = await #expect(throws: LedgerError.self) {
+                try await OffThePool.run { try ledger.read { db in try db.execute("SELECT pg_sleep(20)", []) } }
             }
             #expect(error?.temporary == true && error?.message.contains("past its deadline") == true, "\(String(describing: error))")
             #expect(try ledger.read { db in try db.fetchOne("SELECT 1", [])?.int(0) } == 1)
         }
     }
 
-    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(3)))
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
     func theLeaseKeeperRenewsWhileTheWriterIsStuck() async throws {
         let dir = try TemporaryDirectory("sg-fencing")
         defer { dir.remove() }
@@ -104,7 +113,7 @@ struct LedgerFencingTests {
                 }
             }
             blocking.start()
-            locked.wait()
+            try await OffThePool.run { locked.wait() }
             let stuckWrite = Thread {
                 try? a.markSynced(key(2), destination: "bucket", receipt: Receipt(remoteName: "f2.bin"), size: 10, modificationTime: t0, sha256: "aa", at: t0)
             }
@@ -127,7 +136,7 @@ struct LedgerFencingTests {
         }
     }
 
-    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(3)))
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
     func anInstanceCutOffStopsStartingUploadsBeforeItsLeaseEnds() async throws {
         try await withProxiedDatabase { proxied, direct, proxy, _ in
             let a = try Ledger(state: proxied, leaseSeconds: 9, statementTimeout: 2)
@@ -168,7 +177,7 @@ struct LedgerFencingTests {
         }
     }
 
-    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(3)))
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
     func aStaleLeadersWritesAreRefusedByEpoch() async throws {
         try await PostgresTestServer.withDatabase { url, server in
             let location = try PostgresStateLocation.parse(url)

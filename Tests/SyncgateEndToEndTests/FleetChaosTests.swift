@@ -28,7 +28,7 @@ struct FleetChaosTests {
     /// A: slow (a bandwidth limit), frozen with uploads in flight; B: a sync at full speed that takes A's files over
     /// once A's leases end; A woken after two leases writes no outcome to a row it no longer holds, starts no
     /// upload, and exits 75 saying why. Every file arrives, every row ends synced and unclaimed.
-    @Test(.enabled(if: FleetChaosTests.enabled, "needs PostgreSQL's server binaries"), .timeLimit(.minutes(4)))
+    @Test(.enabled(if: FleetChaosTests.enabled, "needs PostgreSQL's server binaries"), .timeLimit(.minutes(10)))
     func aFrozenInstanceWritesNoOutcomeToRowsItNoLongerHolds() async throws {
         let dir = try TemporaryDirectory("sg-e2e-frozen")
         defer { dir.remove() }
@@ -122,6 +122,99 @@ struct FleetChaosTests {
                 #expect((try? Data(contentsOf: dir.file("synced/" + path))) == data, "synced/\(path)")
             }
             #expect(try await server.psql("SELECT count(*) FROM files WHERE status = 'synced' AND claimed_by IS NULL", database: database) == "\(contents.count)")
+        }
+    }
+
+    static var sheetsEnabled: Bool {
+        (PostgresTestServer.unavailableReason == nil && SheetsTestServer.unavailableReason == nil) || TestPaths.serversRequired
+    }
+
+    /// The Sheets leader cut off from PostgreSQL mid-run (its proxy refuses, and the server ends its sessions, so its
+    /// lead's advisory lock is released): another instance takes the lead within seconds. The cut-off leader stops
+    /// appending once it cannot confirm its hold (before the new leader sends anything), and the new leader reads the
+    /// key column before it appends rows the old one had in flight: one row per file, none twice.
+    @Test(.enabled(if: FleetChaosTests.sheetsEnabled, "needs PostgreSQL's server binaries and the Sheets test server"), .timeLimit(.minutes(10)))
+    func aSheetsLeaderCutOffFromPostgresAppendsNoRowTwice() async throws {
+        let dir = try TemporaryDirectory("sg-e2e-cut-leader")
+        defer { dir.remove() }
+        let sheets = try await SheetsTestServer()
+        defer { sheets.stop() }
+        try await PostgresTestServer.withDatabase { url, server in
+            let location = try PostgresStateLocation.parse(url)
+            let proxy = try await FaultProxy.start(targetPort: location.port)
+            defer { proxy.stop() }
+            let proxiedURL = url.replacingOccurrences(of: ":\(location.port)/", with: ":\(proxy.port)/")
+            #expect(proxiedURL != url)
+            func config(state: String, slow: Bool) -> String {
+                """
+                version: 1
+                state: "\(state)"
+                sources:
+                  - name: outbox
+                    path: \(dir.file("outbox").path)
+                destinations:
+                  - name: sheet
+                    type: sheets
+                    spreadsheet_id: test-spreadsheet
+                    range: "Sheet1!A:G"
+                    credentials_file: \(sheets.keyFile.path)
+                    api_base: \(sheets.baseURL)
+                    rows: file
+                    writes_per_minute: 60000
+                \(slow ? "    rate: {requests_per_second: 15}" : "")
+                routes:
+                  - match: ["**/*"]
+                    to: [sheet]
+                """
+            }
+            try dir.write("a.yaml", config(state: proxiedURL, slow: true))
+            try dir.write("b.yaml", config(state: url, slow: false))
+            let files = 300
+            for i in 0..<files { try dir.write(String(format: "outbox/r%03d.txt", i), "record \(i)") }
+            let binary = TestPaths.executable("syncgate")
+            let environment = ["SYNCGATE_LEASE_SECONDS": "6"]
+            let migrated = try await ProcessRunner.run(binary, ["--config", dir.file("b.yaml").path, "migrate"], environment: environment, currentDirectory: dir.url)
+            #expect(migrated.status == 0, "\(migrated.stderr)")
+
+            // A leads the sheet and appends, slowly.
+            let a = try ProcessRunner.start(binary, ["--config", dir.file("a.yaml").path, "sync"], environment: environment,
+                                            currentDirectory: dir.url, logFile: dir.file("a.log"))
+            func aLog() -> String { (try? String(contentsOf: dir.file("a.log"), encoding: .utf8)) ?? "" }
+            func dataRows() throws -> [String] { try sheets.textRows().dropFirst().map { $0.count > 1 ? $0[1] : "" } }
+            let deadline = Date().addingTimeInterval(90)
+            while (try dataRows().count) < 30, Date() < deadline, a.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+            try #require(try dataRows().count >= 30, "A never appended 30 rows: \(aLog().suffix(3000))")
+
+            // Cut: the proxy refuses new connections and the server ends A's sessions (its lead's lock goes with them).
+            try proxy.set(["mode": "refuse"])
+            let ended = try await server.psql("""
+                SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                WHERE application_name LIKE '% pid \(a.processIdentifier)' AND datname = '\(location.database)'
+                """)
+            #expect(Int(ended) ?? 0 > 0, "no session of A to end")
+            let rowsAtCut = try dataRows().count
+
+            // B takes the lead and sends the rest.
+            let b = try await ProcessRunner.run(binary, ["--config", dir.file("b.yaml").path, "sync"], environment: environment,
+                                                currentDirectory: dir.url, timeout: 150)
+            #expect(b.status == 0, "B: \(b.stderr.suffix(3000))")
+
+            // A, cut off, stops on its own (it cannot record anything), having appended nothing B appended too.
+            let aEnded = await ProcessRunner.waitForExit(a, timeout: 120)
+            if !aEnded { ProcessRunner.stop(a) }
+            #expect(aEnded, "A did not end: \(aLog().suffix(3000))")
+            #expect(a.terminationStatus != 0, "A cannot have recorded its run: \(aLog().suffix(3000))")
+            #expect(!aLog().contains(PostgresTestServer.password))
+
+            // One row per file, none twice.
+            let names = try dataRows()
+            var seen: [String: Int] = [:]
+            for name in names { seen[name, default: 0] += 1 }
+            let twice = seen.filter { $0.value > 1 }.keys.sorted()
+            #expect(twice.isEmpty, "rows appended twice (\(names.count) rows for \(files) files, \(rowsAtCut) at the cut): \(twice.prefix(10))")
+            #expect(Set(names).count == files, "\(Set(names).count) distinct rows for \(files) files")
+            #expect(try await server.psql("SELECT count(*) FROM files WHERE status = 'synced' AND claimed_by IS NULL", database: location.database) == "\(files)")
+            print("cut-off Sheets leader: \(rowsAtCut) rows at the cut, \(names.count) rows at the end for \(files) files; A exited \(a.terminationStatus)")
         }
     }
 }

@@ -100,6 +100,40 @@ struct SheetsDestinationTests {
         await destination.finish()
     }
 
+    /// A fleet's leader that lost the lead and took it again (a new epoch) forgets what it knew of the key column:
+    /// another leader may have appended rows meanwhile, among them rows of a file whose outcome this one must now
+    /// settle. The same epoch again reads nothing.
+    @Test func aNewLeadEpochReadsTheKeyColumnAfresh() async throws {
+        let server = try await SheetsTestServer()
+        defer { server.stop() }
+        let dir = try TemporaryDirectory("sheets-dest")
+        defer { dir.remove() }
+        let first = try SheetsFixtures.apiDestination(server, extra: "rows: file", base: dir.url)
+        let other = try SheetsFixtures.apiDestination(server, extra: "rows: file", base: dir.url)
+        try dir.write("a.txt", "a")
+        try dir.write("b.txt", "b")
+        try dir.write("c.txt", "c")
+        await first.writesUnderLead(epoch: 1)
+        _ = try await first.upload(try SheetsFixtures.item(dir, "a.txt")) { _ in }
+        #expect(await first.dedup.reads == 1)
+        // Another leader (epoch 2) appends b's row, and its answer is lost to the ledger.
+        await other.writesUnderLead(epoch: 2)
+        _ = try await other.upload(try SheetsFixtures.item(dir, "b.txt")) { _ in }
+        // The first takes the lead again (epoch 3) and settles b: the key column is read afresh, b's row is there.
+        await first.writesUnderLead(epoch: 3)
+        let receipt = try await first.upload(try SheetsFixtures.item(dir, "b.txt")) { _ in }
+        #expect(receipt.detail?.contains("already present") == true, "\(receipt.detail ?? "")")
+        #expect(await first.dedup.reads == 2)
+        // The same epoch: what is known stays good.
+        await first.writesUnderLead(epoch: 3)
+        _ = try await first.upload(try SheetsFixtures.item(dir, "c.txt")) { _ in }
+        #expect(await first.dedup.reads == 2)
+        let names = try server.textRows().dropFirst().map { $0[1] }
+        #expect(names.sorted() == ["a.txt", "b.txt", "c.txt"], "\(names)")
+        await first.finish()
+        await other.finish()
+    }
+
     @Test func timedOutOrCancelledAppendIsCheckedBeforeResending() async throws {
         let server = try await SheetsTestServer()
         defer { server.stop() }

@@ -86,6 +86,13 @@ public protocol Destination: Sendable {
     /// only good for one pass (a cache of what the destination holds). Default: nothing.
     func startPass() async
 
+    /// Called before the uploads of each run or pass of a destination that ``needsOneWriter``, on a shared ledger,
+    /// with the epoch of this instance's lead (a number that grows with every grant of the lead, see
+    /// ``Ledger/leadEpoch(_:)``). An epoch other than the last one seen means that other instances may have written
+    /// to the destination since this one last did: forget what is known of its contents (Sheets: the key column),
+    /// so that rows another leader had in flight are looked for before they are sent again. Default: nothing.
+    func writesUnderLead(epoch: Int64) async
+
     /// `true` when ``delete(remoteNames:)`` deletes many names in few requests (S3's DeleteObjects).
     var supportsBatchDelete: Bool { get }
 
@@ -125,6 +132,7 @@ extension Destination {
     public func existingCopy(of item: UploadItem) async throws -> Receipt? { nil }
     public func finish() async {}
     public func startPass() async {}
+    public func writesUnderLead(epoch: Int64) async {}
     public func useResumeStore(_ store: ResumeStore) {}
     public var checksNewFiles: Bool { false }
     public var connectionGeneration: Int { get async { 0 } }

@@ -85,6 +85,7 @@ final class DestinationRun: @unchecked Sendable {
         let name = destination.name
         plugin.useResumeStore(ResumeStore(ledger: ledger, destination: name))
         if options.isGatewayPass { await plugin.startPass() }
+        if plugin.needsOneWriter, let epoch = ledger.leadEpoch(name) { await plugin.writesUnderLead(epoch: epoch) }
         if let record, record.state == .blocked, record.fingerprint == destination.fingerprint {
             awayAsRecorded.set()
             breaker.trip(DeliveryFailure(

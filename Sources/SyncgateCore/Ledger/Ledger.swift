@@ -96,6 +96,12 @@ public final class Ledger: Sendable {
         leadership?.holds(destination) ?? false
     }
 
+    /// The epoch of this instance's lead of `destination` (see ``DestinationLeadership``): nil when it does not lead
+    /// it, or the ledger is not shared.
+    public func leadEpoch(_ destination: String) -> Int64? {
+        leadership?.epoch(destination)
+    }
+
     /// How long a new leader of `destination` must wait before it sends: until the lead of the instance that held it
     /// before has surely ended (zero when there was none, it gave the lead up, or this instance does not lead it).
     public func leadReadyIn(_ destination: String) -> Duration {
