@@ -10,7 +10,10 @@ import Testing
 /// - the lease keeper renews on a connection of its own while the ledger's writer is stuck behind a lock;
 /// - an instance whose renewals fail stops starting uploads (its fence lapses) before its lease ends;
 /// - a leader whose lead another instance took (a new epoch) has its writes refused.
-/// Limits are generous (a loaded two-core machine): what is checked is an order of events, not a duration.
+/// Limits are generous (a loaded two-core machine): what is checked is an order of events, not a duration. The time
+/// limits only catch a hang: in a full run on two cores, a test here waited 184 s for the shared PostgreSQL server
+/// and 75 s more for its fault proxy (both queue behind the start-up of every other test's servers) before its own
+/// 20 s of work.
 @Suite("state ledger: deadlines and fencing of a fleet's instances", .serialized)
 struct LedgerFencingTests {
     let t0 = Date(timeIntervalSince1970: 1_800_000_000)

@@ -135,86 +135,122 @@ struct FleetChaosTests {
     /// key column before it appends rows the old one had in flight: one row per file, none twice.
     @Test(.enabled(if: FleetChaosTests.sheetsEnabled, "needs PostgreSQL's server binaries and the Sheets test server"), .timeLimit(.minutes(10)))
     func aSheetsLeaderCutOffFromPostgresAppendsNoRowTwice() async throws {
-        let dir = try TemporaryDirectory("sg-e2e-cut-leader")
-        defer { dir.remove() }
-        let sheets = try await SheetsTestServer()
-        defer { sheets.stop() }
-        try await PostgresTestServer.withDatabase { url, server in
-            let location = try PostgresStateLocation.parse(url)
-            let proxy = try await FaultProxy.start(targetPort: location.port)
-            defer { proxy.stop() }
-            let proxiedURL = url.replacingOccurrences(of: ":\(location.port)/", with: ":\(proxy.port)/")
-            #expect(proxiedURL != url)
-            func config(state: String, slow: Bool) -> String {
-                """
-                version: 1
-                state: "\(state)"
-                sources:
-                  - name: outbox
-                    path: \(dir.file("outbox").path)
-                destinations:
-                  - name: sheet
-                    type: sheets
-                    spreadsheet_id: test-spreadsheet
-                    range: "Sheet1!A:G"
-                    credentials_file: \(sheets.keyFile.path)
-                    api_base: \(sheets.baseURL)
-                    rows: file
-                    writes_per_minute: 60000
-                \(slow ? "    rate: {requests_per_second: 15}" : "")
-                routes:
-                  - match: ["**/*"]
-                    to: [sheet]
-                """
-            }
-            try dir.write("a.yaml", config(state: proxiedURL, slow: true))
-            try dir.write("b.yaml", config(state: url, slow: false))
-            let files = 300
-            for i in 0..<files { try dir.write(String(format: "outbox/r%03d.txt", i), "record \(i)") }
-            let binary = TestPaths.executable("syncgate")
-            let environment = ["SYNCGATE_LEASE_SECONDS": "6"]
-            let migrated = try await ProcessRunner.run(binary, ["--config", dir.file("b.yaml").path, "migrate"], environment: environment, currentDirectory: dir.url)
-            #expect(migrated.status == 0, "\(migrated.stderr)")
-
-            // A leads the sheet and appends, slowly.
-            let a = try ProcessRunner.start(binary, ["--config", dir.file("a.yaml").path, "sync"], environment: environment,
-                                            currentDirectory: dir.url, logFile: dir.file("a.log"))
-            func aLog() -> String { (try? String(contentsOf: dir.file("a.log"), encoding: .utf8)) ?? "" }
-            func dataRows() throws -> [String] { try sheets.textRows().dropFirst().map { $0.count > 1 ? $0[1] : "" } }
-            let deadline = Date().addingTimeInterval(90)
-            while (try dataRows().count) < 30, Date() < deadline, a.isRunning { try await Task.sleep(for: .milliseconds(100)) }
-            try #require(try dataRows().count >= 30, "A never appended 30 rows: \(aLog().suffix(3000))")
-
-            // Cut: the proxy refuses new connections and the server ends A's sessions (its lead's lock goes with them).
+        try await sheetsLeaderLoses("cut off") { leader, proxy, server, location in
             try proxy.set(["mode": "refuse"])
             let ended = try await server.psql("""
                 SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                WHERE application_name LIKE '% pid \(a.processIdentifier)' AND datname = '\(location.database)'
+                WHERE application_name LIKE '% pid \(leader.processIdentifier)' AND datname = '\(location.database)'
                 """)
-            #expect(Int(ended) ?? 0 > 0, "no session of A to end")
-            let rowsAtCut = try dataRows().count
-
-            // B takes the lead and sends the rest.
-            let b = try await ProcessRunner.run(binary, ["--config", dir.file("b.yaml").path, "sync"], environment: environment,
-                                                currentDirectory: dir.url, timeout: 150)
-            #expect(b.status == 0, "B: \(b.stderr.suffix(3000))")
-
-            // A, cut off, stops on its own (it cannot record anything), having appended nothing B appended too.
-            let aEnded = await ProcessRunner.waitForExit(a, timeout: 120)
-            if !aEnded { ProcessRunner.stop(a) }
-            #expect(aEnded, "A did not end: \(aLog().suffix(3000))")
-            #expect(a.terminationStatus != 0, "A cannot have recorded its run: \(aLog().suffix(3000))")
-            #expect(!aLog().contains(PostgresTestServer.password))
-
-            // One row per file, none twice.
-            let names = try dataRows()
-            var seen: [String: Int] = [:]
-            for name in names { seen[name, default: 0] += 1 }
-            let twice = seen.filter { $0.value > 1 }.keys.sorted()
-            #expect(twice.isEmpty, "rows appended twice (\(names.count) rows for \(files) files, \(rowsAtCut) at the cut): \(twice.prefix(10))")
-            #expect(Set(names).count == files, "\(Set(names).count) distinct rows for \(files) files")
-            #expect(try await server.psql("SELECT count(*) FROM files WHERE status = 'synced' AND claimed_by IS NULL", database: location.database) == "\(files)")
-            print("cut-off Sheets leader: \(rowsAtCut) rows at the cut, \(names.count) rows at the end for \(files) files; A exited \(a.terminationStatus)")
+            #expect(Int(ended) ?? 0 > 0, "no session of the leader to end")
+            return {}
         }
+    }
+
+    /// The Sheets leader frozen (SIGSTOP) mid-run and PostgreSQL restarted (`pg_ctl restart -m fast`: every session
+    /// ends, the lead's lock with it); another instance takes the lead and sends the rest; the frozen one, woken past
+    /// two leases, appends nothing of what it held: one row per file, none twice.
+    @Test(.enabled(if: FleetChaosTests.sheetsEnabled, "needs PostgreSQL's server binaries and the Sheets test server"), .timeLimit(.minutes(10)))
+    func aFrozenSheetsLeaderWokenAfterARestartAppendsNoRowTwice() async throws {
+        try await sheetsLeaderLoses("frozen") { leader, _, server, _ in
+            kill(leader.processIdentifier, SIGSTOP)
+            let frozenAt = Date()
+            server.pause()
+            try await server.resume()
+            return {
+                let asleep = Date().timeIntervalSince(frozenAt)
+                if asleep < 15 { try? await Task.sleep(for: .seconds(15 - asleep)) }
+                kill(leader.processIdentifier, SIGCONT)
+            }
+        }
+    }
+
+    /// A leader (A, slowed to 15 appends a second, its ledger through a fault proxy) appends the rows of 300 files, one
+    /// per file, on a PostgreSQL server of the test's own; once 30 rows are there `fault` strikes A and returns what to do
+    /// after B (a sync at full speed, straight to PostgreSQL) has run: B takes the lead and must exit 0; then A must end
+    /// (not 0: it cannot have recorded its run), and the sheet must hold one row per file, none twice, with every ledger
+    /// row synced and unclaimed.
+    func sheetsLeaderLoses(
+        _ what: String,
+        fault: (_ leader: Process, _ proxy: FaultProxy, _ server: PostgresTestServer, _ location: PostgresStateLocation) async throws -> () async -> Void
+    ) async throws {
+        let dir = try TemporaryDirectory("sg-e2e-sheets-leader")
+        defer { dir.remove() }
+        let sheets = try await SheetsTestServer()
+        defer { sheets.stop() }
+        // A server of its own: the frozen case restarts it.
+        let server = try await PostgresTestServer()
+        defer { server.stop() }
+        let database = try await server.createDatabase()
+        let url = server.url(database: database)
+        let location = try PostgresStateLocation.parse(url)
+        let proxy = try await FaultProxy.start(targetPort: location.port)
+        defer { proxy.stop() }
+        let proxiedURL = url.replacingOccurrences(of: ":\(location.port)/", with: ":\(proxy.port)/")
+        func config(state: String, slow: Bool) -> String {
+            """
+            version: 1
+            state: "\(state)"
+            sources:
+              - name: outbox
+                path: \(dir.file("outbox").path)
+            destinations:
+              - name: sheet
+                type: sheets
+                spreadsheet_id: test-spreadsheet
+                range: "Sheet1!A:G"
+                credentials_file: \(sheets.keyFile.path)
+                api_base: \(sheets.baseURL)
+                rows: file
+                writes_per_minute: 60000
+            \(slow ? "    rate: {requests_per_second: 15}" : "")
+            routes:
+              - match: ["**/*"]
+                to: [sheet]
+            """
+        }
+        try dir.write("a.yaml", config(state: proxiedURL, slow: true))
+        try dir.write("b.yaml", config(state: url, slow: false))
+        let files = 300
+        for i in 0..<files { try dir.write(String(format: "outbox/r%03d.txt", i), "record \(i)") }
+        let binary = TestPaths.executable("syncgate")
+        let environment = ["SYNCGATE_LEASE_SECONDS": "6"]
+        let migrated = try await ProcessRunner.run(binary, ["--config", dir.file("b.yaml").path, "migrate"], environment: environment, currentDirectory: dir.url)
+        #expect(migrated.status == 0, "\(migrated.stderr)")
+
+        // A leads the sheet and appends, slowly.
+        let a = try ProcessRunner.start(binary, ["--config", dir.file("a.yaml").path, "sync"], environment: environment,
+                                        currentDirectory: dir.url, logFile: dir.file("a.log"))
+        defer { if a.isRunning { kill(a.processIdentifier, SIGCONT); ProcessRunner.stop(a) } }
+        func aLog() -> String { (try? String(contentsOf: dir.file("a.log"), encoding: .utf8)) ?? "" }
+        func dataRows() throws -> [String] { try sheets.textRows().dropFirst().map { $0.count > 1 ? $0[1] : "" } }
+        let deadline = Date().addingTimeInterval(90)
+        while (try dataRows().count) < 30, Date() < deadline, a.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+        try #require(try dataRows().count >= 30, "A never appended 30 rows: \(aLog().suffix(3000))")
+
+        let after = try await fault(a, proxy, server, location)
+        let rowsAtFault = try dataRows().count
+
+        // B takes the lead and sends the rest.
+        let b = try await ProcessRunner.run(binary, ["--config", dir.file("b.yaml").path, "sync"], environment: environment,
+                                            currentDirectory: dir.url, timeout: 150)
+        #expect(b.status == 0, "B: \(b.stderr.suffix(3000))")
+        await after()
+
+        // A stops on its own, having appended nothing B appended too.
+        let aEnded = await ProcessRunner.waitForExit(a, timeout: 120)
+        #expect(aEnded, "A did not end: \(aLog().suffix(3000))")
+        #expect(a.terminationReason == .exit, "A crashed (signal \(a.terminationStatus)): \(aLog().suffix(3000))")
+        #expect(a.terminationStatus != 0, "A cannot have recorded its whole run: \(aLog().suffix(3000))")
+        #expect(!aLog().contains(PostgresTestServer.password))
+
+        // One row per file, none twice.
+        let names = try dataRows()
+        var seen: [String: Int] = [:]
+        for name in names { seen[name, default: 0] += 1 }
+        let twice = seen.filter { $0.value > 1 }.keys.sorted()
+        #expect(twice.isEmpty, "rows appended twice (\(names.count) rows for \(files) files, \(rowsAtFault) at the fault): \(twice.prefix(10))")
+        #expect(Set(names).count == files, "\(Set(names).count) distinct rows for \(files) files")
+        #expect(try await server.psql("SELECT count(*) FROM files WHERE status = 'synced' AND claimed_by IS NULL", database: database) == "\(files)")
+        print("Sheets leader \(what): \(rowsAtFault) rows at the fault, \(names.count) rows at the end for \(files) files; A exited \(a.terminationStatus)")
     }
 }

@@ -35,12 +35,12 @@ final class DestinationRun: @unchecked Sendable {
     /// The delivery counters of waits decided before any upload (the recorder counts the others).
     private lazy var metrics = DeliveryMetrics(destination: destination.name)
     /// Probe and listing, started with the run, awaited before the first wave is staged.
-    private var readiness: Task<Readiness, Never>?
+    var readiness: Task<Readiness, Never>?
     /// Whether the destination answered in this run (a probe, its listing, an upload).
-    private let contact = ContactFlag()
+    let contact = ContactFlag()
     /// Whether the breaker was opened by the state the ledger already had (blocked with unchanged settings, or a
     /// gateway's probe not due yet): nothing new was learnt, so the state is not written again.
-    private let awayAsRecorded = ContactFlag()
+    let awayAsRecorded = ContactFlag()
 
     /// What the run knows before it sends: the destination's listing when that is the truth (nil: trust the ledger).
     struct Readiness: Sendable {
@@ -69,87 +69,6 @@ final class DestinationRun: @unchecked Sendable {
 
     private func event(_ plan: PlannedDelivery, _ kind: DeliveryEvent.Kind) -> DeliveryEvent {
         DeliveryEvent(file: plan.file.key, destination: destination.name, size: plan.file.size, kind: kind, time: clock.now())
-    }
-
-    // MARK: - Getting ready
-
-    /// Starts, beside the planning, what must be known before anything is sent: whether a destination that was
-    /// away answers again (one probe), and the listing of a destination whose listing is the truth. A blocked
-    /// destination whose settings have not changed is not tried at all.
-    func startReadiness() {
-        readiness = Task { await self.getReady() }
-    }
-
-    private func getReady() async -> Readiness {
-        let plugin = destination.destination
-        let name = destination.name
-        plugin.useResumeStore(ResumeStore(ledger: ledger, destination: name))
-        if options.isGatewayPass { await plugin.startPass() }
-        if plugin.needsOneWriter, let epoch = ledger.leadEpoch(name) { await plugin.writesUnderLead(epoch: epoch) }
-        if let record, record.state == .blocked, record.fingerprint == destination.fingerprint {
-            awayAsRecorded.set()
-            breaker.trip(DeliveryFailure(
-                message: record.lastError ?? "blocked", failureClass: .permanent, scope: .destination, code: record.errorCode, attempts: 0))
-            return Readiness()
-        }
-        if let record, record.state != .available, let until = record.retryAfterUntil, until > clock.now() {
-            // It asked to be left alone until then (Retry-After): no run tries it before, a one-shot sync included.
-            awayAsRecorded.set()
-            breaker.trip(DeliveryFailure(
-                message: "asked to be left alone until \(JSONText.time(until)) (Retry-After); the last error: \(record.lastError ?? "unavailable")",
-                failureClass: .retryable(), scope: .destination, code: record.errorCode, attempts: 0))
-            return Readiness()
-        }
-        if let record, record.state != .available, options.isGatewayPass, let next = record.nextProbeAt, next > clock.now() {
-            // A gateway probes on its own schedule (2 s doubling up to probe_interval_max), not at every pass.
-            awayAsRecorded.set()
-            breaker.trip(DeliveryFailure(
-                message: record.lastError ?? "unavailable", failureClass: .retryable(), scope: .destination, code: record.errorCode, attempts: 0))
-            return Readiness()
-        }
-        let limits = destination.limits
-        if let record, record.state != .available {
-            do {
-                try? await limits.beforeRequest(clock: clock, cancellation: cancellation)  // cancelled: the probe ends too
-                try await AttemptWatchdog().run(timeout: destination.settings.attemptTimeout) { try await plugin.probe() }
-                contact.set()
-                logger.info("\(name): the destination answers again (it was \(record.state.rawValue) since \(JSONText.time(record.since)))")
-            } catch {
-                if let failure = awayFailure(error) {
-                    breaker.trip(failure)
-                    return Readiness()
-                }
-                contact.set()  // it answered, if only to refuse something: it is there
-            }
-        }
-        guard plugin.listingIsAuthoritative else { return Readiness() }
-        do {
-            try? await limits.beforeRequest(clock: clock, cancellation: cancellation)
-            let listing = try await AttemptWatchdog().run(timeout: destination.settings.attemptTimeout) { try await plugin.list() }
-            contact.set()
-            guard listing.isComplete else {
-                logger.info("\(name): the destination lists only part of what it holds (\(listing.entries.count) names); trusting the ledger")
-                return Readiness()
-            }
-            return Readiness(listing: listing.exactNames)
-        } catch {
-            if let failure = awayFailure(error) {
-                breaker.trip(failure)
-            } else {
-                logger.warning("\(name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
-            }
-            return Readiness()
-        }
-    }
-
-    /// The failure to open the breaker with, when `error` says the destination is away (destination-scoped and
-    /// not a throttle); nil otherwise.
-    private func awayFailure(_ error: any Error) -> DeliveryFailure? {
-        let classification = error is AttemptTimeoutError ? Classification(.retryable(), scope: .destination)
-            : destination.destination.classify(error)
-        guard classification.scope == .destination, !classification.failureClass.isDeferred || error is AttemptTimeoutError else { return nil }
-        return DeliveryFailure(message: Redactor.shared.redact(DeliveryLayer.describe(error)), failureClass: classification.failureClass,
-                               scope: .destination, code: (error as? DestinationError)?.code, attempts: 0)
     }
 
     // MARK: - Waves
