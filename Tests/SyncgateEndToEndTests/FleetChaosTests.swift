@@ -164,6 +164,23 @@ struct FleetChaosTests {
         }
     }
 
+    /// The Sheets leader frozen (SIGSTOP) past two leases with PostgreSQL up: its session (and its lead's lock) lives
+    /// on, so no one else may lead meanwhile; woken, it sends nothing of what it had queued (its fence lapsed while it
+    /// slept) and ends, and the next leader finishes the sheet.
+    @Test(.enabled(if: FleetChaosTests.sheetsEnabled, "needs PostgreSQL's server binaries and the Sheets test server"), .timeLimit(.minutes(10)))
+    func aFrozenSheetsLeaderWokenSendsNothingItHadQueued() async throws {
+        try await sheetsLeaderLoses("frozen, PostgreSQL up") { leader, _, _, _, sheets in
+            kill(leader.processIdentifier, SIGSTOP)
+            try await Task.sleep(for: .seconds(15))
+            let appendsAtWake = try sheets.stats()["appends"] ?? 0
+            kill(leader.processIdentifier, SIGCONT)
+            let ended = await ProcessRunner.waitForExit(leader, timeout: 120)
+            #expect(ended, "the leader did not end after it woke")
+            #expect(try sheets.stats()["appends"] == appendsAtWake, "the leader appended after it woke")
+            return {}
+        }
+    }
+
     /// The Sheets leader killed (`kill -9`) while an append it sent is applied and its answer held back: the new leader
     /// finds that row in the key column and does not append it again.
     @Test(.enabled(if: FleetChaosTests.sheetsEnabled, "needs PostgreSQL's server binaries and the Sheets test server"), .timeLimit(.minutes(10)))
