@@ -125,6 +125,86 @@ struct FleetChaosTests {
         }
     }
 
+    /// An instance whose clock runs two minutes ahead (libfaketime) starts beside one that holds files: leases are
+    /// timed by the database server's clock, so the ahead instance never finds the other's claims ended while they are
+    /// renewed (by its own clock they ended two minutes ago), and takes none of its rows (the audit trigger says who
+    /// wrote what); every file arrives once.
+    @Test(.enabled(if: FleetChaosTests.enabled && ProcessRunner.which("faketime") != nil || TestPaths.serversRequired,
+                   "needs PostgreSQL's server binaries and faketime (scripts/test-deps.d/postgres.sh)"), .timeLimit(.minutes(10)))
+    func anInstanceWithItsClockTwoMinutesAheadTakesNoLiveClaim() async throws {
+        let faketime = try #require(ProcessRunner.which("faketime"), "faketime is not installed (scripts/test-deps.d/postgres.sh)")
+        let dir = try TemporaryDirectory("sg-e2e-clock-ahead")
+        defer { dir.remove() }
+        try await PostgresTestServer.withDatabase { url, server in
+            let database = try PostgresStateLocation.parse(url).database
+            func config(bandwidth: String?) -> String {
+                """
+                version: 1
+                state: "\(url)"
+                sources:
+                  - name: outbox
+                    path: \(dir.file("outbox").path)
+                destinations:
+                  - name: archive
+                    type: local
+                    path: \(dir.file("synced").path)
+                \(bandwidth.map { "    bandwidth: \($0)" } ?? "")
+                routes:
+                  - match: ["**/*"]
+                    to: [archive]
+                """
+            }
+            try dir.write("holder.yaml", config(bandwidth: "64KiB"))
+            try dir.write("ahead.yaml", config(bandwidth: nil))
+            var contents: [String: Data] = [:]
+            for i in 0..<40 {
+                var generator = SplitMix(seed: UInt64(i) &+ 17)
+                let data = Data((0..<(16 * 1024)).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
+                try dir.write("outbox/f\(i).bin", data)
+                contents["f\(i).bin"] = data
+            }
+            let binary = TestPaths.executable("syncgate")
+            let environment = ["SYNCGATE_LEASE_SECONDS": "4"]
+            let migrated = try await ProcessRunner.run(binary, ["--config", dir.file("holder.yaml").path, "migrate"], environment: environment, currentDirectory: dir.url)
+            #expect(migrated.status == 0, "\(migrated.stderr)")
+            try await server.psql(Self.auditSQL, database: database)
+
+            let holder = try ProcessRunner.start(binary, ["--config", dir.file("holder.yaml").path, "sync"], environment: environment,
+                                                 currentDirectory: dir.url, logFile: dir.file("holder.log"))
+            defer { if holder.isRunning { ProcessRunner.stop(holder) } }
+            let holderLog = { (try? String(contentsOf: dir.file("holder.log"), encoding: .utf8)) ?? "" }
+            let holds = "claimed_by LIKE '%:\(holder.processIdentifier):%'"
+            let deadline = Date().addingTimeInterval(60)
+            var held = "0"
+            while held == "0", Date() < deadline, holder.isRunning {
+                try await Task.sleep(for: .milliseconds(100))
+                held = try await server.psql("SELECT count(*) FROM files WHERE \(holds)", database: database)
+            }
+            try #require(held != "0", "the holder never held a file: \(holderLog().suffix(3000))")
+            // Only the wall clock runs ahead: the monotonic clock (a faked one stalls the process's threads) and file
+            // times (faked, every file looks changed while it is sent) stay as they are, as on a host whose clock is off.
+            let ahead = try await ProcessRunner.run(faketime, ["-f", "+2m", binary.path, "--config", dir.file("ahead.yaml").path, "sync"],
+                                                    environment: environment.merging(["FAKETIME_DONT_FAKE_MONOTONIC": "1", "NO_FAKE_STAT": "1"]) { $1 },
+                                                    currentDirectory: dir.url, timeout: 180)
+            #expect([0, 75].contains(ahead.status), "\(ahead.stderr.suffix(3000))")
+            let holderWasRunning = holder.isRunning
+            let ended = await ProcessRunner.waitForExit(holder, timeout: 180)
+            #expect(ended && holder.terminationStatus == 0, "the holder: \(holderLog().suffix(3000))")
+
+            // No row went from the holder's claim to another's.
+            let taken = try await server.psql("""
+                SELECT count(*) FROM audit WHERE old_claim LIKE '%:\(holder.processIdentifier):%'
+                    AND new_claim IS NOT NULL AND new_claim NOT LIKE '%:\(holder.processIdentifier):%'
+                """, database: database)
+            #expect(taken == "0", "rows taken from the holder while it renewed its claims")
+            for (path, data) in contents {
+                #expect((try? Data(contentsOf: dir.file("synced/" + path))) == data, "synced/\(path)")
+            }
+            #expect(try await server.psql("SELECT count(*) FROM files WHERE status = 'synced' AND claimed_by IS NULL", database: database) == "\(contents.count)")
+            print("clock two minutes ahead: the holder held \(held) rows when the ahead instance started, \(holderWasRunning ? "and still ran when it ended" : "and had ended before it"); rows taken from the holder: \(taken)")
+        }
+    }
+
     static var sheetsEnabled: Bool {
         (PostgresTestServer.unavailableReason == nil && SheetsTestServer.unavailableReason == nil) || TestPaths.serversRequired
     }

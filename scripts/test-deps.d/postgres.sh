@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Test dependencies of the PostgreSQL ledger (docs/state.md; Tests/SyncgateTestSupport/PostgresTestServer.swift):
-# Debian's PostgreSQL server binaries (initdb, postgres) and psql. The tests run initdb into a temporary folder and
+# Debian's PostgreSQL server binaries (initdb, postgres) and psql, and faketime for the fleet's chaos tests. The tests run initdb into a temporary folder and
 # start their own postgres on a loopback port, never the system service (which this script leaves stopped, as the
 # package installs it). Idempotent and quiet.
 set -euo pipefail
@@ -36,6 +36,17 @@ if ! have_server || ! have_psql; then
 fi
 have_server || { echo "postgres test deps: initdb and postgres are still missing" >&2; exit 1; }
 have_psql || { echo "postgres test deps: psql is still missing" >&2; exit 1; }
+# The fleet's chaos tests run one instance with its clock two minutes ahead: libfaketime's `faketime`.
+if ! command -v faketime >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    log="$(mktemp)"
+    if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends faketime; } >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        exit 1
+    fi
+    rm -f "$log"
+fi
 # postgres refuses to run as root: the tests then run it as nobody through setpriv (util-linux).
 if [ "$(id -u)" = "0" ] && ! command -v setpriv >/dev/null 2>&1; then
     echo "postgres test deps: setpriv (util-linux) is needed to run postgres as nobody when the tests run as root" >&2
