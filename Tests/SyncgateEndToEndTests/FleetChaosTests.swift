@@ -244,6 +244,25 @@ struct FleetChaosTests {
         }
     }
 
+    /// The Sheets leader's link to PostgreSQL stalls (a cut without a reset: its sessions, and its lead's lock, live on
+    /// at the server): it stops appending once its fence lapses (two thirds of a lease after its last renewal) and
+    /// ends within its deadlines; then the next leader finishes the sheet.
+    @Test(.enabled(if: FleetChaosTests.sheetsEnabled, "needs PostgreSQL's server binaries and the Sheets test server"), .timeLimit(.minutes(10)))
+    func aSheetsLeaderWhoseLinkStallsStopsAppending() async throws {
+        try await sheetsLeaderLoses("stalled from PostgreSQL") { leader, proxy, _, _, sheets in
+            try proxy.set(["mode": "blackhole"])
+            let stalled = Date()
+            // Two leases (6 s each): the fence lapsed long before; an append that was out then has landed.
+            try await Task.sleep(for: .seconds(12))
+            let appendsAfterTwoLeases = try sheets.stats()["appends"] ?? 0
+            let ended = await ProcessRunner.waitForExit(leader, timeout: 150)
+            #expect(ended, "the leader did not end \(Int(Date().timeIntervalSince(stalled))) s into the stall")
+            #expect(try sheets.stats()["appends"] == appendsAfterTwoLeases, "the leader appended more than two leases into the stall")
+            print("stalled link: the leader ended \(Int(Date().timeIntervalSince(stalled))) s into the stall")
+            return {}
+        }
+    }
+
     /// The Sheets leader frozen (SIGSTOP) past two leases with PostgreSQL up: its session (and its lead's lock) lives
     /// on, so no one else may lead meanwhile; woken, it sends nothing of what it had queued (its fence lapsed while it
     /// slept) and ends, and the next leader finishes the sheet.

@@ -165,8 +165,19 @@ struct FleetTests {
             let twice = Dictionary(grouping: names, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
             #expect(twice.isEmpty, "sheet rows written twice: \(twice.prefix(10))")
             #expect(Set(names) == Set(sheetPaths.map { "outbox/" + $0 }) || Set(names) == Set(sheetPaths), "sheet rows: \(names.count) for \(sheetPaths.count) files; e.g. \(names.prefix(3))")
-            let puts = s3.requests("PUT").count
-            print("fleet: \(Self.files) files x 2 destinations, kills \(killed), starts \(slots.map { "\($0.name) \($0.starts)" }), S3 PUTs \(puts), instances seen holding files \(holders.count), sheet rows \(names.count), instances that walked a share \(splitWalkers)")
+            let putLines = s3.requests("PUT")
+            let puts = putLines.count
+            // Keys stored more than once (a file sent, and not yet recorded, when its instance was killed; a PUT cut off
+            // before it completed is not counted): whole-object PUTs answered 200, by path (the fleet's files are
+            // small; a multipart upload's parts are left out).
+            var perKey: [Substring: Int] = [:]
+            for line in putLines where !line.contains("uploadId=") && line.contains("\" 200 ") {
+                guard let start = line.range(of: "\"PUT ")?.upperBound else { continue }
+                let path = line[start...].prefix { $0 != " " && $0 != "?" }
+                perKey[path, default: 0] += 1
+            }
+            let resent = perKey.values.filter { $0 > 1 }.count
+            print("fleet: \(Self.files) files x 2 destinations, kills \(killed), starts \(slots.map { "\($0.name) \($0.starts)" }), S3 PUTs \(puts), keys stored more than once \(resent) (\(String(format: "%.1f", Double(resent) / Double(max(1, killed.count)))) per kill), instances seen holding files \(holders.count), sheet rows \(names.count), instances that walked a share \(splitWalkers)")
         }
     }
 }
