@@ -318,7 +318,6 @@ struct FleetChaosTests {
             }
             let log = gatewayLog.flatMap { try? String(contentsOf: $0, encoding: .utf8) } ?? ""
             #expect(rows == 300, "the gateway had sent \(rows) of 300 rows 3 minutes after the leader was killed: \(log.suffix(3000))")
-            #expect(log.contains("took the lead"), "\(log.suffix(3000))")
             print("a gateway took the lead of a killed Sheets leader: all 300 rows \(Int(Date().timeIntervalSince(killed))) s after the kill")
             if let gateway {
                 ProcessRunner.stop(gateway, grace: 30)
@@ -417,6 +416,7 @@ struct FleetChaosTests {
         let environment = ["SYNCGATE_LEASE_SECONDS": "6"]
         let migrated = try await ProcessRunner.run(binary, ["--config", dir.file("b.yaml").path, "migrate"], environment: environment, currentDirectory: dir.url)
         #expect(migrated.status == 0, "\(migrated.stderr)")
+        try await server.psql(Self.auditSQL, database: database)
 
         // A leads the sheet and appends, slowly.
         let a = try ProcessRunner.start(binary, ["--config", dir.file("a.yaml").path, "sync"], environment: environment,
@@ -458,6 +458,17 @@ struct FleetChaosTests {
             #expect([0, 75].contains(a.terminationStatus), "A's exit: \(aLog().suffix(3000))")
         }
         #expect(!aLog().contains(PostgresTestServer.password))
+
+        // A wrote nothing to a row it neither held nor claimed by that write.
+        let aPID = a.processIdentifier
+        let foreign = try await server.psql("""
+            SELECT count(*) FROM audit WHERE app = 'syncgate ledger pid \(aPID)'
+                AND old_claim IS DISTINCT FROM new_claim AND NOT (COALESCE(old_claim, '') LIKE '%:\(aPID):%')
+                AND NOT (COALESCE(new_claim, '') LIKE '%:\(aPID):%')
+            """, database: database)
+        #expect(foreign == "0", "writes of A to rows it did not hold")
+        #expect(try await server.psql("SELECT count(*) FROM audit WHERE app = 'syncgate ledger pid \(aPID)' AND old_status = 'synced'", database: database) == "0",
+                "A changed rows that were synced")
 
         // One row per file, none twice.
         let names = try dataRows()

@@ -61,7 +61,18 @@ final class LeaseKeeper: Sendable {
         let start = ContinuousClock.now
         do {
             if let postgres = database as? PostgresLedgerDatabase {
-                try renew(on: postgres)
+                // A renewal PostgreSQL aborts for a deadlock with another instance's write (their row locks taken in
+                // another order) is run again at once, twice at most: two renewals lost in a row lapse the fence.
+                var attempt = 0
+                while true {
+                    attempt += 1
+                    do {
+                        try renew(on: postgres)
+                        break
+                    } catch let error as LedgerError where error.transactionConflict && attempt < 3 {
+                        continue
+                    }
+                }
             } else {
                 try database.write(durable: false) { db in
                     try db.execute("UPDATE files SET lease_until = \(db.dialect.now) + ? WHERE claimed_by = ?", [leaseSeconds, instanceID])
