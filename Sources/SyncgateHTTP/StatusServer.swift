@@ -23,6 +23,8 @@ public struct StatusServer: Sendable {
     var maxEventStreams = 64
     /// The time and size limits of each connection (their number is `settings.maxConnections`).
     var connectionLimits = ConnectionLimits.standard
+    /// The places for connections (`settings.maxConnections`), shared by every connection of ``run(onListening:)``.
+    let connections: ConnectionLimiter
 
     /// Makes the server (and bootstraps swift-metrics onto ``MetricsBootstrap/registry``, once per process, so make
     /// it before the gateway's first pass). `heartbeat`: how often `/api/events` sends a comment line when nothing
@@ -33,6 +35,7 @@ public struct StatusServer: Sendable {
         self.gateway = gateway
         self.logger = logger
         self.heartbeat = heartbeat
+        self.connections = ConnectionLimiter(limit: settings.maxConnections, logger: logger)
     }
 
     /// Listens and answers until the task running it is cancelled, then shuts down gracefully: it stops
@@ -40,18 +43,23 @@ public struct StatusServer: Sendable {
     /// returns. Throws when the address cannot be bound. `onListening` gets the port listened on (the one chosen
     /// by the system when `settings.port` is 0).
     public func run(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let logger = self.logger, settings = self.settings, limits = connectionLimits
-        let limiter = ConnectionLimiter(limit: settings.maxConnections, logger: logger)
+        let logger = self.logger, settings = self.settings, limits = connectionLimits, limiter = connections
+        let door = ConnectionDoor(limiter: limiter)
         let app = Application(
             router: makeRouter(),
-            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuard(limiter: limiter, limits: limits)])),
+            server: HTTPServerBuilder { responder in
+                let guarded = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionGuard(limiter: limiter, limits: limits)])
+                return AdmittingHTTP1Channel(http: HTTP1Channel(responder: responder, configuration: guarded), door: door)
+            },
             configuration: ApplicationConfiguration(
                 address: .hostname(settings.host, port: settings.port), serverName: nil,
+                backlog: StatusServer.listenBacklog,
                 // A backstop: should closing lag behind a flood, accepting waits instead of taking descriptors.
                 availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections + StatusServer.closingMargin)
             ),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? settings.port
+                if await ConnectionDoor.deferAccept(on: channel, for: limits.header) { door.startScreening() }
                 logger.info("status page and API on http://\(StatusServer.authority(host: settings.host, port: port))/")
                 await onListening(port)
             },
@@ -82,6 +90,12 @@ public struct StatusServer: Sendable {
             }
         }
     }
+
+    /// The queue of connections the system completes before the server accepts them (capped by the system's
+    /// `net.core.somaxconn`, 4,096 by default). Under a flood of new connections a short queue overflows, and a
+    /// client whose handshake is dropped waits a whole second before its next try (TCP's first SYN
+    /// retransmission); a queued connection costs the kernel a little memory and the gateway no descriptor.
+    static let listenBacklog = 4096
 
     /// Connections accepted beyond `maxConnections` while those closed to make room finish closing.
     static let closingMargin = 32

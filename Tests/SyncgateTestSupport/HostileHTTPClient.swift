@@ -41,6 +41,20 @@ public enum HostileHTTPClient {
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINPROGRESS || errno == ENOTCONN ? 0 : -1
     }
 
+    /// Sends all of `bytes` (waiting with `Task.sleep` while the socket takes nothing); false when the connection
+    /// is gone or `timeout` seconds passed first.
+    public static func sendAll(_ fd: Int32, _ bytes: [UInt8], timeout: TimeInterval = 60) async -> Bool {
+        var pending = bytes[...]
+        let deadline = Date().addingTimeInterval(timeout)
+        while !pending.isEmpty {
+            let sent = trickle(fd, Array(pending))
+            if sent < 0 || Date() > deadline { return false }
+            pending = pending.dropFirst(sent)
+            if sent == 0 { try? await Task.sleep(for: .milliseconds(5)) }
+        }
+        return true
+    }
+
     /// Whether the server has closed the connection (an end of stream or a reset seen now; what it sent before
     /// is read and thrown away). Never waits.
     public static func isClosedByPeer(_ fd: Int32) -> Bool {

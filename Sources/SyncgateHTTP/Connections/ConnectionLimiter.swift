@@ -80,6 +80,19 @@ final class ConnectionLimiter: Sendable {
         return admitted
     }
 
+    /// Whether every place is taken: a new connection gets one only by closing an idle one.
+    var isFull: Bool { state.withLock { $0.open.count >= limit } }
+
+    /// A new connection was closed before it took a place (``AdmittingHTTP1Channel``: full, and nothing that could be
+    /// a request arrived with it).
+    func turnedAwayAtTheDoor() {
+        let warn = state.withLock { state in
+            state.refused += 1
+            return ConnectionLimiter.shouldWarn(&state)
+        }
+        if warn { warnAtLimit() }
+    }
+
     /// A request is under way on `channel`: it is not closed to make room.
     func busy(_ channel: any Channel) {
         state.withLock { state in state.unlinkIdle(ObjectIdentifier(channel)) }
@@ -106,7 +119,8 @@ final class ConnectionLimiter: Sendable {
 
     /// Connections holding a place now.
     var openCount: Int { state.withLock { $0.open.count } }
-    /// Idle connections closed to make room, and new ones refused because every place had a request under way.
+    /// Idle connections closed to make room, and new ones refused (every place had a request under way, or nothing
+    /// that could be a request came with them).
     var turnedAway: (evicted: Int, refused: Int) { state.withLock { ($0.evicted, $0.refused) } }
 
     private func warnAtLimit() {
