@@ -49,7 +49,7 @@ public struct StatusServer: Sendable {
             router: makeRouter(),
             server: HTTPServerBuilder { responder in
                 let guarded = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionGuard(limiter: limiter, limits: limits)])
-                return AdmittingHTTP1Channel(http: HTTP1Channel(responder: responder, configuration: guarded), door: door)
+                return AdmittingHTTP1Channel(http: HTTP1Channel(responder: responder, configuration: guarded), door: door, sendBuffer: limits.sendBuffer)
             },
             configuration: ApplicationConfiguration(
                 address: .hostname(settings.host, port: settings.port), serverName: nil,

@@ -9,7 +9,8 @@ import Testing
 /// The status server under hostile clients (issue 26), with raw sockets against the in-process server: idle
 /// connections are closed to make room for real requests, and at the limit those that bring nothing that could be
 /// a request are turned away at the door; heads and bodies that trickle are cut, a body is read only after the
-/// access rules passed and never beyond its bound. Time limits here are shortened (a second or two) and only ever waited for with generous bounds.
+/// access rules passed and never beyond its bound; a client that stops reading is reset after the write-stall
+/// limit. Time limits here are shortened (a second or two) and only ever waited for with generous bounds.
 @Suite("HTTP connection limits", .timeLimit(.minutes(3)))
 struct ConnectionLimitTests {
     static let short = ConnectionLimits(header: .seconds(1), body: .seconds(2), idle: .seconds(2), bodyBytes: 256 << 10)
@@ -168,6 +169,68 @@ struct ConnectionLimitTests {
         })
         #expect(Date().timeIntervalSince(started) >= 1, "not before the body limit")
         #expect(await HostileHTTPClient.status(port: server.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") == 200)
+        try await server.stop()
+    }
+
+    /// `count` requests for `/api/status` in one go (HTTP/1.1 pipelining): answers pile up for a client that does
+    /// not read them.
+    static func pipelined(_ count: Int) -> [UInt8] {
+        Array(String(repeating: "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: count).utf8)
+    }
+
+    /// A client that asks and never reads: once its socket buffers are full, nothing it was sent goes out, and after
+    /// the write-stall limit (2 s here) the connection is reset: its answers and its place are let go.
+    @Test func aClientThatNeverReadsIsResetAfterTheWriteStall() async throws {
+        let gateway = try TestGateway()
+        defer { gateway.stop() }
+        let server = try await RunningServer(gateway: gateway, limits: ConnectionLimits(writeStall: .seconds(2)))
+        let fd = try #require(HostileHTTPClient.open(port: server.port, receiveBuffer: 4096))
+        defer { close(fd) }
+        var requests = ConnectionLimitTests.pipelined(5_000)[...]
+        let reset = await ConnectionLimitTests.eventually {
+            // What the socket takes of the requests (the server stops reading them once its answers back up).
+            if !requests.isEmpty {
+                let sent = HostileHTTPClient.trickle(fd, Array(requests.prefix(65536)))
+                if sent > 0 { requests = requests.dropFirst(sent) }
+            }
+            return HostileHTTPClient.tcpState(fd) == 7
+        }
+        #expect(reset, "TCP state \(HostileHTTPClient.tcpState(fd).map(String.init) ?? "?")")
+        #expect(await ConnectionLimitTests.eventually { server.connections.openCount == 0 })
+        #expect(await HostileHTTPClient.status(port: server.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") == 200)
+        try await server.stop()
+    }
+
+    /// A client that reads slowly but steadily (4 KiB every 100 ms) is not cut, though its answers wait far longer
+    /// than the write-stall limit (3 s here); once it stops reading, it is.
+    @Test func aSlowReaderIsNotCutUntilItStops() async throws {
+        let gateway = try TestGateway()
+        defer { gateway.stop() }
+        let server = try await RunningServer(gateway: gateway, limits: ConnectionLimits(writeStall: .seconds(3)))
+        let fd = try #require(HostileHTTPClient.open(port: server.port, receiveBuffer: 4096))
+        defer { close(fd) }
+        // On a thread of its own, so that a busy test pool cannot make the reader look stalled.
+        let (read, stateAfter) = await withCheckedContinuation { (done: CheckedContinuation<(Int, UInt8?), Never>) in
+            Thread {
+                var requests = ConnectionLimitTests.pipelined(2_000)[...]
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                var total = 0
+                let until = Date().addingTimeInterval(12)
+                while Date() < until, HostileHTTPClient.tcpState(fd) != 7 {
+                    if !requests.isEmpty {
+                        let sent = HostileHTTPClient.trickle(fd, Array(requests.prefix(65536)))
+                        if sent > 0 { requests = requests.dropFirst(sent) }
+                    }
+                    let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                    if n > 0 { total += n }
+                    usleep(100_000)
+                }
+                done.resume(returning: (total, HostileHTTPClient.tcpState(fd)))
+            }.start()
+        }
+        #expect(stateAfter == 1, "cut while it read (TCP state \(stateAfter.map(String.init) ?? "?"), \(read) bytes read)")
+        #expect(read > 100_000, "\(read) bytes read in 12 s")
+        #expect(await ConnectionLimitTests.eventually { HostileHTTPClient.tcpState(fd) == 7 }, "not reset once it stopped reading")
         try await server.stop()
     }
 

@@ -55,6 +55,19 @@ public enum HostileHTTPClient {
         return true
     }
 
+    /// The kernel's TCP state of the connection (`tcpi_state`: 1 established, 7 closed, e.g. after a reset, 8
+    /// close-wait after the peer's FIN), read without touching what it received (nil where it cannot be read).
+    public static func tcpState(_ fd: Int32) -> UInt8? {
+        #if os(Linux)
+        var info = [UInt8](repeating: 0, count: 104)
+        var length = socklen_t(info.count)
+        guard getsockopt(fd, Int32(IPPROTO_TCP), TCP_INFO, &info, &length) == 0, length > 0 else { return nil }
+        return info[0]
+        #else
+        return nil
+        #endif
+    }
+
     /// Whether the server has closed the connection (an end of stream or a reset seen now; what it sent before
     /// is read and thrown away). Never waits.
     public static func isClosedByPeer(_ fd: Int32) -> Bool {

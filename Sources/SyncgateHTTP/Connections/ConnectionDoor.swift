@@ -61,7 +61,8 @@ final class ConnectionDoor: Sendable {
     }
 }
 
-/// Hummingbird's HTTP/1 child channel behind the ``ConnectionDoor``.
+/// Hummingbird's HTTP/1 child channel behind the ``ConnectionDoor``; a connection let in gets a fixed socket send
+/// buffer (``ConnectionLimits/sendBuffer``).
 struct AdmittingHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -70,12 +71,14 @@ struct AdmittingHTTP1Channel: ServerChildChannel {
 
     let http: HTTP1Channel
     let door: ConnectionDoor
+    let sendBuffer: Int
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         guard door.letsIn(channel) else {
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(TurnedAway())
         }
+        try? channel.syncOptions?.setOption(ChannelOptions.socketOption(.so_sndbuf), value: ChannelOptions.Types.SocketOption.Value(sendBuffer))
         return http.setup(channel: channel, logger: logger)
     }
 
