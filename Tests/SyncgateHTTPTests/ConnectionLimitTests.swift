@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import NIOCore
 @testable import SyncgateHTTP
 import SyncgateTestSupport
 import Testing
@@ -234,15 +235,16 @@ struct ConnectionLimitTests {
         try await server.stop()
     }
 
-    /// A stream's backlog is bounded in bytes and drops its oldest messages in constant time, counting them.
+    /// A stream's backlog is bounded in bytes and drops its oldest batches in constant time, counting the events
+    /// they held.
     @Test func anEventBacklogDropsItsOldestAndCountsThem() async throws {
         let backlog = EventBacklog(capacity: 1000)
         let message = String(repeating: "m", count: 98) + "\n\n"
-        for _ in 0..<100_000 { backlog.append(message) }
+        for _ in 0..<100_000 { backlog.append(EventBacklog.Batch(bytes: ByteBuffer(string: message + message), events: 2)) }
         #expect(backlog.heldBytes <= 1000)
-        let batch = try #require(await backlog.takeAll())
-        #expect(batch.messages.count == 10)
-        #expect(batch.dropped == 100_000 - 10)
+        let taken = try #require(await backlog.takeAll())
+        #expect(taken.batches.count == 5)
+        #expect(taken.dropped == 2 * (100_000 - 5))
         backlog.finish()
         #expect(await backlog.takeAll() == nil)
         #expect(EventStream.droppedChunk(7) == "data: {\"event\":\"dropped\",\"count\":7}\n\n")
