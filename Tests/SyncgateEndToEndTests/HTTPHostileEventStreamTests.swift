@@ -119,4 +119,47 @@ extension HTTPHostileClientTests {
             after the burst
             """)
     }
+
+    /// A stream client that reads, stops reading during a burst, then reads again: it gets what the kernel and
+    /// its backlog held, then a `dropped` event saying how many events it lost, then every later event (docs/http.md,
+    /// "Limits"). Its pause (the burst) is far shorter than the write-stall limit, so it is not reset.
+    @Test func aStreamThatStopsReadingIsToldWhatItMissed() async throws {
+        defer { dir.remove() }
+        let gateway = try await startGateway()
+        let pid = gateway.processIdentifier
+        let stream = try await openStream()
+        defer { close(stream) }
+
+        try writeFiles("before", count: 10)
+        let before = await HTTPHostileClientTests.read(stream, for: 60) { HTTPHostileClientTests.count("synced", in: $0) >= 10 }
+        #expect(before.hasPrefix("HTTP/1.1 200"))
+        #expect(HTTPHostileClientTests.count("synced", in: before) == 10, "\(before.suffix(500))")
+
+        // Not read while 3,000 files go out (about 1.6 MB of events; the stream holds at most 256 KiB, and its
+        // socket buffers about 200 KB more).
+        let paused = try await burst("burst", files: 3_000, pid: pid)
+        #expect(HostileHTTPClient.tcpState(stream) == 1, "reset during a pause of \(paused.seconds) s")
+
+        // Reading again: first what was waiting, with the marker, then the events of 10 more files.
+        let caughtUp = await HTTPHostileClientTests.read(stream, for: 60) { HTTPHostileClientTests.count("dropped", in: $0) > 0 && HTTPHostileClientTests.endsWithWholeMessage($0) }
+        let marker = caughtUp.firstMatch(of: /data: \{"event":"dropped","count":([0-9]+)\}\n\n/)
+        #expect(marker != nil, "no dropped event in \(caughtUp.count) bytes read after the pause")
+        let lost = marker.flatMap { Int($0.1) } ?? 0
+        #expect(lost > 0)
+        try writeFiles("after", count: 10)
+        func syncedAfter(_ text: String) -> Int {
+            text.components(separatedBy: "\n\n").filter { $0.contains("\"event\":\"synced\"") && $0.contains("after/") }.count
+        }
+        let after = await HTTPHostileClientTests.read(stream, for: 60) { syncedAfter($0) >= 10 }
+        #expect(syncedAfter(after) == 10, "\(after.suffix(500))")
+        // What came around the marker is whole messages: every data line parses as JSON.
+        let lines = (caughtUp + after).components(separatedBy: "\n").filter { $0.hasPrefix("data: ") }
+        #expect(lines.allSatisfy { (try? JSONSerialization.jsonObject(with: Data($0.dropFirst(6).utf8))) != nil },
+                "\(lines.first { (try? JSONSerialization.jsonObject(with: Data($0.dropFirst(6).utf8))) == nil } ?? "")")
+        #expect(await stop(gateway) == 0, "\(log.suffix(2000))")
+        print("""
+            a stream that paused: \(HTTPHostileClientTests.count("synced", in: caughtUp)) synced events read after a \
+            \(String(format: "%.1f", paused.seconds)) s burst of 3,000 files, then dropped (count \(lost)), then all 10 later files
+            """)
+    }
 }
