@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import SyncgateCore
 
@@ -44,13 +45,14 @@ public struct StatusServer: Sendable {
     /// by the system when `settings.port` is 0).
     public func run(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let logger = self.logger, settings = self.settings, limits = connectionLimits, limiter = connections
-        let door = ConnectionDoor(limiter: limiter)
+        let door = ConnectionDoor(limiter: limiter, sendBuffer: limits.sendBuffer)
+        // One event loop for the listener and all its connections: the door then reads a new connection's TCP_INFO
+        // on the loop that accepted it, before anything else is spent on it (the requests themselves are answered
+        // on the cooperative pool).
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let app = Application(
             router: makeRouter(),
-            server: HTTPServerBuilder { responder in
-                let guarded = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionGuard(limiter: limiter, limits: limits)])
-                return AdmittingHTTP1Channel(http: HTTP1Channel(responder: responder, configuration: guarded), door: door, sendBuffer: limits.sendBuffer)
-            },
+            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuard(limiter: limiter, limits: limits)])),
             configuration: ApplicationConfiguration(
                 address: .hostname(settings.host, port: settings.port), serverName: nil,
                 backlog: StatusServer.listenBacklog,
@@ -59,10 +61,11 @@ public struct StatusServer: Sendable {
             ),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? settings.port
-                if await ConnectionDoor.deferAccept(on: channel, for: limits.header) { door.startScreening() }
+                await door.install(on: channel, deferring: limits.header)
                 logger.info("status page and API on http://\(StatusServer.authority(host: settings.host, port: port))/")
                 await onListening(port)
             },
+            eventLoopGroupProvider: .shared(loops),
             logger: logger
         )
         var configuration = ServiceGroupConfiguration(services: [app], logger: logger)
@@ -74,6 +77,8 @@ public struct StatusServer: Sendable {
         // The group runs in a task of its own, which the caller's cancellation does not reach: it becomes a graceful
         // shutdown instead (a cancelled server would log its accept loop's cancellation as an error).
         let running = Task { try await group.run() }
+        // The event loop goes once the server has really ended (it may be left behind, below).
+        defer { Task { _ = await running.result; try? await loops.shutdownGracefully() } }
         let outcome = FirstOutcome()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import HummingbirdCore
 import Logging
 import NIOCore
 import Synchronization
@@ -12,80 +11,86 @@ import Synchronization
 /// taken from an idle connection, a close. Under 2,000 connections replaced as fast as they are closed that was a
 /// core's worth of work, and a real request waited behind the flood in the kernel's accept queue (issue 26: `/healthz`
 /// in up to 1.3 s). Two things keep the flood out cheaply:
-/// - the listening socket has `TCP_DEFER_ACCEPT` (``deferAccept(on:for:)``): the kernel hands over a
-///   connection only once its first bytes arrived (or the time is up), so connections that never send anything do
-///   not reach the gateway at all for that time, and one that comes has its first segment with it;
+/// - the listening socket has `TCP_DEFER_ACCEPT` (``install(on:deferring:)``): the kernel hands over a connection only
+///   once its first bytes arrived (or the time is up), so connections that never send anything do not reach the
+///   gateway at all for that time, and one that comes has its first segment with it;
 /// - while every place is taken, a connection whose first bytes cannot hold a request head (fewer than
-///   ``minimumHead``, read from the kernel's `TCP_INFO` without reading the socket) is closed before any HTTP
-///   processing, at a fraction of the cost. A real client sends its whole head as it connects; an idle or
-///   trickling one is what the place-taking would otherwise be spent on.
+///   ``minimumHead``, read from the kernel's `TCP_INFO` without reading the socket) is closed the moment it is
+///   accepted, by a handler at the front of the listener's pipeline (``Handler``): no HTTP pipeline, no task, no
+///   place taken from an idle connection. A real client sends its whole head as it connects; an idle or trickling
+///   one is what the place-taking would otherwise be spent on.
 /// Below the limit, and where either is unavailable (macOS, Linux before 4.1), every connection gets a place as
-/// before (``ConnectionLimiter``).
+/// before (``ConnectionLimiter``). Every connection let in gets a fixed socket send buffer (``ConnectionLimits``).
 final class ConnectionDoor: Sendable {
     /// The shortest request head HTTP/1 allows is 18 bytes (`GET / HTTP/1.0\r\n\r\n`).
     static let minimumHead: UInt64 = 16
 
     let limiter: ConnectionLimiter
+    let sendBuffer: Int
     /// Whether the listener defers accepting until data: only then does a connection come with its first bytes.
     private let screening = Atomic<Bool>(false)
 
-    init(limiter: ConnectionLimiter) {
+    init(limiter: ConnectionLimiter, sendBuffer: Int) {
         self.limiter = limiter
+        self.sendBuffer = sendBuffer
     }
-
-    /// Sets `TCP_DEFER_ACCEPT` on a listening channel (Linux): a connection is handed over once data arrived, or
-    /// once `wait` is over (rounded up by the kernel to its SYN-ACK retransmissions: 10 s makes about 15). False
-    /// where it cannot be set.
-    static func deferAccept(on listener: any Channel, for wait: TimeAmount) async -> Bool {
-        #if os(Linux)
-        let seconds = max(1, Int(wait.nanoseconds / 1_000_000_000))
-        let option = ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_DEFER_ACCEPT))
-        return (try? await listener.setOption(option, value: seconds).get()) != nil
-        #else
-        return false
-        #endif
-    }
-
-    /// Screening starts once the listener defers accepting (set after it listens).
-    func startScreening() { screening.store(TCPInfo.available, ordering: .relaxed) }
 
     var isScreening: Bool { screening.load(ordering: .relaxed) }
 
-    /// Whether a connection just accepted may go on to its HTTP pipeline; when not, it has been counted and must be
-    /// closed. Called on the connection's event loop, before it is registered.
+    /// Puts the door in front of a listening channel: `TCP_DEFER_ACCEPT` for `wait` (Linux; the kernel rounds it
+    /// up to its SYN-ACK retransmissions: 10 s makes about 15), and, when that could be set, the screening.
+    func install(on listener: any Channel, deferring wait: TimeAmount) async {
+        #if os(Linux)
+        let seconds = max(1, Int(wait.nanoseconds / 1_000_000_000))
+        let option = ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_DEFER_ACCEPT))
+        let deferring = (try? await listener.setOption(option, value: seconds).get()) != nil
+        screening.store(deferring && TCPInfo.available, ordering: .relaxed)
+        #endif
+        let door = self
+        try? await listener.eventLoop.submit {
+            try listener.pipeline.syncOperations.addHandler(Handler(door: door), position: .first)
+        }.get()
+    }
+
+    /// Whether a connection just accepted may go on; when not, it has been counted and must be closed. On the
+    /// listener's event loop, which is the connection's too.
     func letsIn(_ channel: any Channel) -> Bool {
-        guard isScreening, limiter.isFull, let received = TCPInfo.bytesReceived(channel) else { return true }
+        guard isScreening, channel.eventLoop.inEventLoop, limiter.isFull, let received = TCPInfo.bytesReceived(channel) else { return true }
         if received >= ConnectionDoor.minimumHead { return true }
         limiter.turnedAwayAtTheDoor()
         return false
     }
-}
 
-/// Hummingbird's HTTP/1 child channel behind the ``ConnectionDoor``; a connection let in gets a fixed socket send
-/// buffer (``ConnectionLimits/sendBuffer``).
-struct AdmittingHTTP1Channel: ServerChildChannel {
-    typealias Value = HTTP1Channel.Value
+    /// The first handler of the listener's pipeline: each accepted connection is let in (with its send buffer set)
+    /// or closed there.
+    final class Handler: ChannelInboundHandler {
+        typealias InboundIn = any Channel
+        typealias InboundOut = any Channel
 
-    /// A connection closed at the door (no HTTP processing, no task).
-    struct TurnedAway: Error {}
+        let door: ConnectionDoor
 
-    let http: HTTP1Channel
-    let door: ConnectionDoor
-    let sendBuffer: Int
+        init(door: ConnectionDoor) { self.door = door }
 
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        guard door.letsIn(channel) else {
-            channel.close(promise: nil)
-            return channel.eventLoop.makeFailedFuture(TurnedAway())
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let connection = unwrapInboundIn(data)
+            guard door.letsIn(connection) else {
+                connection.close(promise: nil)
+                return
+            }
+            if connection.eventLoop.inEventLoop {
+                try? connection.syncOptions?.setOption(ChannelOptions.socketOption(.so_sndbuf),
+                                                        value: ChannelOptions.Types.SocketOption.Value(door.sendBuffer))
+            } else {
+                connection.setOption(ChannelOptions.socketOption(.so_sndbuf), value: ChannelOptions.Types.SocketOption.Value(door.sendBuffer))
+                    .whenFailure { _ in }
+            }
+            context.fireChannelRead(data)
         }
-        try? channel.syncOptions?.setOption(ChannelOptions.socketOption(.so_sndbuf), value: ChannelOptions.Types.SocketOption.Value(sendBuffer))
-        return http.setup(channel: channel, logger: logger)
-    }
-
-    func handle(value: Value, logger: Logger) async {
-        await http.handle(value: value, logger: logger)
     }
 }
+
+@available(*, unavailable)
+extension ConnectionDoor.Handler: Sendable {}
 
 /// The bytes a TCP connection has received so far, from the kernel's `struct tcp_info` (Linux 4.1 and later).
 enum TCPInfo {
