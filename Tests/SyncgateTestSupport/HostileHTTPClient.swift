@@ -113,6 +113,47 @@ public enum HostileHTTPClient {
         return status
     }
 
+    /// ``status(port:_:timeout:)`` on a thread of its own that waits in `poll()`: woken by the kernel the moment the
+    /// connection is up or the answer comes, so that what it measures is the server's time, not how soon a busy test
+    /// pool runs a polling task again. Also the seconds from before `connect()` to the end of the answer.
+    public static func statusWaitingInPoll(port: Int, _ request: String, timeout: TimeInterval = 60) async -> (status: Int?, seconds: Double) {
+        await withCheckedContinuation { (done: CheckedContinuation<(status: Int?, seconds: Double), Never>) in
+            Thread {
+                let started = Date()
+                let status = blockingStatus(port: port, request, timeout: timeout)
+                done.resume(returning: (status, Date().timeIntervalSince(started)))
+            }.start()
+        }
+    }
+
+    private static func blockingStatus(port: Int, _ request: String, timeout: TimeInterval) -> Int? {
+        guard let fd = open(port: port) else { return nil }
+        defer { close(fd) }
+        let deadline = Date().addingTimeInterval(timeout)
+        var pending = Array(request.utf8)
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            if left <= 0 { break }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN) | (pending.isEmpty ? 0 : Int16(POLLOUT)), revents: 0)
+            if poll(&poller, 1, Int32(min(left * 1000, 60_000)) + 1) <= 0 { continue }
+            if !pending.isEmpty, poller.revents & Int16(POLLOUT) != 0 {
+                let sent = trickle(fd, pending)
+                if sent < 0 { return nil }
+                pending.removeFirst(sent)
+            }
+            if poller.revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+                let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if n > 0 { answer.append(contentsOf: buffer[0..<n]); continue }
+                if n == 0 || !(errno == EAGAIN || errno == EWOULDBLOCK) { break }
+            }
+        }
+        let text = String(decoding: answer, as: UTF8.self)
+        guard text.hasPrefix("HTTP/1.1 "), let status = Int(text.dropFirst(9).prefix(3)) else { return nil }
+        return status
+    }
+
     /// Raises this process's soft descriptor limit to `wanted` (or the hard limit, if lower); the limit after.
     @discardableResult
     public static func raiseDescriptorLimit(to wanted: Int) -> Int {
