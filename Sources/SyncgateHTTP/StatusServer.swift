@@ -76,7 +76,12 @@ public struct StatusServer: Sendable {
         let group = ServiceGroup(configuration: configuration)
         // The group runs in a task of its own, which the caller's cancellation does not reach: it becomes a graceful
         // shutdown instead (a cancelled server would log its accept loop's cancellation as an error).
-        let running = Task { try await group.run() }
+        let running: Task<Void, any Error>
+        if #available(macOS 15, *) {
+            running = Task(executorPreference: ServerExecutor()) { try await group.run() }
+        } else {
+            running = Task { try await group.run() }
+        }
         // The event loop goes once the server has really ended (it may be left behind, below).
         defer { Task { _ = await running.result; try? await loops.shutdownGracefully() } }
         let outcome = FirstOutcome()
