@@ -83,7 +83,7 @@ final class ConnectionLimiter: Sendable {
     /// Whether every place is taken: a new connection gets one only by closing an idle one.
     var isFull: Bool { state.withLock { $0.open.count >= limit } }
 
-    /// A new connection was closed before it took a place (``AdmittingHTTP1Channel``: full, and nothing that could be
+    /// A new connection was closed before it took a place (``ConnectionDoor``: full, and nothing that could be
     /// a request arrived with it).
     func turnedAwayAtTheDoor() {
         let warn = state.withLock { state in

@@ -1,7 +1,7 @@
 import NIOCore
 
 /// The time and size limits of one HTTP connection (docs/http.md, "Limits"), applied by ``ConnectionGuard`` (and
-/// its send buffer by ``AdmittingHTTP1Channel``).
+/// its send buffer by ``ConnectionDoor``).
 struct ConnectionLimits: Sendable {
     /// From the connection's start to its first request's complete head.
     var header: TimeAmount = .seconds(10)
