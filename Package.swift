@@ -90,7 +90,7 @@ let package = Package(
         .target(
             name: "SyncgateHTTP",
             dependencies: [
-                "SyncgateCore", logging, nioCore,
+                "SyncgateCore", logging, nioCore, nioPosix,
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

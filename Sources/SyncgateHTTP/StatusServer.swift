@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import SyncgateCore
 
@@ -23,6 +24,8 @@ public struct StatusServer: Sendable {
     var maxEventStreams = 64
     /// The time and size limits of each connection (their number is `settings.maxConnections`).
     var connectionLimits = ConnectionLimits.standard
+    /// The places for connections (`settings.maxConnections`), shared by every connection of ``run(onListening:)``.
+    let connections: ConnectionLimiter
 
     /// Makes the server (and bootstraps swift-metrics onto ``MetricsBootstrap/registry``, once per process, so make
     /// it before the gateway's first pass). `heartbeat`: how often `/api/events` sends a comment line when nothing
@@ -33,6 +36,7 @@ public struct StatusServer: Sendable {
         self.gateway = gateway
         self.logger = logger
         self.heartbeat = heartbeat
+        self.connections = ConnectionLimiter(limit: settings.maxConnections, logger: logger)
     }
 
     /// Listens and answers until the task running it is cancelled, then shuts down gracefully: it stops
@@ -40,21 +44,28 @@ public struct StatusServer: Sendable {
     /// returns. Throws when the address cannot be bound. `onListening` gets the port listened on (the one chosen
     /// by the system when `settings.port` is 0).
     public func run(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let logger = self.logger, settings = self.settings, limits = connectionLimits
-        let limiter = ConnectionLimiter(limit: settings.maxConnections, logger: logger)
+        let logger = self.logger, settings = self.settings, limits = connectionLimits, limiter = connections
+        let door = ConnectionDoor(limiter: limiter, sendBuffer: limits.sendBuffer)
+        // One event loop for the listener and all its connections: the door then reads a new connection's TCP_INFO
+        // on the loop that accepted it, before anything else is spent on it (the requests themselves are answered
+        // on the cooperative pool).
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let app = Application(
             router: makeRouter(),
             server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuard(limiter: limiter, limits: limits)])),
             configuration: ApplicationConfiguration(
                 address: .hostname(settings.host, port: settings.port), serverName: nil,
+                backlog: StatusServer.listenBacklog,
                 // A backstop: should closing lag behind a flood, accepting waits instead of taking descriptors.
                 availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections + StatusServer.closingMargin)
             ),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? settings.port
+                await door.install(on: channel, deferring: limits.header)
                 logger.info("status page and API on http://\(StatusServer.authority(host: settings.host, port: port))/")
                 await onListening(port)
             },
+            eventLoopGroupProvider: .shared(loops),
             logger: logger
         )
         var configuration = ServiceGroupConfiguration(services: [app], logger: logger)
@@ -65,7 +76,14 @@ public struct StatusServer: Sendable {
         let group = ServiceGroup(configuration: configuration)
         // The group runs in a task of its own, which the caller's cancellation does not reach: it becomes a graceful
         // shutdown instead (a cancelled server would log its accept loop's cancellation as an error).
-        let running = Task { try await group.run() }
+        let running: Task<Void, any Error>
+        if #available(macOS 15, *) {
+            running = Task(executorPreference: ServerExecutor()) { try await group.run() }
+        } else {
+            running = Task { try await group.run() }
+        }
+        // The event loop goes once the server has really ended (it may be left behind, below).
+        defer { Task { _ = await running.result; try? await loops.shutdownGracefully() } }
         let outcome = FirstOutcome()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -82,6 +100,12 @@ public struct StatusServer: Sendable {
             }
         }
     }
+
+    /// The queue of connections the system completes before the server accepts them (capped by the system's
+    /// `net.core.somaxconn`, 4,096 by default). Under a flood of new connections a short queue overflows, and a
+    /// client whose handshake is dropped waits a whole second before its next try (TCP's first SYN
+    /// retransmission); a queued connection costs the kernel a little memory and the gateway no descriptor.
+    static let listenBacklog = 4096
 
     /// Connections accepted beyond `maxConnections` while those closed to make room finish closing.
     static let closingMargin = 32

@@ -18,6 +18,9 @@ Modes (every request is logged to stdout as `METHOD PATH?QUERY`):
   status        every request gets --status with the S3 error --code (and Retry-After: --retry-after and
                 x-amz-bucket-region: --bucket-region, if given).
   tls           --tls is implied: a TLS server with a self-signed certificate that no client trusts; it answers 200.
+  echo-token    every request gets --status with an S3 error whose <Code> is --code, a dot and the request's
+                X-Amz-Security-Token (the session token the client signed with), and whose <Message> holds it too
+                (the log says `echoed a token of N characters`, never the token).
 """
 import argparse
 import base64
@@ -106,6 +109,11 @@ class Handler(BaseHTTPRequestHandler):
             if ARGS.bucket_region:
                 headers["x-amz-bucket-region"] = ARGS.bucket_region
             return self.send(ARGS.status, error_xml(ARGS.code, "hostile answer"), headers, head_only=self.command == "HEAD")
+        if mode == "echo-token":
+            token = self.headers.get("X-Amz-Security-Token") or ""
+            print("echoed a token of %d characters" % len(token), flush=True)
+            return self.send(ARGS.status, error_xml("%s.%s" % (ARGS.code, token), "the token %s is not valid" % token),
+                             {"Content-Type": "application/xml"}, head_only=self.command == "HEAD")
         if mode in ("huge-error", "huge-answer"):
             return self.huge(500 if mode == "huge-error" else 200)
         if mode == "endless-list" or mode == "repeat-token":
@@ -289,7 +297,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--mode", required=True,
-                        choices=["corrupt", "endless-list", "repeat-token", "huge-error", "huge-answer", "stall", "status", "tls"])
+                        choices=["corrupt", "endless-list", "repeat-token", "huge-error", "huge-answer", "stall", "status", "tls", "echo-token"])
     parser.add_argument("--max-seconds", type=float, default=300)
     parser.add_argument("--status", type=int, default=503)
     parser.add_argument("--code", default="SlowDown")

@@ -136,4 +136,30 @@ struct WatchTreeTests {
         let logged = recorder.logged.joined(separator: "\n")
         #expect(logged.contains("follow: loop: skipped: folder link loop"), "\(logged)")
     }
+
+    /// Links that lead to the same folders over and over (a DAG of 22 levels of two links each, 4 million paths, no
+    /// loop) are watched up to the source's `max_entries` entries (1,000 here), with a warning, instead of being
+    /// listed for minutes; the watches that were set work.
+    @Test func aDAGOfLinksIsWatchedUpToTheBound() async throws {
+        let dir = try TemporaryDirectory("sg-watch-dag")
+        defer { dir.remove() }
+        let levels = 22
+        for level in 0..<levels {
+            try dir.write("dag/l\(level)/f.txt", "level \(level)")
+            if level < levels - 1 {
+                for link in ["x", "y"] {
+                    try FileManager.default.createSymbolicLink(atPath: dir.file("dag/l\(level)/\(link)").path, withDestinationPath: "../l\(level + 1)")
+                }
+            }
+        }
+        var source = try WatchRecorder.source(dir.file("dag/l0").path, name: "dag", followSymlinks: true)
+        source.maxEntries = EntryBound(1_000)
+        let recorder = try await WatchRecorder.watching(sources: [source], settle: .milliseconds(300))
+        defer { recorder.stop() }
+        await recorder.waitUntilWatching()
+        let logged = recorder.logged.joined(separator: "\n")
+        #expect(logged.contains("stopped watching: more than 1000 entries"), "\(logged.suffix(1000))")
+        try dir.write("dag/l0/new.txt", "n")
+        #expect(await recorder.wait { recorder.reported.contains(FileKey(source: "dag", path: "new.txt")) }, "\(recorder.reported.suffix(5))")
+    }
 }

@@ -8,10 +8,9 @@ import Testing
 
 /// The real `syncgate run`, started with 1,024 descriptors (`ulimit -n 1024`, systemd's default), against hostile
 /// HTTP clients on loopback (issue 26): 2,000 idle connections (half of them sending a request head a byte at a
-/// time) and 150 slow 4 MiB POST bodies, kept up for the whole test; then 64 event streams that never read during
-/// a 3,000-file burst. The gateway stays up, `/healthz` answers, files keep being delivered, its descriptors stay
-/// well below its limit, its peak memory under 128 MiB, and the streams slow the burst by at most 2x (with a
-/// generous margin: a loaded 2-core machine).
+/// time) and 150 slow 4 MiB POST bodies, kept up for the whole test. The gateway stays up, `/healthz` answers within
+/// 1 s, files keep being delivered, its descriptors stay well below its limit, its peak memory under 128 MiB. Event
+/// streams that do not read: HTTPHostileEventStreamTests.swift.
 @Suite("the gateway under hostile HTTP clients", .serialized, .timeLimit(.minutes(10)))
 struct HTTPHostileClientTests {
     let dir: TemporaryDirectory
@@ -98,24 +97,37 @@ struct HTTPHostileClientTests {
         defer { attack.stop() }
         #expect(await HTTPHostileClientTests.eventually(120) { attack.figures.opened >= 2_150 }, "the attack never got going: \(attack.figures)")
 
-        // Files keep going out, and /healthz keeps answering, while the attack goes on.
+        // Files keep going out, and /healthz keeps answering within 1 s, while the attack goes on: 20 probes, half a
+        // second apart, each on a new connection, timed from its connect() to the end of the answer by a thread that
+        // waits in poll() (the test's own pool, busy on a loaded machine, does not add its delays). A probe whose
+        // connection the gateway closed without an answer (making room, it closes idle ones first) is asked again at
+        // once, as HTTP clients do for a GET; its time counts from the first try.
         let started = Date()
         try writeFiles("during", count: 200)
         var answers: [Int?] = []
         var waits: [Double] = []
-        for _ in 0..<5 {
-            let asked = Date()
-            // A client's connection may be one the gateway closes while it makes room (it closes the idle ones
-            // first); a client tries again, as this one does, twice at most.
+        var retried = 0
+        var deliveredAt: Date?
+        for _ in 0..<20 {
             var status: Int? = nil
-            for _ in 0..<3 where status != 200 { status = await HTTPHostileClientTests.healthz(port, timeout: 60) }
+            var waited = 0.0
+            for attempt in 0..<3 where status != 200 {
+                if attempt > 0 { retried += 1 }
+                let probe = await HostileHTTPClient.statusWaitingInPoll(
+                    port: port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", timeout: 60)
+                status = probe.status
+                waited += probe.seconds
+            }
             answers.append(status)
-            waits.append(Date().timeIntervalSince(asked))
-            try await Task.sleep(for: .seconds(1))
+            waits.append(waited)
+            if deliveredAt == nil, delivered("during") == 200 { deliveredAt = Date() }
+            try await Task.sleep(for: .milliseconds(500))
         }
+        #expect(waits.allSatisfy { $0 < 1 }, "/healthz waits: \(waits.map { String(format: "%.2f", $0) })")
         #expect(answers.allSatisfy { $0 == 200 }, "\(answers)")
         let allDelivered = await HTTPHostileClientTests.eventually(180) { delivered("during") == 200 }
-        let deliverySeconds = Date().timeIntervalSince(started)
+        // When the probes saw them all delivered (each probe looks, half a second apart), or now.
+        let deliverySeconds = (deliveredAt ?? Date()).timeIntervalSince(started)
         #expect(allDelivered, "\(delivered("during")) of 200 delivered")
         // Keep it up a while longer: past the header and body limits, connections churn.
         try await Task.sleep(for: .seconds(15))
@@ -137,85 +149,8 @@ struct HTTPHostileClientTests {
         print("""
             hostile HTTP: peak memory \(peak / 1024) MiB; gateway descriptors at most \(figures.peakDescriptors); \
             connections opened \(figures.opened), closed by the gateway \(figures.closedByServer); \
-            /healthz answered in \(waits.map { String(format: "%.2f", $0) }.joined(separator: ", ")) s; \
+            /healthz answered in \(waits.map { String(format: "%.2f", $0) }.joined(separator: ", ")) s (\(retried) asked again); \
             200 files delivered in \(String(format: "%.1f", deliverySeconds)) s under attack
-            """)
-    }
-
-    @Test func sixtyFourStreamsThatNeverReadDoNotHoldUpDelivery() async throws {
-        defer { dir.remove() }
-        HostileHTTPClient.raiseDescriptorLimit(to: 4096)
-        let gateway = try await startGateway()
-        let pid = gateway.processIdentifier
-        let files = 3_000
-
-        // The burst alone.
-        let cpuBefore = HostileHTTPClient.cpuSeconds(of: pid) ?? 0
-        var started = Date()
-        try writeFiles("plain", count: files)
-        #expect(await HTTPHostileClientTests.eventually(300) { delivered("plain") == files }, "\(delivered("plain")) of \(files)")
-        let alone = Date().timeIntervalSince(started)
-        let cpuAlone = (HostileHTTPClient.cpuSeconds(of: pid) ?? 0) - cpuBefore
-
-        // 64 streams that read their answer's first bytes, then nothing.
-        var streams: [Int32] = []
-        defer { streams.forEach { close($0) } }
-        let request = Array("GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n".utf8)
-        for _ in 0..<64 {
-            let fd = try #require(HostileHTTPClient.open(port: port, receiveBuffer: 4096))
-            streams.append(fd)
-        }
-        var unsent = Array(repeating: request, count: streams.count)
-        #expect(await HTTPHostileClientTests.eventually(60) {
-            for index in streams.indices where !unsent[index].isEmpty {
-                unsent[index].removeFirst(max(0, HostileHTTPClient.trickle(streams[index], unsent[index])))
-            }
-            return unsent.allSatisfy(\.isEmpty)
-        })
-        // Every stream is answered (a stream's first bytes are left in its socket), then a 65th is refused.
-        #expect(await HTTPHostileClientTests.eventually(60) { streams.allSatisfy { HTTPHostileClientTests.peek($0).hasPrefix("HTTP/1.1 ") } })
-        #expect(streams.allSatisfy { HTTPHostileClientTests.peek($0).hasPrefix("HTTP/1.1 200") },
-                "\(streams.map { HTTPHostileClientTests.peek($0).prefix(12) })")
-        var seen: [Int?] = []
-        #expect(await HTTPHostileClientTests.eventually(60) {
-            seen.append(await HostileHTTPClient.status(port: port, "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", timeout: 10))
-            return seen.last == 503
-        }, "\(seen); streams answered: \(streams.filter { HTTPHostileClientTests.peek($0).hasPrefix("HTTP/1.1 200") }.count), first: \(HTTPHostileClientTests.peek(streams[0]).prefix(40))")
-
-        // The same burst with them open.
-        let cpuMiddle = HostileHTTPClient.cpuSeconds(of: pid) ?? 0
-        started = Date()
-        try writeFiles("streamed", count: files)
-        #expect(await HTTPHostileClientTests.eventually(300) { delivered("streamed") == files }, "\(delivered("streamed")) of \(files)")
-        let withStreams = Date().timeIntervalSince(started)
-        let cpuStreams = (HostileHTTPClient.cpuSeconds(of: pid) ?? 0) - cpuMiddle
-        #expect(withStreams <= 2 * alone + 20, "\(files) files: \(alone) s alone, \(withStreams) s with 64 streams")
-        #expect(gateway.isRunning)
-        let peak = PeakMemory.kibibytes(of: pid) ?? 0
-        #expect(peak > 0 && peak < 128 << 10, "peak memory \(peak) KiB")
-
-        // A stream read now: what it was sent is well formed, and what it missed is said (nothing lost in silence).
-        let reader = streams[0]
-        var text = ""
-        _ = await HTTPHostileClientTests.eventually(30) {
-            // Everything the socket holds now; done once every file of the burst was announced synced.
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            var n = 0
-            repeat {
-                n = recv(reader, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-                if n > 0 { text += String(decoding: buffer[0..<n], as: UTF8.self) }
-            } while n > 0
-            return text.components(separatedBy: "\"event\":\"synced\"").count - 1 >= files
-        }
-        let synced = text.components(separatedBy: "\"event\":\"synced\"").count - 1
-        let droppedMarkers = text.components(separatedBy: "\"event\":\"dropped\"").count - 1
-        #expect(text.hasPrefix("HTTP/1.1 200"))
-        #expect(droppedMarkers > 0 || synced >= files, "\(synced) synced events and no dropped marker")
-        #expect(await stop(gateway) == 0, "\(log.suffix(2000))")
-        print("""
-            event streams: \(files) files in \(String(format: "%.1f", alone)) s alone (gateway CPU \(String(format: "%.1f", cpuAlone)) s), \
-            \(String(format: "%.1f", withStreams)) s with 64 streams not reading (CPU \(String(format: "%.1f", cpuStreams)) s); \
-            peak memory \(peak / 1024) MiB; the stream read last: \(synced) synced events, \(droppedMarkers) dropped markers
             """)
     }
 }

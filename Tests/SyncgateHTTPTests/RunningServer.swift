@@ -8,6 +8,8 @@ import SyncgateCore
 final class RunningServer: Sendable {
     let port: Int
     let settings: HTTPSettings
+    /// The server's connection places (what it holds open, and what it turned away).
+    let connections: ConnectionLimiter
     private let task: Task<Void, any Error>
 
     /// Where a client reaches it (a server on every address through 127.0.0.1).
@@ -26,6 +28,7 @@ final class RunningServer: Sendable {
         var server = StatusServer(settings: settings, gateway: gateway, logger: logger, heartbeat: heartbeat)
         server.maxEventStreams = maxEventStreams
         server.connectionLimits = limits
+        connections = server.connections
         let (ports, listening) = AsyncStream<Int>.makeStream()
         task = Task {
             defer { listening.finish() }

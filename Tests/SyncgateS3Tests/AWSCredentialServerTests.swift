@@ -318,5 +318,69 @@ struct AWSCredentialServerTests {
             #expect(!text.contains(token) && !text.contains(String(token.prefix(30))), "\(name) holds the web identity token")
         }
     }
-}
 
+    /// An S3 that echoes the session token its requests were signed with (fetched from `credential_process`) in its
+    /// error's `<Code>` and `<Message>` (S3HostileServer, mode echo-token), answering 403 (credentials refused: the
+    /// destination is blocked and keeps the code) and 400 (the file fails and keeps the code): the token is in no
+    /// output, `status --json` shows the code redacted, and the state file's bytes (database, WAL, shared memory)
+    /// do not hold it.
+    @Test(arguments: [403, 400])
+    func aSessionTokenFromCredentialProcessEchoedInAnS3CodeIsInNoOutputNorTheStateFile(status: Int) async throws {
+        let server = try await S3HostileServer(.echoToken, status: status, code: "InvalidToken")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory("aws-echo")
+        defer { dir.remove() }
+        let token = "FwoGZXIvYXdzEBYaD" + UUID().uuidString.replacingOccurrences(of: "-", with: "") + "Kq2+AbC/dEf=="
+        let script = dir.file("creds.sh")
+        try dir.write("creds.sh", """
+            #!/bin/sh
+            printf '{"Version": 1, "AccessKeyId": "ASIAECHOTEST00000000", "SecretAccessKey": "echo-secret-\(UUID().uuidString)", \
+            "SessionToken": "\(token)", "Expiration": "2099-01-01T00:00:00Z"}\\n'
+            """)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: script.path)
+        try dir.write("aws/config", "[default]\ncredential_process = \"\(script.path)\"\n")
+        try dir.write("plugins.yaml", """
+            version: 1
+            state: .syncgate/state.sqlite
+            sources: [{name: outbox, path: outbox}]
+            destinations:
+              - {name: bucket, type: s3, endpoint: "\(server.endpoint)", region: us-east-1, bucket: echo, retry: {file: 0, artwork: 0}}
+            routes: [{match: ["**/*"], to: [bucket]}]
+            """)
+        try dir.write("outbox/a.txt", "echo me\n")
+        var environment: [String: String] = [
+            "HOME": dir.url.path, "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": dir.file("aws/config").path,
+        ]
+        for name in ProcessInfo.processInfo.environment.keys where name.hasPrefix("AWS_") && environment[name] == nil { environment[name] = "" }
+
+        var outputs: [(String, String)] = []
+        var statusJSON = ""
+        for arguments in [["sync", "--json", "-vv"], ["sync", "-vv"], ["status"], ["status", "--json"], ["status", "--json", "--all"]] {
+            let result = try await ProcessRunner.run(
+                TestPaths.executable("syncgate"), arguments + ["--config", dir.file("plugins.yaml").path],
+                environment: environment, currentDirectory: dir.url, timeout: 120)
+            outputs.append((arguments.joined(separator: " "), result.output))
+            if arguments == ["status", "--json", "--all"] { statusJSON = result.stdout }
+        }
+        #expect(server.log().contains("echoed a token of \(token.count) characters"), "the request carried the token: \(server.log().suffix(500))")
+        // Every error code kept, anywhere in the report: the echoed one is there, redacted.
+        func codes(_ value: Any) -> [String] {
+            if let object = value as? [String: Any] {
+                return ((object["error_code"] as? String).map { [$0] } ?? []) + object.values.flatMap(codes)
+            }
+            return (value as? [Any])?.flatMap(codes) ?? []
+        }
+        let report = try #require(try? JSONSerialization.jsonObject(with: Data(statusJSON.utf8)), "\(statusJSON.prefix(500))")
+        #expect(codes(report).contains("InvalidToken.<redacted>"), "\(codes(report)) in \(statusJSON.prefix(1500))")
+        let folder = dir.file(".syncgate").path
+        for file in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"] {
+            let path = folder + "/" + file
+            guard FileManager.default.fileExists(atPath: path) else { continue }
+            outputs.append((file, String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)))
+        }
+        #expect(outputs.count >= 6)
+        for (name, text) in outputs {
+            #expect(!text.contains(token) && !text.contains(String(token.prefix(30))), "\(name) holds the session token")
+        }
+    }
+}

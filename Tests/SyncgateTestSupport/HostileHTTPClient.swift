@@ -41,6 +41,33 @@ public enum HostileHTTPClient {
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINPROGRESS || errno == ENOTCONN ? 0 : -1
     }
 
+    /// Sends all of `bytes` (waiting with `Task.sleep` while the socket takes nothing); false when the connection
+    /// is gone or `timeout` seconds passed first.
+    public static func sendAll(_ fd: Int32, _ bytes: [UInt8], timeout: TimeInterval = 60) async -> Bool {
+        var pending = bytes[...]
+        let deadline = Date().addingTimeInterval(timeout)
+        while !pending.isEmpty {
+            let sent = trickle(fd, Array(pending))
+            if sent < 0 || Date() > deadline { return false }
+            pending = pending.dropFirst(sent)
+            if sent == 0 { try? await Task.sleep(for: .milliseconds(5)) }
+        }
+        return true
+    }
+
+    /// The kernel's TCP state of the connection (`tcpi_state`: 1 established, 7 closed, e.g. after a reset, 8
+    /// close-wait after the peer's FIN), read without touching what it received (nil where it cannot be read).
+    public static func tcpState(_ fd: Int32) -> UInt8? {
+        #if os(Linux)
+        var info = [UInt8](repeating: 0, count: 104)
+        var length = socklen_t(info.count)
+        guard getsockopt(fd, Int32(IPPROTO_TCP), TCP_INFO, &info, &length) == 0, length > 0 else { return nil }
+        return info[0]
+        #else
+        return nil
+        #endif
+    }
+
     /// Whether the server has closed the connection (an end of stream or a reset seen now; what it sent before
     /// is read and thrown away). Never waits.
     public static func isClosedByPeer(_ fd: Int32) -> Bool {
@@ -70,6 +97,47 @@ public enum HostileHTTPClient {
                 try? await Task.sleep(for: .milliseconds(10))
                 continue
             }
+            if !pending.isEmpty, poller.revents & Int16(POLLOUT) != 0 {
+                let sent = trickle(fd, pending)
+                if sent < 0 { return nil }
+                pending.removeFirst(sent)
+            }
+            if poller.revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+                let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if n > 0 { answer.append(contentsOf: buffer[0..<n]); continue }
+                if n == 0 || !(errno == EAGAIN || errno == EWOULDBLOCK) { break }
+            }
+        }
+        let text = String(decoding: answer, as: UTF8.self)
+        guard text.hasPrefix("HTTP/1.1 "), let status = Int(text.dropFirst(9).prefix(3)) else { return nil }
+        return status
+    }
+
+    /// ``status(port:_:timeout:)`` on a thread of its own that waits in `poll()`: woken by the kernel the moment the
+    /// connection is up or the answer comes, so that what it measures is the server's time, not how soon a busy test
+    /// pool runs a polling task again. Also the seconds from before `connect()` to the end of the answer.
+    public static func statusWaitingInPoll(port: Int, _ request: String, timeout: TimeInterval = 60) async -> (status: Int?, seconds: Double) {
+        await withCheckedContinuation { (done: CheckedContinuation<(status: Int?, seconds: Double), Never>) in
+            Thread {
+                let started = Date()
+                let status = blockingStatus(port: port, request, timeout: timeout)
+                done.resume(returning: (status, Date().timeIntervalSince(started)))
+            }.start()
+        }
+    }
+
+    private static func blockingStatus(port: Int, _ request: String, timeout: TimeInterval) -> Int? {
+        guard let fd = open(port: port) else { return nil }
+        defer { close(fd) }
+        let deadline = Date().addingTimeInterval(timeout)
+        var pending = Array(request.utf8)
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            if left <= 0 { break }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN) | (pending.isEmpty ? 0 : Int16(POLLOUT)), revents: 0)
+            if poll(&poller, 1, Int32(min(left * 1000, 60_000)) + 1) <= 0 { continue }
             if !pending.isEmpty, poller.revents & Int16(POLLOUT) != 0 {
                 let sent = trickle(fd, pending)
                 if sent < 0 { return nil }

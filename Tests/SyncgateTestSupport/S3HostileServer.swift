@@ -2,12 +2,12 @@ import Foundation
 
 /// The hostile S3 server of the tests (`Tests/S3HostileServer/s3_hostile_server.py`) on a free loopback port, in one
 /// of its modes: corrupting storage with truthful ETags, endless or looping listings, huge answers, a stall, a fixed
-/// error status, a TLS certificate no client trusts. It exits by itself after `maxSeconds`; always ``stop()`` it
+/// error status, an error code echoing the request's session token, a TLS certificate no client trusts. It exits by itself after `maxSeconds`; always ``stop()`` it
 /// (use `defer`).
 public final class S3HostileServer: @unchecked Sendable {
     public enum Mode: String, Sendable {
         case corrupt, endlessList = "endless-list", repeatToken = "repeat-token", hugeError = "huge-error"
-        case hugeAnswer = "huge-answer", stall, status, tls
+        case hugeAnswer = "huge-answer", stall, status, tls, echoToken = "echo-token"
     }
 
     public let port: Int
@@ -21,8 +21,8 @@ public final class S3HostileServer: @unchecked Sendable {
     /// `http://127.0.0.1:PORT` (`https://` in mode `.tls`).
     public var endpoint: String { "\(mode == .tls ? "https" : "http")://127.0.0.1:\(port)" }
 
-    /// Starts the server. `status`, `code`, `retryAfter` and `bucketRegion` are for mode `.status`; `bodyMiB` for the
-    /// huge modes; `pageNames` (names per page) for `.endlessList`.
+    /// Starts the server. `status`, `code`, `retryAfter` and `bucketRegion` are for mode `.status` (`status` and `code`
+    /// for `.echoToken` too); `bodyMiB` for the huge modes; `pageNames` (names per page) for `.endlessList`.
     public init(
         _ mode: Mode, status: Int = 503, code: String = "SlowDown", retryAfter: Int? = nil, bucketRegion: String? = nil,
         bodyMiB: Int = 256, pageNames: Int = 1000, maxSeconds: Int = 300

@@ -207,6 +207,7 @@ extension GatewayConfig {
             ))
             sources[sources.count - 1].afterSync = raw.afterSync ?? .keep
             sources[sources.count - 1].maxDeleteFraction = raw.maxDeleteFraction ?? .default
+            sources[sources.count - 1].maxEntries = raw.maxEntries ?? .default
         }
         if sourceNodes?.isEmpty == true {
             load.note(decoder.error(at: child("sources") ?? root, keyPath: "sources", "at least one source is needed"))

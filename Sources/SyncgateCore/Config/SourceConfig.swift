@@ -20,6 +20,9 @@ public struct SourceConfig: Sendable, Hashable {
     /// A walk that finds more than this share of the files of the last complete walk gone deletes nothing of the
     /// source at destinations with `delete_remote` (see ``SourceJudge``).
     public var maxDeleteFraction: DeleteFraction = .default
+    /// With `followSymlinks`: the most entries one walk takes in, each time it reaches one (through another link
+    /// too); past it the walk stops (see ``SourceScanner``).
+    public var maxEntries: EntryBound = .default
 
     public init(name: String, path: String, include: GlobSet, exclude: GlobSet, followSymlinks: Bool = false,
                 optional: Bool = false, pathLocation: ConfigError? = nil, minAge: Duration = .zero) {
@@ -59,6 +62,7 @@ struct RawSource: Decodable {
     var minAge: ConfigDuration?
     var afterSync: AfterSync?
     var maxDeleteFraction: DeleteFraction?
+    var maxEntries: EntryBound?
 
     enum CodingKeys: String, CodingKey {
         case name, path, include, exclude, optional
@@ -66,5 +70,6 @@ struct RawSource: Decodable {
         case minAge = "min_age"
         case afterSync = "after_sync"
         case maxDeleteFraction = "max_delete_fraction"
+        case maxEntries = "max_entries"
     }
 }

@@ -43,7 +43,7 @@ public struct ScanWarning: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Walks a source folder: regular files selected by include/exclude; symbolic links only when `follow_symlinks`
-/// is on (never in a loop); FIFOs, sockets and devices skipped with a warning; unreadable folders reported.
+/// is on (never in a loop, and then at most `max_entries` entries in all); FIFOs, sockets and devices skipped with a warning; unreadable folders reported.
 /// Files come out in the byte order of their relative paths (the ledger's order, so a sync can walk both side by
 /// side): each folder's entries are sorted by their UTF-8 bytes, a folder's name as if it ended with `/`.
 public struct SourceScanner: Sendable {
@@ -70,8 +70,8 @@ public struct SourceScanner: Sendable {
             return warnings
         }
         let rootID: [UInt64] = [UInt64(root.st_dev), UInt64(root.st_ino)]
-        var state = Walk(visiting: [rootID], walked: [rootID])
-        try walk(source, absolute: source.path, relative: "", again: false, share: share, visit: visit, warnings: &warnings, state: &state)
+        var state = Walk(visiting: [rootID])
+        try walk(source, absolute: source.path, relative: "", share: share, visit: visit, warnings: &warnings, state: &state)
         return warnings
     }
 
@@ -104,25 +104,17 @@ public struct SourceScanner: Sendable {
         return nil
     }
 
-    /// The most entries a walk takes in from folders it already walked once (reached again through another link,
-    /// `follow_symlinks`), per source. Links that lead to the same folders over and over without a loop (a DAG:
-    /// 22 levels of 2 links each make 4 million paths) would otherwise make a walk run for minutes; a tree
-    /// where every folder is reached once never comes near it.
-    public static let maxEntriesWalkedAgain = 100_000
-
     /// What a walk of one source carries from folder to folder.
     struct Walk {
         /// The folders on the way down (a folder met again among them is a loop).
         var visiting: Set<[UInt64]>
-        /// Every folder walked so far.
-        var walked: Set<[UInt64]>
-        /// Entries taken in from folders walked again, and whether the bound stopped the walk.
-        var entriesAgain = 0
+        /// Entries taken in so far (counted when the source follows links), and whether the bound stopped the walk.
+        var entries = 0
         var stopped = false
     }
 
     private func walk(
-        _ source: SourceConfig, absolute: String, relative: String, again: Bool, share: ((String) -> Bool)?, visit: (ScannedFile) throws -> Void,
+        _ source: SourceConfig, absolute: String, relative: String, share: ((String) -> Bool)?, visit: (ScannedFile) throws -> Void,
         warnings: inout [ScanWarning], state: inout Walk
     ) rethrows {
         if state.stopped { return }
@@ -185,14 +177,16 @@ public struct SourceScanner: Sendable {
         for (name, st, kind) in order.lazy.map({ entries[$0] }) {
             let childRelative = child(name)
             if state.stopped { return }
-            if again {
-                state.entriesAgain += 1
-                if state.entriesAgain > SourceScanner.maxEntriesWalkedAgain {
+            // Following links, a walk is bounded by the entries it takes in, each time it reaches one: links that
+            // lead to the same folders over and over without a loop (a DAG: 22 levels of 2 links each make 4
+            // million paths) would otherwise make it run for minutes.
+            if source.followSymlinks {
+                state.entries += 1
+                if state.entries > source.maxEntries.value {
                     state.stopped = true
                     warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message:
-                        "stopped walking: more than \(SourceScanner.maxEntriesWalkedAgain) entries reached again through links to folders "
-                        + "already walked (follow_symlinks: links that lead to the same folders over and over); the rest of this source "
-                        + "is not synced"))
+                        "stopped walking: more than \(source.maxEntries.value) entries (max_entries, with follow_symlinks: an entry "
+                        + "reached again through another link counts again); the rest of this source is not synced this run"))
                     return
                 }
             }
@@ -205,10 +199,8 @@ public struct SourceScanner: Sendable {
                     warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message: "skipped: folder link loop"))
                     continue
                 }
-                let walkedBefore = !state.walked.insert(id).inserted
                 state.visiting.insert(id)
-                try walk(source, absolute: childAbsolute, relative: childRelative, again: again || walkedBefore, share: share, visit: visit,
-                         warnings: &warnings, state: &state)
+                try walk(source, absolute: childAbsolute, relative: childRelative, share: share, visit: visit, warnings: &warnings, state: &state)
                 state.visiting.remove(id)
             case S_IFREG:
                 guard source.selects(childRelative), share?(childRelative) != false else { continue }

@@ -30,9 +30,12 @@ extension WatchLoop {
 
     /// Watches a folder and the folders below it (not those excluded); `report` arms every selected file found.
     /// The watch is set before the folder is listed, so a file written meanwhile is seen one way or the other.
+    /// Following links, it takes in at most `max_entries` entries, as a walk does (``SourceScanner``): links that
+    /// lead to the same folders over and over would otherwise have it list millions of paths.
     func watchTree(_ source: Int, _ top: String, report: Bool) {
         let config = sources[source]
         var stack = [top]
+        var entries = 0
         while let relative = stack.popLast() {
             if shouldStop { return }
             let absolute = path(source, relative)
@@ -57,6 +60,14 @@ extension WatchLoop {
                 }
                 if name == "." || name == ".." { continue }
                 let child = relative.isEmpty ? name : relative + "/" + name
+                if config.followSymlinks {
+                    entries += 1
+                    if entries > config.maxEntries.value {
+                        warn(config, child, "stopped watching: more than \(config.maxEntries.value) entries (max_entries, with follow_symlinks); "
+                             + "the rest is not watched (the periodic rescans walk it, within the same bound)")
+                        return
+                    }
+                }
                 var type = Int32(entry.pointee.d_type)
                 if type == Int32(DT_UNKNOWN) || (type == Int32(DT_LNK) && config.followSymlinks) {
                     var st = stat()

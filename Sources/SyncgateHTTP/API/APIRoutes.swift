@@ -32,7 +32,8 @@ struct APIRoutes: Sendable {
         router.post("/api/retry") { request, _ -> Response in
             let selection = try await FileSelection.read(from: request)
             let n = try await APIRoutes.answering("retry", logger: logger) {
-                try await gateway.retry(destination: selection.destination, paths: selection.paths)
+                // Off the server's executor: it writes the ledger (``ServerExecutor``).
+                try await Task.detached { try await gateway.retry(destination: selection.destination, paths: selection.paths) }.value
             }
             logger.info("retry requested over HTTP", metadata: ["destination": "\(selection.destination ?? "*")", "paths": "\(selection.paths.count)", "files": "\(n)"])
             return Responses.json(JSONText.encode(["retried": n]) + "\n")
@@ -40,7 +41,7 @@ struct APIRoutes: Sendable {
         router.post("/api/forget") { request, _ -> Response in
             let selection = try await FileSelection.read(from: request)
             let n = try await APIRoutes.answering("forget", logger: logger) {
-                try await gateway.forget(destination: selection.destination, paths: selection.paths)
+                try await Task.detached { try await gateway.forget(destination: selection.destination, paths: selection.paths) }.value
             }
             logger.info("forget requested over HTTP", metadata: ["destination": "\(selection.destination ?? "*")", "paths": "\(selection.paths.count)", "files": "\(n)"])
             return Responses.json(JSONText.encode(["forgotten": n]) + "\n")

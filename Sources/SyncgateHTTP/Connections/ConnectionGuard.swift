@@ -1,11 +1,18 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import HummingbirdCore
 import NIOCore
 
 /// Watches one HTTP/1 connection between the HTTP codec and Hummingbird: takes its place in the
 /// ``ConnectionLimiter`` (and gives it back when it closes), says when a request is under way, and closes the
 /// connection when a client is too slow (``ConnectionLimits``: a head not complete in time, a body not complete in
-/// time, a kept-alive connection idle too long), sends too large a body, or is answered before its body was read (a
-/// request refused on its headers, e.g. without the token: the rest of its body is never read).
+/// time, a kept-alive connection idle too long), sends too large a body, is answered before its body was read (a
+/// request refused on its headers, e.g. without the token: the rest of its body is never read), or takes none of
+/// what is written to it for the write-stall limit (a client that asks for `/api/status`, `/metrics` or an event
+/// stream and never reads would otherwise hold its answer in memory, and its place, for good).
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTP1Channel.Value.InboundPart
     typealias InboundOut = HTTP1Channel.Value.InboundPart
@@ -27,6 +34,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var bodyOpen = false
     private var bodyBytes = 0
     private var timer: Scheduled<Void>?
+    /// Writes passed on and not yet out, since when none went out (a write completed or fewer bytes waited), the
+    /// bytes waiting at the last look, and the look's timer (``watchForStall(_:)``).
+    private var unwritten = 0
+    private var lastProgress = NIODeadline.now()
+    private var bufferedAtLastLook: Int?
+    private var stallWatch: Scheduled<Void>?
 
     init(limiter: ConnectionLimiter, limits: ConnectionLimits) {
         self.limiter = limiter
@@ -40,6 +53,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
+        stallWatch?.cancel()
+        stallWatch = nil
         limiter.remove(context.channel)
     }
 
@@ -51,6 +66,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
+        stallWatch?.cancel()
+        stallWatch = nil
         limiter.remove(context.channel)
         context.fireChannelInactive()
     }
@@ -87,6 +104,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let promise = watchWrite(promise, context)
         guard case .end = unwrapOutboundIn(data) else {
             context.write(data, promise: promise)
             return
@@ -105,6 +123,44 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         limiter.idle(context.channel)
         schedule(.nextHead, after: limits.idle, context)
         context.write(data, promise: promise)
+    }
+
+    /// Counts a write until it is out (in the kernel's socket buffer), and starts watching for a stall; the promise
+    /// to pass on in its place.
+    private func watchWrite(_ promise: EventLoopPromise<Void>?, _ context: ChannelHandlerContext) -> EventLoopPromise<Void> {
+        let written = context.eventLoop.makePromise(of: Void.self)
+        if unwritten == 0 {
+            lastProgress = .now()
+            bufferedAtLastLook = nil
+        }
+        unwritten += 1
+        written.futureResult.assumeIsolated().whenComplete { [self] result in
+            unwritten -= 1
+            lastProgress = .now()
+            promise?.completeWith(result)
+        }
+        if stallWatch == nil { watchForStall(context) }
+        return written
+    }
+
+    /// While writes wait, looks every quarter of the write-stall limit whether the client took any bytes (a write
+    /// went out whole, or fewer bytes wait than at the last look); after the whole limit without, resets the
+    /// connection, and what it held (the answer, an event stream's place) is let go.
+    private func watchForStall(_ context: ChannelHandlerContext) {
+        stallWatch = context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(limits.writeStall.nanoseconds / 4)) { [self] in
+            stallWatch = nil
+            guard unwritten > 0 else { return }
+            let buffered = try? context.channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)
+            if let buffered, let before = bufferedAtLastLook, buffered < before { lastProgress = .now() }
+            bufferedAtLastLook = buffered
+            if NIODeadline.now() - lastProgress >= limits.writeStall {
+                // Reset, not closed: what waits for the client is thrown away at once, by the kernel too.
+                _ = (context.channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0))
+                context.close(promise: nil)
+                return
+            }
+            watchForStall(context)
+        }
     }
 
     private func schedule(_ wait: Wait, after delay: TimeAmount, _ context: ChannelHandlerContext) {

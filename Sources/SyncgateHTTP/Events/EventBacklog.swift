@@ -1,20 +1,26 @@
 import NIOCore
 import Synchronization
 
-/// What one event stream has yet to write: at most `capacity` bytes of messages, the oldest dropped beyond that (a
+/// What one event stream has yet to write: at most `capacity` bytes of batches, the oldest dropped beyond that (a
 /// client that reads too slowly, or not at all, never slows the deliveries nor grows the gateway's memory: dropping
-/// costs the same whatever the backlog's size). The messages are the broadcast's own strings, shared by every stream.
-/// Its writer takes everything waiting at once (``takeAll()``), so that a burst of events is written in a few large
-/// writes instead of one socket write each.
+/// costs the same whatever the backlog's size). The batches are the broadcast's own buffers, encoded once and
+/// shared by every stream (``EventBroadcast``); each says how many events it holds, so that what a stream loses is
+/// counted in events. Its writer takes everything waiting at once (``takeAll()``).
 final class EventBacklog: Sendable {
-    /// What waits, and how many older messages were dropped since the last take.
+    /// Messages encoded together: the bytes, and the events they hold (0 for a heartbeat).
     struct Batch: Sendable {
-        var messages: [String]
+        var bytes: ByteBuffer
+        var events: Int
+    }
+
+    /// What waits, and how many events older batches held that were dropped since the last take.
+    struct Taken: Sendable {
+        var batches: [ByteBuffer]
         var dropped: Int
     }
 
     private struct State: ~Copyable {
-        var messages = CircularBuffer<String>(initialCapacity: 64)
+        var batches = CircularBuffer<Batch>(initialCapacity: 16)
         var bytes = 0
         var dropped = 0
         var finished = false
@@ -24,18 +30,19 @@ final class EventBacklog: Sendable {
     let capacity: Int
     private let state = Mutex(State())
 
-    /// `capacity`: the bytes of messages held at most (one message is always held, however long).
+    /// `capacity`: the bytes of batches held at most (one batch is always held, however long).
     init(capacity: Int) { self.capacity = capacity }
 
-    /// Adds a message (nothing once finished); never waits.
-    func append(_ message: String) {
+    /// Adds a batch (nothing once finished); never waits.
+    func append(_ batch: Batch) {
         let waiting: CheckedContinuation<Void, Never>? = state.withLock { state in
             guard !state.finished else { return nil }
-            state.messages.append(message)
-            state.bytes += message.utf8.count
-            while state.bytes > capacity, state.messages.count > 1 {
-                state.bytes -= state.messages.removeFirst().utf8.count
-                state.dropped += 1
+            state.batches.append(batch)
+            state.bytes += batch.bytes.readableBytes
+            while state.bytes > capacity, state.batches.count > 1 {
+                let oldest = state.batches.removeFirst()
+                state.bytes -= oldest.bytes.readableBytes
+                state.dropped += oldest.events
             }
             defer { state.waiter = nil }
             return state.waiter
@@ -43,7 +50,12 @@ final class EventBacklog: Sendable {
         waiting?.resume()
     }
 
-    /// No more messages: the writer gets what is waiting, then nil.
+    /// Adds one message of its own (a heartbeat: no event).
+    func append(_ message: String, events: Int = 0) {
+        append(Batch(bytes: ByteBuffer(string: message), events: events))
+    }
+
+    /// No more batches: the writer gets what is waiting, then nil.
     func finish() {
         let waiting: CheckedContinuation<Void, Never>? = state.withLock { state in
             state.finished = true
@@ -56,19 +68,19 @@ final class EventBacklog: Sendable {
     /// Bytes held now.
     var heldBytes: Int { state.withLock { $0.bytes } }
 
-    /// Everything waiting, in order, and how many older messages were dropped since the last take; waits while
-    /// nothing waits. Nil once finished and empty, or when the calling task is cancelled.
-    func takeAll() async -> Batch? {
+    /// Everything waiting, in order, and how many events were dropped since the last take; waits while nothing
+    /// waits. Nil once finished and empty, or when the calling task is cancelled.
+    func takeAll() async -> Taken? {
         while true {
             if Task.isCancelled { return nil }
-            let taken: Batch?? = state.withLock { state in
-                if !state.messages.isEmpty {
+            let taken: Taken?? = state.withLock { state in
+                if !state.batches.isEmpty {
                     defer {
-                        state.messages.removeAll(keepingCapacity: true)
+                        state.batches.removeAll(keepingCapacity: true)
                         state.bytes = 0
                         state.dropped = 0
                     }
-                    return Batch(messages: Array(state.messages), dropped: state.dropped)
+                    return Taken(batches: state.batches.map(\.bytes), dropped: state.dropped)
                 }
                 return state.finished ? .some(nil) : nil
             }
@@ -76,7 +88,7 @@ final class EventBacklog: Sendable {
             await withTaskCancellationHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let resumeNow = state.withLock { state -> Bool in
-                        if !state.messages.isEmpty || state.finished || Task.isCancelled { return true }
+                        if !state.batches.isEmpty || state.finished || Task.isCancelled { return true }
                         state.waiter = continuation
                         return false
                     }

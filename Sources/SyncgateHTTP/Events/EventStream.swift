@@ -18,9 +18,6 @@ struct EventStream: Sendable {
     /// The bytes of messages held for a client that reads slowly (about a thousand events); beyond that the oldest
     /// are dropped and a `dropped` event says how many (the page then refreshes from `/api/status`).
     static let backlogBytes = 256 << 10
-    /// The least time between two writes to one stream: what comes meanwhile is written with the next, so that a
-    /// burst costs each stream a few writes a second, not one per event.
-    static let writeSpacing = Duration.milliseconds(100)
     /// The least time between two `recorded` messages: a busy gateway commits many times a second.
     static let recordedSpacing = Duration.milliseconds(250)
     static let recordedChunk = #"data: {"event":"recorded"}"# + "\n\n"
@@ -44,8 +41,8 @@ struct EventStream: Sendable {
                     // The reconnection delay an EventSource uses, and a first line so that the client sees the
                     // stream open before the first event.
                     try await writer.write(ByteBuffer(string: "retry: 3000\n: syncgate events\n\n"))
-                    try await EventStream.relay(output, heartbeat: heartbeat) { chunk in
-                        try await writer.write(ByteBuffer(string: chunk))
+                    try await EventStream.relay(output, heartbeat: heartbeat) { bytes in
+                        try await writer.write(bytes)
                     }
                 }
             } catch {
@@ -57,8 +54,9 @@ struct EventStream: Sendable {
     }
 
     /// Writes what the broadcast puts in `output`, and a heartbeat when nothing happens, in order, until `output`
-    /// is finished or the task is cancelled.
-    static func relay(_ output: EventBacklog, heartbeat: Duration, write: (String) async throws -> Void) async throws {
+    /// is finished or the task is cancelled. The batches are written as they are (shared with the other streams,
+    /// never copied), after a `dropped` event when some were lost.
+    static func relay(_ output: EventBacklog, heartbeat: Duration, write: (ByteBuffer) async throws -> Void) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 while true {
@@ -67,11 +65,9 @@ struct EventStream: Sendable {
                 }
             }
             try await withGracefulShutdownHandler {
-                // Whatever waits goes out in one write: a burst costs a few writes, not one per event.
-                while let batch = await output.takeAll() {
-                    let lost = batch.dropped > 0 ? droppedChunk(batch.dropped) : ""
-                    try await write(lost + batch.messages.joined())
-                    try await Task.sleep(for: writeSpacing)
+                while let taken = await output.takeAll() {
+                    if taken.dropped > 0 { try await write(ByteBuffer(string: droppedChunk(taken.dropped))) }
+                    for batch in taken.batches { try await write(batch) }
                 }
             } onGracefulShutdown: {
                 output.finish()
