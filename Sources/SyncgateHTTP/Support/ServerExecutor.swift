@@ -6,7 +6,7 @@ import Dispatch
 /// 2.6 s; with this, under 1 s). What blocks stays off it: ledger reads (``Blocking``), retry and forget (detached
 /// tasks), and the event broadcast's tasks (unstructured tasks do not inherit the preference).
 @available(macOS 15, *)
-final class ServerExecutor: TaskExecutor, @unchecked Sendable {
+final class ServerExecutor: TaskExecutor, Sendable {
     private let queue = DispatchQueue(label: "syncgate.http", qos: .userInitiated)
 
     func enqueue(_ job: consuming ExecutorJob) {
