@@ -109,13 +109,16 @@ extension SheetsDestination {
         do {
             if let sheets {
                 let result = try await limited {
-                    try await sheets.append(range: config.range, rows: cells, valueInput: config.valueInput)
+                    // After the rate limit's wait, right before the request goes out.
+                    try writeFence.verify()
+                    return try await sheets.append(range: config.range, rows: cells, valueInput: config.valueInput)
                 }
                 delivery.ranges.append(result.updatedRange)
             } else if let appsScript {
                 let header = builder.header(recordColumns: columns)
                 let outcome = try await limited {
-                    try await appsScript.post(file: file, columns: header, keyIndex: config.keyColumnIndex, rows: cells)
+                    try writeFence.verify()
+                    return try await appsScript.post(file: file, columns: header, keyIndex: config.keyColumnIndex, rows: cells)
                 }
                 delivery.ranges.append(outcome.range ?? "\(outcome.appended ?? fresh.count) rows via Apps Script")
                 if let skipped = outcome.skipped { delivery.skipped += skipped }

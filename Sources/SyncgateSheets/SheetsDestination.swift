@@ -71,6 +71,8 @@ public struct SheetsDestination: Destination {
     let tokens: OAuthTokenProvider?
     let limiter: WriteRateLimiter
     let dedup = RowDeduplicator()
+    /// Asked right before each append: a frozen or cut-off instance whose fence lapsed sends nothing more.
+    let writeFence = WriteFence()
     let header = SheetHeader()
     let builder: RowBuilder
 
@@ -112,6 +114,10 @@ public struct SheetsDestination: Destination {
 
     /// The duplicate check reads the key column, then appends: one instance of a fleet at a time.
     public var needsOneWriter: Bool { true }
+
+    public func useWriteFence(_ refusal: @escaping @Sendable () -> (any Error)?) {
+        writeFence.use(refusal)
+    }
 
     public func writesUnderLead(epoch: Int64) async {
         await dedup.writes(underLead: epoch)

@@ -93,6 +93,13 @@ public protocol Destination: Sendable {
     /// so that rows another leader had in flight are looked for before they are sent again. Default: nothing.
     func writesUnderLead(epoch: Int64) async
 
+    /// Hands the destination, before each run's uploads, the check to make right before each request that writes to
+    /// it: an error (the instance's fence lapsed: it can no longer confirm its hold on the shared ledger, see
+    /// ``Ledger/fenceRefusal(destination:needsOneWriter:token:)``) means the request must not go out; throw it. The
+    /// delivery layer asks the same before each attempt, but an attempt that waited (a rate limit, a token, a frozen
+    /// process woken) may reach its write long after. Default: ignored.
+    func useWriteFence(_ refusal: @escaping @Sendable () -> (any Error)?)
+
     /// `true` when ``delete(remoteNames:)`` deletes many names in few requests (S3's DeleteObjects).
     var supportsBatchDelete: Bool { get }
 
@@ -133,6 +140,7 @@ extension Destination {
     public func finish() async {}
     public func startPass() async {}
     public func writesUnderLead(epoch: Int64) async {}
+    public func useWriteFence(_ refusal: @escaping @Sendable () -> (any Error)?) {}
     public func useResumeStore(_ store: ResumeStore) {}
     public var checksNewFiles: Bool { false }
     public var connectionGeneration: Int { get async { 0 } }

@@ -286,6 +286,7 @@ final class DestinationRun: @unchecked Sendable {
                                           observe(event)
                                       }, logger: logger)
         let fenced = fenceCheck(recorder)
+        plugin.useWriteFence { fenced() }
         let layer = DeliveryLayer(
             destinationName: destination.name, destination: plugin, settings: destination.settings, clock: clock, breaker: breaker,
             limits: destination.limits, random: random, onEvent: { event in await recorder.record(event) }, mayStart: fenced
