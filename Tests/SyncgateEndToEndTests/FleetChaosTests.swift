@@ -154,7 +154,9 @@ struct FleetChaosTests {
                     to: [archive]
                 """
             }
-            try dir.write("holder.yaml", config(bandwidth: "64KiB"))
+            // 40 s of sending: a window the test's polls (a psql each) see on a loaded machine (at 64 KiB/s, 10 s, a full
+            // run's polls once saw no claim at all).
+            try dir.write("holder.yaml", config(bandwidth: "16KiB"))
             try dir.write("ahead.yaml", config(bandwidth: nil))
             var contents: [String: Data] = [:]
             for i in 0..<40 {
