@@ -34,23 +34,7 @@ struct FleetChaosTests {
         defer { dir.remove() }
         try await PostgresTestServer.withDatabase { url, server in
             let database = try PostgresStateLocation.parse(url).database
-            func config(bandwidth: String?) -> String {
-                """
-                version: 1
-                state: "\(url)"
-                sources:
-                  - name: outbox
-                    path: \(dir.file("outbox").path)
-                destinations:
-                  - name: archive
-                    type: local
-                    path: \(dir.file("synced").path)
-                \(bandwidth.map { "    bandwidth: \($0)" } ?? "")
-                routes:
-                  - match: ["**/*"]
-                    to: [archive]
-                """
-            }
+            func config(bandwidth: String?) -> String { Self.localConfig(state: url, dir: dir, bandwidth: bandwidth) }
             try dir.write("a.yaml", config(bandwidth: "16KiB"))
             try dir.write("b.yaml", config(bandwidth: nil))
             try FileManager.default.createDirectory(at: dir.file("synced"), withIntermediateDirectories: true)
@@ -137,23 +121,7 @@ struct FleetChaosTests {
         defer { dir.remove() }
         try await PostgresTestServer.withDatabase { url, server in
             let database = try PostgresStateLocation.parse(url).database
-            func config(bandwidth: String?) -> String {
-                """
-                version: 1
-                state: "\(url)"
-                sources:
-                  - name: outbox
-                    path: \(dir.file("outbox").path)
-                destinations:
-                  - name: archive
-                    type: local
-                    path: \(dir.file("synced").path)
-                \(bandwidth.map { "    bandwidth: \($0)" } ?? "")
-                routes:
-                  - match: ["**/*"]
-                    to: [archive]
-                """
-            }
+            func config(bandwidth: String?) -> String { Self.localConfig(state: url, dir: dir, bandwidth: bandwidth) }
             // 40 s of sending: a window the test's polls (a psql each) see on a loaded machine (at 64 KiB/s, 10 s, a full
             // run's polls once saw no claim at all).
             try dir.write("holder.yaml", config(bandwidth: "16KiB"))
@@ -205,6 +173,25 @@ struct FleetChaosTests {
             #expect(try await server.psql("SELECT count(*) FROM files WHERE status = 'synced' AND claimed_by IS NULL", database: database) == "\(contents.count)")
             print("clock two minutes ahead: the holder held \(held) rows when the ahead instance started, \(holderWasRunning ? "and still ran when it ended" : "and had ended before it"); rows taken from the holder: \(taken)")
         }
+    }
+
+    /// One source (`outbox`) to a local folder (`synced`) on the ledger at `state`, its bandwidth limited or not.
+    static func localConfig(state: String, dir: TemporaryDirectory, bandwidth: String?) -> String {
+        """
+        version: 1
+        state: "\(state)"
+        sources:
+          - name: outbox
+            path: \(dir.file("outbox").path)
+        destinations:
+          - name: archive
+            type: local
+            path: \(dir.file("synced").path)
+        \(bandwidth.map { "    bandwidth: \($0)" } ?? "")
+        routes:
+          - match: ["**/*"]
+            to: [archive]
+        """
     }
 
     /// The start of the crash report in a log (Swift's backtracer: the reason and the crashed thread's frames).

@@ -97,20 +97,13 @@ public enum HostileHTTPClient {
                 try? await Task.sleep(for: .milliseconds(10))
                 continue
             }
-            if !pending.isEmpty, poller.revents & Int16(POLLOUT) != 0 {
-                let sent = trickle(fd, pending)
-                if sent < 0 { return nil }
-                pending.removeFirst(sent)
-            }
-            if poller.revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
-                let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-                if n > 0 { answer.append(contentsOf: buffer[0..<n]); continue }
-                if n == 0 || !(errno == EAGAIN || errno == EWOULDBLOCK) { break }
+            switch exchange(fd, poller.revents, &pending, &answer, &buffer) {
+            case .failed: return nil
+            case .ended: return statusCode(answer)
+            case .going: continue
             }
         }
-        let text = String(decoding: answer, as: UTF8.self)
-        guard text.hasPrefix("HTTP/1.1 "), let status = Int(text.dropFirst(9).prefix(3)) else { return nil }
-        return status
+        return statusCode(answer)
     }
 
     /// ``status(port:_:timeout:)`` on a thread of its own that waits in `poll()`: woken by the kernel the moment the
@@ -138,17 +131,35 @@ public enum HostileHTTPClient {
             if left <= 0 { break }
             var poller = pollfd(fd: fd, events: Int16(POLLIN) | (pending.isEmpty ? 0 : Int16(POLLOUT)), revents: 0)
             if poll(&poller, 1, Int32(min(left * 1000, 60_000)) + 1) <= 0 { continue }
-            if !pending.isEmpty, poller.revents & Int16(POLLOUT) != 0 {
-                let sent = trickle(fd, pending)
-                if sent < 0 { return nil }
-                pending.removeFirst(sent)
-            }
-            if poller.revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
-                let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-                if n > 0 { answer.append(contentsOf: buffer[0..<n]); continue }
-                if n == 0 || !(errno == EAGAIN || errno == EWOULDBLOCK) { break }
+            switch exchange(fd, poller.revents, &pending, &answer, &buffer) {
+            case .failed: return nil
+            case .ended: return statusCode(answer)
+            case .going: continue
             }
         }
+        return statusCode(answer)
+    }
+
+    private enum Exchange { case going, ended, failed }
+
+    /// One round of a request and its answer on a non-blocking socket, after `poll()` gave `revents`: sends what is
+    /// pending when it may, reads what arrived.
+    private static func exchange(_ fd: Int32, _ revents: Int16, _ pending: inout [UInt8], _ answer: inout [UInt8], _ buffer: inout [UInt8]) -> Exchange {
+        if !pending.isEmpty, revents & Int16(POLLOUT) != 0 {
+            let sent = trickle(fd, pending)
+            if sent < 0 { return .failed }
+            pending.removeFirst(sent)
+        }
+        if revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if n > 0 { answer.append(contentsOf: buffer[0..<n]); return .going }
+            if n == 0 || !(errno == EAGAIN || errno == EWOULDBLOCK) { return .ended }
+        }
+        return .going
+    }
+
+    /// The status of an HTTP/1.1 answer; nil when it is not one.
+    private static func statusCode(_ answer: [UInt8]) -> Int? {
         let text = String(decoding: answer, as: UTF8.self)
         guard text.hasPrefix("HTTP/1.1 "), let status = Int(text.dropFirst(9).prefix(3)) else { return nil }
         return status

@@ -24,28 +24,27 @@ have_psql() {
     return 1
 }
 
-if ! have_server || ! have_psql; then
+# Installs Debian packages quietly, printing apt's output only when it fails.
+apt_install() {
     export DEBIAN_FRONTEND=noninteractive
+    local log
     log="$(mktemp)"
-    if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends postgresql; } >"$log" 2>&1; then
+    if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "$@"; } >"$log" 2>&1; then
         cat "$log" >&2
         rm -f "$log"
         exit 1
     fi
     rm -f "$log"
+}
+
+if ! have_server || ! have_psql; then
+    apt_install postgresql
 fi
 have_server || { echo "postgres test deps: initdb and postgres are still missing" >&2; exit 1; }
 have_psql || { echo "postgres test deps: psql is still missing" >&2; exit 1; }
 # The fleet's chaos tests run one instance with its clock two minutes ahead: libfaketime's `faketime`.
 if ! command -v faketime >/dev/null 2>&1; then
-    export DEBIAN_FRONTEND=noninteractive
-    log="$(mktemp)"
-    if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends faketime; } >"$log" 2>&1; then
-        cat "$log" >&2
-        rm -f "$log"
-        exit 1
-    fi
-    rm -f "$log"
+    apt_install faketime
 fi
 # postgres refuses to run as root: the tests then run it as nobody through setpriv (util-linux).
 if [ "$(id -u)" = "0" ] && ! command -v setpriv >/dev/null 2>&1; then
