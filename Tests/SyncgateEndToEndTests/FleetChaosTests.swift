@@ -69,8 +69,7 @@ struct FleetChaosTests {
             let heldByA = try await server.psql("SELECT count(*) FROM files WHERE \(aHolds)", database: database)
 
             // B finds A's files claimed, waits for A's leases to end, and takes them over.
-            let b = try await ProcessRunner.run(binary, ["--config", dir.file("b.yaml").path, "sync"], environment: environment,
-                                                currentDirectory: dir.url, timeout: 150)
+            let b = try await Self.syncUntilDone(binary, config: dir.file("b.yaml"), environment: environment, in: dir.url)
             #expect(b.status == 0, "B: \(b.stderr.suffix(3000))")
             #expect(try await server.psql("SELECT count(*) FROM files WHERE status <> 'synced' OR claimed_by IS NOT NULL", database: database) == "0")
 
@@ -194,10 +193,38 @@ struct FleetChaosTests {
         """
     }
 
+    /// Runs `sync` with `config` until it exits other than 75, three times at most, as a timer would run it again. The
+    /// tests' leases are short (6 s: renewals every 1.5 s, each with 1.5 s to answer), and on a machine loaded far past
+    /// its cores two renewals in a row can miss their deadlines: the instance then rightly fences itself, exits 75
+    /// (temporary), and the next run goes on where it stopped. What the tests check is that nothing is lost nor written
+    /// twice, not that an overloaded instance never steps back.
+    static func syncUntilDone(_ binary: URL, config: URL, environment: [String: String], in directory: URL) async throws -> ProcessResult {
+        var runs = 0
+        while true {
+            runs += 1
+            let result = try await ProcessRunner.run(binary, ["--config", config.path, "sync"], environment: environment,
+                                                     currentDirectory: directory, timeout: 150)
+            guard result.status == 75, runs < 3 else { return result }
+            print("\(config.lastPathComponent): run \(runs) exited 75 (\(result.stderr.split(separator: "\n").last ?? "")); running it again")
+        }
+    }
+
+    /// Swift's backtracer, told to write every thread's frames to a file of its own in `folder` (by default it writes to
+    /// standard output, where a crash report can be cut off or mixed with the log).
+    static func backtraceSettings(into folder: URL) -> String {
+        "enable=yes,interactive=no,color=no,threads=all,output-to=\(folder.path)"
+    }
+
+    /// The crash reports the backtracer wrote in `folder`, one after another.
+    static func crashFiles(in folder: URL) -> String {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
+        return names.map { "\n" + ((try? String(contentsOf: folder.appendingPathComponent($0), encoding: .utf8)) ?? "") }.joined()
+    }
+
     /// The start of the crash report in a log (Swift's backtracer: the reason and the crashed thread's frames).
     static func crashReport(_ log: String) -> String {
         guard let start = log.range(of: "💣") ?? log.range(of: "Fatal error") ?? log.range(of: "Program crashed") else { return String(log.suffix(3000)) }
-        return String(log[start.lowerBound...].prefix(6000))
+        return String(log[start.lowerBound...].prefix(20000))
     }
 
     static var sheetsEnabled: Bool {
@@ -419,7 +446,10 @@ struct FleetChaosTests {
         let files = 300
         for i in 0..<files { try dir.write(String(format: "outbox/r%03d.txt", i), "record \(i)") }
         let binary = TestPaths.executable("syncgate")
-        let environment = ["SYNCGATE_LEASE_SECONDS": "6", "TEST_S3_KEY": s3.accessKeyID, "TEST_S3_SECRET": s3.secretAccessKey]
+        let crashes = dir.file("crashes")
+        try FileManager.default.createDirectory(at: crashes, withIntermediateDirectories: true)
+        let environment = ["SYNCGATE_LEASE_SECONDS": "6", "TEST_S3_KEY": s3.accessKeyID, "TEST_S3_SECRET": s3.secretAccessKey,
+                           "SWIFT_BACKTRACE": Self.backtraceSettings(into: crashes)]
         let migrated = try await ProcessRunner.run(binary, ["--config", dir.file("b.yaml").path, "migrate"], environment: environment, currentDirectory: dir.url)
         #expect(migrated.status == 0, "\(migrated.stderr)")
         try await server.psql(Self.auditSQL, database: database)
@@ -428,7 +458,7 @@ struct FleetChaosTests {
         let a = try ProcessRunner.start(binary, ["--config", dir.file("a.yaml").path, "sync"], environment: environment,
                                         currentDirectory: dir.url, logFile: dir.file("a.log"))
         defer { if a.isRunning { kill(a.processIdentifier, SIGCONT); ProcessRunner.stop(a) } }
-        func aLog() -> String { (try? String(contentsOf: dir.file("a.log"), encoding: .utf8)) ?? "" }
+        func aLog() -> String { ((try? String(contentsOf: dir.file("a.log"), encoding: .utf8)) ?? "") + Self.crashFiles(in: crashes) }
         func dataRows() throws -> [String] { try sheets.textRows().dropFirst().map { $0.count > 1 ? $0[1] : "" } }
         let deadline = Date().addingTimeInterval(90)
         while (try dataRows().count) < 30, Date() < deadline, a.isRunning { try await Task.sleep(for: .milliseconds(100)) }
@@ -450,8 +480,7 @@ struct FleetChaosTests {
         let rowsAtFault = try dataRows().count
 
         // B takes the lead and sends the rest.
-        let b = try await ProcessRunner.run(binary, ["--config", dir.file("b.yaml").path, "sync"], environment: environment,
-                                            currentDirectory: dir.url, timeout: 150)
+        let b = try await Self.syncUntilDone(binary, config: dir.file("b.yaml"), environment: environment, in: dir.url)
         #expect(b.status == 0, "B: \(b.stderr.suffix(3000))")
         await after()
 

@@ -9,3 +9,12 @@ public enum FileStatus: String, Sendable, Hashable, Codable, CaseIterable {
     /// Retries ran out in a run, or the error is permanent.
     case failed
 }
+
+extension FileStatus {
+    /// The status as an SQL string literal (`'synced'`), for the ledger's statements: the one place its text is
+    /// spelled.
+    var sql: String { "'\(rawValue)'" }
+
+    /// Every status as a list of SQL literals, in declaration order: the `files.status` column's CHECK.
+    static var sqlList: String { allCases.map(\.sql).joined(separator: ", ") }
+}

@@ -4,7 +4,7 @@ extension Ledger {
     @discardableResult
     public func requestRetry(destination: String?, paths: [String], at now: Date) throws -> Int {
         try changeFailed(
-            "UPDATE files SET status = 'pending', next_retry_at = NULL, first_failed_at = NULL, failed_runs = 0, updated_at = ?",
+            "UPDATE files SET status = \(FileStatus.pending.sql), next_retry_at = NULL, first_failed_at = NULL, failed_runs = 0, updated_at = ?",
             [now.timeIntervalSince1970], destination: destination, paths: paths)
     }
 
@@ -17,7 +17,7 @@ extension Ledger {
     /// Runs `statement` on the failed rows of a destination (all when nil) and paths (all when empty).
     private func changeFailed(_ statement: String, _ leading: [any LedgerBindable], destination: String?, paths: [String]) throws -> Int {
         try write { db in
-            var sql = statement + " WHERE status = 'failed'"
+            var sql = statement + " WHERE status = \(FileStatus.failed.sql)"
             var arguments = leading
             if let destination {
                 sql += " AND destination = ?"

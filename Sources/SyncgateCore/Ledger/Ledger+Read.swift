@@ -90,7 +90,7 @@ extension Ledger {
     /// Rows synced since `since`, newest first (at most `limit`).
     public func recentlySynced(since: Date, limit: Int = 1000) throws -> [LedgerEntry] {
         try read { db in
-            try db.fetchAll("SELECT \(Ledger.columns) FROM files WHERE status = 'synced' AND synced_at >= ? ORDER BY synced_at DESC LIMIT ?",
+            try db.fetchAll("SELECT \(Ledger.columns) FROM files WHERE status = \(FileStatus.synced.sql) AND synced_at >= ? ORDER BY synced_at DESC LIMIT ?",
                             [since.timeIntervalSince1970, limit]).map(Ledger.entry)
         }
     }
@@ -98,7 +98,7 @@ extension Ledger {
     /// Rows that failed with an attempt since `since`, newest first (at most `limit`).
     public func recentlyFailed(since: Date, limit: Int = 1000) throws -> [LedgerEntry] {
         try read { db in
-            try db.fetchAll("SELECT \(Ledger.columns) FROM files WHERE status = 'failed' AND removed IS NULL AND COALESCE(last_attempt_at, updated_at) >= ? ORDER BY COALESCE(last_attempt_at, updated_at) DESC LIMIT ?",
+            try db.fetchAll("SELECT \(Ledger.columns) FROM files WHERE status = \(FileStatus.failed.sql) AND removed IS NULL AND COALESCE(last_attempt_at, updated_at) >= ? ORDER BY COALESCE(last_attempt_at, updated_at) DESC LIMIT ?",
                             [since.timeIntervalSince1970, limit]).map(Ledger.entry)
         }
     }

@@ -46,7 +46,7 @@ extension Ledger {
                 source \(d.keyText) NOT NULL,
                 path \(d.keyText) NOT NULL,
                 destination \(d.keyText) NOT NULL,
-                status TEXT NOT NULL CHECK (status IN ('pending', 'uploading', 'synced', 'failed')),
+                status TEXT NOT NULL CHECK (status IN (\(FileStatus.sqlList))),
                 attempts \(d.integer) NOT NULL DEFAULT 0,
                 last_attempt_at \(d.real),
                 last_error TEXT,
@@ -181,7 +181,7 @@ extension Ledger {
     private static func createDestinationsTable(_ db: any LedgerConnection) throws {
         let d = db.dialect
         for statement in [
-            "CREATE INDEX IF NOT EXISTS files_failed_by_next_retry ON files (destination, next_retry_at) WHERE status = 'failed'",
+            "CREATE INDEX IF NOT EXISTS files_failed_by_next_retry ON files (destination, next_retry_at) WHERE status = \(FileStatus.failed.sql)",
             """
             CREATE TABLE IF NOT EXISTS destinations (
                 name \(d.keyText) PRIMARY KEY NOT NULL,

@@ -39,7 +39,7 @@ extension Ledger {
         let t = now.timeIntervalSince1970
         let columns = "source, path, destination, status, size, mtime, sha256, queued_at, updated_at, claimed_by, lease_until"
         func values(_ rows: [Pending]) -> (String, [any LedgerBindable]) {
-            let text = Array(repeating: "(?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, \(d.now) + ?)", count: rows.count).joined(separator: ", ")
+            let text = Array(repeating: "(?, ?, ?, \(FileStatus.pending.sql), ?, ?, ?, ?, ?, ?, \(d.now) + ?)", count: rows.count).joined(separator: ", ")
             let arguments: [any LedgerBindable] = rows.flatMap { row in
                 [row.file.source, row.file.path, row.destination, row.size, row.modificationTime.timeIntervalSince1970,
                  row.sha256, t, t, instanceID, leaseSeconds] as [any LedgerBindable]
@@ -57,13 +57,13 @@ extension Ledger {
                     taken.formUnion(keys(try db.fetchAll("""
                         INSERT INTO files (\(columns)) VALUES \(text)
                         ON CONFLICT (source, path, destination) DO UPDATE SET
-                            status = 'pending', size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256,
+                            status = \(FileStatus.pending.sql), size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256,
                             queued_at = excluded.queued_at, updated_at = excluded.updated_at, bytes_done = 0,
                             removed = NULL, removed_at = NULL, claimed_by = excluded.claimed_by, lease_until = excluded.lease_until\(contentChanged ? """
                         ,
                                 failed_runs = 0, first_failed_at = NULL
                         """ : "")
-                        WHERE (files.claimed_by IS NULL OR files.claimed_by = excluded.claimed_by OR files.lease_until < \(d.now))\(unlessSynced ? " AND files.status <> 'synced'" : "")
+                        WHERE (files.claimed_by IS NULL OR files.claimed_by = excluded.claimed_by OR files.lease_until < \(d.now))\(unlessSynced ? " AND files.status <> \(FileStatus.synced.sql)" : "")
                         RETURNING source, path, destination
                         """, arguments)))
                 }

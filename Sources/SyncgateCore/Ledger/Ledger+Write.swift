@@ -43,9 +43,9 @@ extension Ledger {
             // SQLite: one instance, whose claims never stand in its own way; one prepared statement per row.
             let statement = """
                 INSERT INTO files (source, path, destination, status, size, mtime, sha256, queued_at, updated_at, claimed_by, lease_until)
-                VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, \(db.dialect.now) + ?)
+                VALUES (?, ?, ?, \(FileStatus.pending.sql), ?, ?, ?, ?, ?, ?, \(db.dialect.now) + ?)
                 ON CONFLICT (source, path, destination) DO UPDATE SET
-                    status = 'pending', size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256,
+                    status = \(FileStatus.pending.sql), size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256,
                     queued_at = excluded.queued_at, updated_at = excluded.updated_at, bytes_done = 0,
                     removed = NULL, removed_at = NULL, claimed_by = excluded.claimed_by, lease_until = excluded.lease_until,
                     failed_runs = CASE WHEN ? THEN 0 ELSE files.failed_runs END,
@@ -189,11 +189,11 @@ extension Ledger {
         let release = "claimed_by = NULL, lease_until = NULL"
         // On SQLite (one instance) every row is the instance's own, whoever claimed it last: the same statement
         // with a condition that always holds.
-        let mine = db.dialect.isPostgres ? "(claimed_by = ? OR (claimed_by IS NULL AND status <> 'synced'))" : "(? IS NOT NULL)"
+        let mine = db.dialect.isPostgres ? "(claimed_by = ? OR (claimed_by IS NULL AND status <> \(FileStatus.synced.sql)))" : "(? IS NOT NULL)"
         switch update {
         case .uploading(let file, let destination, let now):
             try db.execute("""
-                UPDATE files SET status = 'uploading', attempts = attempts + 1, last_attempt_at = ?, bytes_done = 0, updated_at = ?
+                UPDATE files SET status = \(FileStatus.uploading.sql), attempts = attempts + 1, last_attempt_at = ?, bytes_done = 0, updated_at = ?
                 WHERE source = ? AND path = ? AND destination = ? AND \(mine)
                 """, [now.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination, claimant])
         case .progress(let file, let destination, let bytes):
@@ -204,7 +204,7 @@ extension Ledger {
             let receiptText = String(decoding: try Ledger.receiptEncoder.encode(receipt), as: UTF8.self)
             // Without a folded attempt start, `attempts + ?` adds 0 and `COALESCE(?, last_attempt_at)` keeps the column.
             try db.execute("""
-                UPDATE files SET status = 'synced', last_error = NULL, error_class = NULL, error_code = NULL,
+                UPDATE files SET status = \(FileStatus.synced.sql), last_error = NULL, error_class = NULL, error_code = NULL,
                     next_retry_at = NULL, failed_runs = 0, first_failed_at = NULL, size = ?, mtime = ?, sha256 = ?,
                     receipt = ?, bytes_done = ?, synced_at = ?, updated_at = ?,
                     attempts = attempts + ?, last_attempt_at = COALESCE(?, last_attempt_at), \(release)
@@ -221,7 +221,7 @@ extension Ledger {
             let next = RetrySchedule(retry).nextRetry(
                 after: failure, failedRuns: failedRuns, firstFailedAt: Date(timeIntervalSince1970: firstFailed), now: now)
             try db.execute("""
-                UPDATE files SET status = 'failed', last_error = ?, error_class = ?, error_code = ?, next_retry_at = ?,
+                UPDATE files SET status = \(FileStatus.failed.sql), last_error = ?, error_class = ?, error_code = ?, next_retry_at = ?,
                     failed_runs = ?, first_failed_at = ?, bytes_done = 0, updated_at = ?, \(release)
                 WHERE source = ? AND path = ? AND destination = ? AND \(mine)
                 """, [Redactor.shared.redact(failure.message), failure.failureClass.name,
@@ -229,11 +229,11 @@ extension Ledger {
                                          file.source, file.path, destination, claimant])
         case .waiting(let file, let destination, let uncount, let now):
             try db.execute("""
-                UPDATE files SET status = 'pending', attempts = CASE WHEN attempts > ? THEN attempts - ? ELSE 0 END, bytes_done = 0, updated_at = ?, \(release)
-                WHERE source = ? AND path = ? AND destination = ? AND status != 'synced' AND \(mine)
+                UPDATE files SET status = \(FileStatus.pending.sql), attempts = CASE WHEN attempts > ? THEN attempts - ? ELSE 0 END, bytes_done = 0, updated_at = ?, \(release)
+                WHERE source = ? AND path = ? AND destination = ? AND status != \(FileStatus.synced.sql) AND \(mine)
                 """, [uncount ? 1 : 0, uncount ? 1 : 0, now.timeIntervalSince1970, file.source, file.path, destination, claimant])
         case .interrupted(let file, let destination, let now):
-            try db.execute("UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ?, \(release) WHERE source = ? AND path = ? AND destination = ? AND status != 'synced' AND \(mine)", [now.timeIntervalSince1970, file.source, file.path, destination, claimant])
+            try db.execute("UPDATE files SET status = \(FileStatus.pending.sql), bytes_done = 0, updated_at = ?, \(release) WHERE source = ? AND path = ? AND destination = ? AND status != \(FileStatus.synced.sql) AND \(mine)", [now.timeIntervalSince1970, file.source, file.path, destination, claimant])
         }
     }
 
@@ -246,7 +246,7 @@ extension Ledger {
         try write { db in
             let free = sharesWork ? " AND (claimed_by IS NULL OR claimed_by = ? OR lease_until < \(db.dialect.now))" : ""
             let arguments: [any LedgerBindable] = sharesWork ? [instanceID] : []
-            let reset = try db.execute("UPDATE files SET status = 'pending', bytes_done = 0, updated_at = ?, claimed_by = NULL, lease_until = NULL WHERE status = 'uploading'\(free)",
+            let reset = try db.execute("UPDATE files SET status = \(FileStatus.pending.sql), bytes_done = 0, updated_at = ?, claimed_by = NULL, lease_until = NULL WHERE status = \(FileStatus.uploading.sql)\(free)",
                                        [now.timeIntervalSince1970 as any LedgerBindable] + arguments)
             try db.execute("UPDATE files SET claimed_by = NULL, lease_until = NULL WHERE claimed_by IS NOT NULL\(free)", arguments)
             return reset
