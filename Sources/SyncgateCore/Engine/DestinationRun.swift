@@ -163,7 +163,10 @@ final class DestinationRun: @unchecked Sendable {
                 source: plan.file.source, relativePath: plan.file.relativePath, absolutePath: plan.file.absolutePath,
                 remoteName: plan.remoteName ?? plan.file.relativePath, size: plan.file.size, modificationTime: plan.file.modificationTime,
                 sha256: plan.sha256 ?? "", isArtwork: plan.isArtwork,
-                outcomeUnknown: entry.map { $0.status != .synced && $0.attempts > 0 } ?? plugin.checksNewFiles
+                outcomeUnknown: entry.map { entry in
+                    let takenOver = ledger.takenOver.take(plan.file.key, destination: destination.name)
+                    return takenOver || DestinationRun.outcomeUnknown(entry, instanceID: ledger.instanceID)
+                } ?? plugin.checksNewFiles
             ))
         }
 
@@ -343,5 +346,18 @@ final class DestinationRun: @unchecked Sendable {
         }
         let verb = state == .blocked ? "blocked" : "unavailable"
         logger.info("\(destination.name): \(verb) (\(away.message)); \(waiting) file(s) wait for it")
+    }
+
+    /// Whether a row's copy may already be at the destination though the ledger does not say it was delivered: an
+    /// attempt was recorded, or the row is claimed by another instance (its lease ended: a process killed, or one
+    /// that stepped back; claims dropped at a run's start are in ``Ledger/takenOver``), which may have sent it before
+    /// it could record so (where a resend is harmless, attempt starts are written in batches, and outcomes always
+    /// are). Such files are first looked for at the destination, where it can say so cheaply
+    /// (``Destination/existingCopy(of:)``), and sent only when it does not hold them.
+    static func outcomeUnknown(_ entry: LedgerEntry, instanceID: String) -> Bool {
+        guard entry.status != .synced else { return false }
+        if entry.attempts > 0 { return true }
+        if let holder = entry.claimedBy, holder != instanceID { return true }
+        return false
     }
 }

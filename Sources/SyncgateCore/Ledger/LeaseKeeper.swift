@@ -100,7 +100,16 @@ final class LeaseKeeper: Sendable {
         if connection?.isClosed ?? true {
             let configuration = try PostgresLedgerDatabase.configuration(postgres.location, applicationName: "syncgate leases pid \(getpid())", deadlines: deadlines)
             let fresh = try PostgresLedgerDatabase.connect(postgres.location, configuration: configuration, id: 0, logger: logger)
-            state.withLock { $0.connection = fresh }
+            // Kept only while the keeper runs: a connection made while ``stop()`` ran would never be closed.
+            let kept = state.withLock { state in
+                guard !state.stopped else { return false }
+                state.connection = fresh
+                return true
+            }
+            guard kept else {
+                PostgresLedgerDatabase.closeLater(fresh)
+                return
+            }
             connection = fresh
         }
         guard let connection else { return }

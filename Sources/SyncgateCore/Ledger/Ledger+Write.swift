@@ -246,6 +246,15 @@ extension Ledger {
         try write { db in
             let free = sharesWork ? " AND (claimed_by IS NULL OR claimed_by = ? OR lease_until < \(db.dialect.now))" : ""
             let arguments: [any LedgerBindable] = sharesWork ? [instanceID] : []
+            if sharesWork {
+                // Rows still to be sent that a gone instance held: it may have sent them (see ``TakenOverRows``).
+                try db.forEachRow("""
+                    SELECT source, path, destination FROM files
+                    WHERE claimed_by IS NOT NULL AND claimed_by <> ? AND lease_until < \(db.dialect.now) AND status <> \(FileStatus.synced.sql)
+                    """, [instanceID]) { row in
+                    takenOver.add(FileKey(source: row.string(0) ?? "", path: row.string(1) ?? ""), destination: row.string(2) ?? "")
+                }
+            }
             let reset = try db.execute("UPDATE files SET status = \(FileStatus.pending.sql), bytes_done = 0, updated_at = ?, claimed_by = NULL, lease_until = NULL WHERE status = \(FileStatus.uploading.sql)\(free)",
                                        [now.timeIntervalSince1970 as any LedgerBindable] + arguments)
             try db.execute("UPDATE files SET claimed_by = NULL, lease_until = NULL WHERE claimed_by IS NOT NULL\(free)", arguments)

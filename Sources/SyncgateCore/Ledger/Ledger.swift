@@ -34,6 +34,8 @@ public final class Ledger: Sendable {
     /// are written the same way but never stand in its own way.
     public var sharesWork: Bool { database.dialect.isPostgres }
     let leases: LeaseKeeper
+    /// Rows taken over from gone instances, still to be looked for at their destination before they are sent.
+    let takenOver = TakenOverRows()
     /// Per destination, the last view of the fleet whose share this instance walked (``lastWalkedViews``).
     let walkedViews = WalkedViews()
     /// The destinations this instance leads on a shared ledger (nil on SQLite, where the one instance leads all).
