@@ -4,7 +4,9 @@ import SyncgateCore
 
 /// Keeps one destination's plugin running: starts it when first needed (`hello`, then `configure`), one process
 /// per destination, and starts it again after it crashed or was killed, waiting 0.25 s doubling up to 10 s
-/// between starts while it keeps failing (a request answered resets that).
+/// between starts while it keeps failing (``RetryPolicy/restartDelay(failures:)``; a request answered resets that).
+/// The start is part of the attempt that needs the plugin: a start that fails is retried by the delivery layer's
+/// retry loop like any other attempt.
 final class PluginHost: @unchecked Sendable {
     let spec: PluginSpec
     let logger: Logger
@@ -19,8 +21,6 @@ final class PluginHost: @unchecked Sendable {
 
     /// The settings the plugin refused at its last start (key under `settings`, its words).
     var refusedSettings: [(key: String, message: String)] { condition.withLock { refused } }
-
-    static let maxBackoff: Duration = .seconds(10)
 
     init(spec: PluginSpec, logger: Logger) {
         self.spec = spec
@@ -58,9 +58,7 @@ final class PluginHost: @unchecked Sendable {
 
     private func backoffLeft() -> Duration {
         guard failures > 0, let lastFailure else { return .zero }
-        let step = Duration.milliseconds(250) * (1 << min(failures - 1, 6))
-        let delay = min(step, PluginHost.maxBackoff)
-        let left = delay - (ContinuousClock.now - lastFailure)
+        let left = RetryPolicy.restartDelay(failures: failures) - (ContinuousClock.now - lastFailure)
         return max(left, .zero)
     }
 

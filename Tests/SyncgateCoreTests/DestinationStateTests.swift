@@ -312,10 +312,10 @@ struct DestinationStateTests {
     }
 
     @Test func probesAreSpacedTwoSecondsDoublingUpToTheMaximum() {
-        #expect(Ledger.probeInterval(failedProbes: 1, maximum: .seconds(60)) == 2)
-        #expect(Ledger.probeInterval(failedProbes: 2, maximum: .seconds(60)) == 4)
-        #expect(Ledger.probeInterval(failedProbes: 5, maximum: .seconds(60)) == 32)
-        #expect(Ledger.probeInterval(failedProbes: 6, maximum: .seconds(60)) == 60)
-        #expect(Ledger.probeInterval(failedProbes: 40, maximum: .seconds(60)) == 60)
+        #expect(RetryPolicy.probeInterval(failedProbes: 1, maximum: .seconds(60)) == .seconds(2))
+        #expect(RetryPolicy.probeInterval(failedProbes: 2, maximum: .seconds(60)) == .seconds(4))
+        #expect(RetryPolicy.probeInterval(failedProbes: 5, maximum: .seconds(60)) == .seconds(32))
+        #expect(RetryPolicy.probeInterval(failedProbes: 6, maximum: .seconds(60)) == .seconds(60))
+        #expect(RetryPolicy.probeInterval(failedProbes: 40, maximum: .seconds(60)) == .seconds(60))
     }
 }

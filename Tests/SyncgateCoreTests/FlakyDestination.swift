@@ -38,6 +38,8 @@ final class FlakyDestination: Destination, @unchecked Sendable {
     private var generator = SplitMix(seed: 42)
     /// Single deletes that fail retryably (a 500) before deletes work.
     var deleteFailures = 0
+    /// Remote names whose delete is refused for good (AccessDenied).
+    var refusedDeletes: Set<String> = []
     /// What ``settingsFingerprint`` says (a test changes it as a user would fix the credentials).
     var fingerprint = ""
     private(set) var probes = 0
@@ -120,6 +122,9 @@ final class FlakyDestination: Destination, @unchecked Sendable {
             if deleteFailures > 0 {
                 deleteFailures -= 1
                 throw DestinationError.retryable("HTTP 500 InternalError", code: "InternalError")
+            }
+            if refusedDeletes.contains(remoteName) {
+                throw DestinationError.permanent("HTTP 403 AccessDenied: \(remoteName)", code: "AccessDenied")
             }
             guard stored.removeValue(forKey: remoteName) != nil else {
                 throw DestinationError.permanent("no such file \(remoteName)", code: "not-found")

@@ -207,6 +207,31 @@ struct MoveAndMirrorTests {
         #expect(try rows(engine)["archive:a.txt"]?.removed == nil)
     }
 
+    /// A mirror's delete goes through the delivery layer's retry loop: one refused for good (403) is not retried,
+    /// leaves that copy and its row (reported, exit 75, tried again by a later run), and deletes nothing else.
+    @Test func aMirrorDeleteRefusedForGoodLeavesTheCopyAndDeletesNothingElse() async throws {
+        defer { dir.remove() }
+        try write(["a.txt": "alpha", "b.txt": "bravo", "c.txt": "charlie", "d.txt": "delta"])
+        let engine = try engine(outboxKeys: ", max_delete_fraction: 1", carKeys: ", delete_remote: true")
+        _ = try await engine.run()
+        flaky.refusedDeletes = ["b.txt"]
+        try FileManager.default.removeItem(at: dir.file("outbox/a.txt"))
+        try FileManager.default.removeItem(at: dir.file("outbox/b.txt"))
+        let summary = try await engine.run()
+        #expect(summary.remoteDeleted == 1)
+        #expect(summary.remoteDeleteFailed == 1)
+        #expect(summary.exitCode == ExitStatus.retryScheduled)
+        #expect(flaky.storedNames == ["b.txt", "c.txt", "d.txt"])
+        #expect(flaky.deletes.sorted() == ["a.txt", "b.txt"], "each asked once; nothing else")
+        #expect(try rows(engine)["car:a.txt"]?.removed == .remoteDeleted)
+        #expect(try rows(engine)["car:b.txt"]?.removed == .source, "still to be deleted")
+        // Allowed again: a later run deletes it.
+        flaky.refusedDeletes = []
+        let later = try await engine.run()
+        #expect(later.remoteDeleted == 1 && later.exitCode == 0)
+        #expect(flaky.storedNames == ["c.txt", "d.txt"])
+    }
+
     @Test func maxDeleteStopsEveryDeletionAtThatDestination() async throws {
         defer { dir.remove() }
         var files: [String: String] = [:]

@@ -59,7 +59,8 @@ public final class CircuitBreaker: Sendable {
         var failedBefore: TimeInterval = 0
         var failure: DeliveryFailure?
         var coolDownUntil: Date = .distantPast
-        var coolDown: Duration = CircuitBreaker.firstCoolDown
+        /// Trials failed since it opened (each doubles the next cool-down: ``RetryPolicy/doubling(_:first:cap:)``).
+        var failedTrials = 0
         var trialInFlight = false
         var handlers: [@Sendable () -> Void] = []
         var trials = 0
@@ -191,7 +192,7 @@ public final class CircuitBreaker: Sendable {
         state.failedBefore += max(0, now.timeIntervalSince(since))
         state.failingSince = nil
         state.failure = nil
-        state.coolDown = CircuitBreaker.firstCoolDown
+        state.failedTrials = 0
         state.window.removeAll()
     }
 
@@ -207,20 +208,24 @@ public final class CircuitBreaker: Sendable {
             CircuitBreaker.push(Outcome(failed: true, subject: subject), into: &state.window)
             if trial {
                 state.trialInFlight = false
-                state.coolDown = min(state.coolDown * 2, CircuitBreaker.maximumCoolDown)
-                state.coolDownUntil = now.addingTimeInterval(max(state.coolDown, failure.failureClass.retryAfter ?? .zero).seconds)
+                state.failedTrials += 1
+                state.coolDownUntil = now.addingTimeInterval(CircuitBreaker.coolDown(state.failedTrials, failure).seconds)
                 state.failure = CircuitBreaker.describe(state.window, last: failure, trialFailed: true)
                 return true
             }
             if state.failingSince != nil { return true }
             guard CircuitBreaker.isFailing(state.window, minimumFiles: minimumFiles) else { return false }
             state.failingSince = now
-            state.coolDown = CircuitBreaker.firstCoolDown
-            // A server's Retry-After is the least cool-down.
-            state.coolDownUntil = now.addingTimeInterval(max(state.coolDown, failure.failureClass.retryAfter ?? .zero).seconds)
+            state.failedTrials = 0
+            state.coolDownUntil = now.addingTimeInterval(CircuitBreaker.coolDown(0, failure).seconds)
             state.failure = CircuitBreaker.describe(state.window, last: failure, trialFailed: false)
             return true
         }
+    }
+
+    /// The cool-down after `failedTrials` failed trials: 1 s doubling up to 8 s, a server's Retry-After the least.
+    private static func coolDown(_ failedTrials: Int, _ failure: DeliveryFailure) -> Duration {
+        RetryPolicy.atLeast(RetryPolicy.doubling(failedTrials + 1, first: firstCoolDown, cap: maximumCoolDown), failure.failureClass.retryAfter)
     }
 
     private static func push(_ outcome: Outcome, into window: inout [Outcome]) {

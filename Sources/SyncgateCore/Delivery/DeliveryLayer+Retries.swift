@@ -1,41 +1,40 @@
 import Foundation
 
 extension DeliveryLayer {
-    /// The one retry loop of a destination: uploads, batch deletes, single deletes and a mirror's deletes all go
-    /// through it (Vector's split: the loop is written once; what differs is only the work and what is reported).
+    /// The retry policy of this destination for work allowed `retries` retries (`retry.file`, `retry.artwork`; 0
+    /// disables): its backoff, jitter and Retry-After bounds come from the destination's `retry:` settings.
+    public func policy(retries: Int) -> RetryPolicy {
+        var policy = retryPolicy
+        policy.retries = max(0, retries)
+        return policy
+    }
+
+    /// The one retry loop of a destination: uploads, batch deletes, single deletes, a mirror's deletes and probes
+    /// all go through it (Vector's split: the loop is written once, the ``RetryPolicy`` only decides; what differs
+    /// is only the work and what is reported).
     ///
     /// Before each attempt it waits while the destination throttles, for the destination's pacing, and for the
-    /// ``CircuitBreaker`` (closed, or this attempt is a half-open trial). After a failure it decides:
-    /// - destination-scoped: throttling pauses the destination (no retry spent; past `throttle_wait` it is out for
-    ///   the run); anything else opens the breaker for the rest of the run: the work waits;
-    /// - a retryable failure while the destination is failing (the breaker's failure rate) spends no retry: the work
-    ///   waits for a trial;
-    /// - permanent, or a changed file: failed at once;
-    /// - a Retry-After longer than ``maximumWait``: failed now, scheduled no sooner (``DeliveryFailure/retryAfter``);
-    /// - deferred (the destination asks this one piece of work to wait): waited for, bounded by the attempt timeout;
-    /// - retryable: up to `retries` retries with backoff and jitter (the count starts afresh, a bounded number of
-    ///   times, on a new connection).
+    /// ``CircuitBreaker`` (closed, or this attempt is a half-open trial). After a failure it tells the breaker (a
+    /// retryable failure counts in its window; a destination-scoped one trips it when the policy says the
+    /// destination is away), asks `policy` what comes next, and acts: a backoff wait on the clock (ended at once by
+    /// cancellation), a throttle pause (past `throttle_wait` the destination is out for the run), a wait for the
+    /// breaker's trial, or the end.
     ///
     /// `subject` names the work for the breaker's window (a file, a remote name). `work` gets the attempt number
     /// (from 1); it may throw a ``DeliveryFailure`` to say itself how an attempt failed.
     /// `slots`, when given, bound the attempts in flight (a file waiting out its backoff holds none).
     public func withRetries<Value: Sendable>(
-        subject: String, retries: Int, pacing: RetryPacing, cancellation: CancellationHandle,
+        subject: String, policy: RetryPolicy, pacing: RetryPacing, cancellation: CancellationHandle,
         slots: AttemptSlots? = nil,
         started: (Int) async -> Void = { _ in },
         retrying: (Int, DeliveryFailure, Duration) async -> Void = { _, _, _ in },
         _ work: (Int) async throws -> Value
     ) async -> RetryOutcome<Value> {
-        // Failure counts start afresh on a new connection, but a run never makes more than this many attempts.
-        let attemptCap = (retries + 1) * DeliveryLayer.connectionResetLimit
-        var attempt = 0
-        var retriesUsed = 0
-        var deferredWait = Duration.zero
-        var throttles = 0
-        var generationOfLastFailure: Int? = nil
+        var tally = RetryPolicy.Tally()
         let isCancelled: @Sendable () -> Bool = { cancellation.isCancelled || Task.isCancelled }
 
         while true {
+            let attempt = tally.attempts
             // Its last attempt (if any) failed along with the destination: it is not counted.
             if let open = breaker.failure { return .waiting(open, attemptCut: attempt > 0) }
             if isCancelled() { return .cancelled(attempts: attempt) }
@@ -69,95 +68,81 @@ extension DeliveryLayer {
                 breaker.ended(trial: trial, answered: false)
                 continue
             }
-            attempt += 1
-            await started(attempt)
-            let failure: DeliveryFailure
-            let error: any Error
+            tally.attempts += 1
+            await started(tally.attempts)
+            var failed: RetryPolicy.Attempt
             do {
-                let value = try await work(attempt)
+                let value = try await work(tally.attempts)
                 slots?.release()
                 breaker.succeeded(subject: subject, trial: trial)
                 throttle.succeeded()
-                return .done(value, attempts: attempt)
-            } catch let caught {
+                return .done(value, attempts: tally.attempts)
+            } catch {
                 slots?.release()
-                error = caught
-                failure = describeFailure(caught, attempt: attempt)
+                failed = RetryPolicy.Attempt(failure: describeFailure(error, attempt: tally.attempts),
+                                             fileChanged: error is FileChangedError, interrupted: isCancelled())
             }
-            let interrupted = isCancelled()
-            let failureClass = failure.failureClass
             // The destination went away while this attempt ran (here, or in another attempt that opened the breaker
             // and ended this one): the attempt says nothing about the work.
             if let open = breaker.failure {
                 breaker.ended(trial: trial, answered: false)
                 return .waiting(open, attemptCut: true)
             }
-            if failure.scope == .destination && !interrupted {
-                breaker.ended(trial: trial, answered: failureClass.isDeferred)
-                if case .deferred(let after) = failureClass {
-                    throttles += 1
-                    let delay = after ?? backoff.delay(forRetry: throttles)
-                    if throttle.throttled(for: delay) {
-                        await retrying(attempt, failure, delay)
-                        continue
-                    }
-                    var outage = failure
-                    outage.failureClass = .retryable(after: after)
-                    outage.message = "throttled for more than throttle_wait (\(settings.throttleWait.syncgateText)) in all; the last answer: \(failure.message)"
-                    return .waiting(breaker.trip(outage), attemptCut: true)
-                }
+            failed = await judge(failed, subject: subject, trial: trial)
+            switch policy.decide(failed, tally: &tally) {
+            case .waitForDestination(let failure):
                 return .waiting(breaker.trip(failure), attemptCut: true)
-            }
-            let changed = error is FileChangedError
-            if case .retryable = failureClass, !interrupted, !changed {
-                // Counted in the breaker's window. While the destination is failing, the failure is the
-                // destination's, not this work's: no retry is spent, the work waits for a trial.
-                if breaker.failed(subject: subject, failure, trial: trial) {
-                    // Reported as deferred: the destination holds this work back, no retry is spent.
-                    let left = breaker.coolDownLeft
-                    var held = failure
-                    held.failureClass = .deferred(after: left)
-                    held.message = "the destination is failing, waiting for a trial attempt: \(failure.message)"
-                    await retrying(attempt, held, left)
-                    continue
+            case .pause(let failure, let delay):
+                guard throttle.throttled(for: delay) else {
+                    return .waiting(breaker.trip(RetryPolicy.throttledTooLong(failure, throttleWait: settings.throttleWait)), attemptCut: true)
                 }
-            } else {
-                breaker.ended(trial: trial, answered: !interrupted)
-            }
-            if failureClass.isRetryable {
-                let generation = await destination.connectionGeneration
-                if let previous = generationOfLastFailure, previous != generation, attempt < attemptCap { retriesUsed = 0 }
-                generationOfLastFailure = generation
-            }
-            if changed {
-                // Sending the same planned version again cannot help: the next run plans the new content.
+                await retrying(tally.attempts, failure, delay)  // the throttle's pause is waited for at the top
+            case .holdForTrial(let failure, let coolDown):
+                await retrying(tally.attempts, failure, coolDown)  // the breaker's admission waits for the trial
+            case .retry(let failure, let delay):
+                await retrying(tally.attempts, failure, delay)
+                await backOff(delay, cancellation: cancellation)  // cancelled: the checks at the top end it
+            case .fail(let failure):
                 return .failed(failure)
-            }
-            if case .retryable(let after?) = failureClass, after > maximumWait, !interrupted {
-                // Honoured by scheduling, not by sleeping: a later run tries again no sooner than asked.
-                var scheduled = failure
-                scheduled.retryAfter = after
-                return .failed(scheduled)
-            }
-            switch failureClass {
-            case .permanent:
-                return .failed(failure)
-            case .deferred(let after) where !interrupted && deferredWait < settings.attemptTimeout:
-                // The destination asks to wait for this work: not a burnt retry, bounded by the attempt timeout in total.
-                let delay = after ?? settings.retry.baseDelay
-                deferredWait += delay
-                await retrying(attempt, failure, delay)
-                _ = try? await clock.sleep(for: delay)
-            case .retryable(let after) where !interrupted && retriesUsed < retries,
-                .deferred(let after) where !interrupted && retriesUsed < retries:
-                retriesUsed += 1
-                let delay = backoff.delay(forRetry: retriesUsed, retryAfter: after)
-                await retrying(attempt, failure, delay)
-                _ = try? await clock.sleep(for: delay)  // cancelled: the checks at the top end it
-            default:
-                return interrupted ? .cancelled(attempts: attempt) : .failed(failure)
+            case .cancelled:
+                return .cancelled(attempts: tally.attempts)
             }
         }
+    }
+
+    /// Tells the breaker how an attempt failed (a trial's end, or a retryable failure in its window) and notes on
+    /// `failed` what the policy needs of it: the cool-down when the breaker now holds the destination failing, and
+    /// the connection a retryable failure came on.
+    private func judge(_ failed: RetryPolicy.Attempt, subject: String, trial: Bool) async -> RetryPolicy.Attempt {
+        var failed = failed
+        let failureClass = failed.failure.failureClass
+        if failed.failure.scope == .destination && !failed.interrupted {
+            breaker.ended(trial: trial, answered: failureClass.isDeferred)
+        } else if case .retryable = failureClass, !failed.interrupted, !failed.fileChanged {
+            // Counted in the breaker's window. While the destination is failing, the failure is the destination's,
+            // not this work's: the policy spends no retry.
+            if breaker.failed(subject: subject, failed.failure, trial: trial) { failed.breakerCoolDown = breaker.coolDownLeft }
+        } else {
+            breaker.ended(trial: trial, answered: !failed.interrupted)
+        }
+        let awayOrThrottled = failed.failure.scope == .destination && !failed.interrupted
+        if failureClass.isRetryable, !awayOrThrottled, failed.breakerCoolDown == nil {
+            failed.connection = await destination.connectionGeneration
+        }
+        return failed
+    }
+
+    /// Waits out a backoff on the layer's clock; returns at once when the task or `cancellation` is cancelled.
+    func backOff(_ delay: Duration, cancellation: CancellationHandle) async {
+        let clock = self.clock
+        let sleeper = Task { try await clock.sleep(for: delay) }
+        let waking = cancellation.onCancel { sleeper.cancel() }
+        await withTaskCancellationHandler {
+            _ = try? await sleeper.value
+        } onCancel: {
+            sleeper.cancel()
+        }
+        cancellation.removeHandler(waking)
     }
 
     /// A failed attempt's error, classified (by the destination, or as it says itself when it is a

@@ -12,7 +12,8 @@ public struct DeliveryLayer: Sendable {
     public let destination: any Destination
     public let settings: DeliverySettings
     public let clock: any SyncClock
-    public let backoff: Backoff
+    /// What comes after a failed attempt (the count of retries is set per piece of work: ``policy(retries:)``).
+    public let retryPolicy: RetryPolicy
     /// Open once the destination is found unavailable or blocked: nothing more is tried there.
     public let breaker: CircuitBreaker
     /// Pauses and paces the destination while it throttles.
@@ -37,7 +38,7 @@ public struct DeliveryLayer: Sendable {
         self.destination = destination
         self.settings = settings
         self.clock = clock
-        self.backoff = Backoff(settings: settings.retry, random: random)
+        self.retryPolicy = RetryPolicy(settings: settings.retry, deferredLimit: settings.attemptTimeout, random: random)
         self.breaker = breaker ?? CircuitBreaker(waitLimit: settings.unavailableWait, concurrency: settings.concurrency, clock: clock)
         self.throttle = Throttle(concurrency: settings.concurrency, budget: settings.throttleWait, clock: clock)
         self.limits = limits ?? DeliveryLimits(settings)
@@ -72,7 +73,7 @@ public struct DeliveryLayer: Sendable {
             }
         }
         let outcome = await withRetries(
-            subject: item.key.source + "/" + item.key.path, retries: settings.retry.retries(isArtwork: item.isArtwork), pacing: .upload,
+            subject: item.key.source + "/" + item.key.path, policy: policy(retries: settings.retry.retries(isArtwork: item.isArtwork)), pacing: .upload,
             cancellation: cancellation, slots: slots,
             started: { attempt in await emit(item, .started(attempt: attempt)) },
             retrying: { attempt, failure, delay in await emit(item, .retrying(attempt: attempt, error: failure, delay: delay)) }
@@ -156,10 +157,10 @@ public struct DeliveryLayer: Sendable {
 
     /// The longest a server's Retry-After is waited for within a run (`max_delay`, at least a minute); a longer one
     /// ends the file's attempts for this run and schedules the next no sooner.
-    public var maximumWait: Duration { max(settings.retry.maxDelay, .seconds(60)) }
+    public var maximumWait: Duration { retryPolicy.maximumWait }
 
     /// How many times a file's retry count may start afresh on new connections within one run.
-    public static let connectionResetLimit = 4
+    public static var connectionResetLimit: Int { RetryPolicy.connectionResetLimit }
 
     // MARK: - Many files
 
@@ -255,7 +256,7 @@ public struct DeliveryLayer: Sendable {
         var state = BatchDeletion(names)
         let destination = self.destination
         let timeout = settings.attemptTimeout
-        let outcome = await withRetries(subject: "delete:" + (names.first ?? ""), retries: settings.retry.file, pacing: .request,
+        let outcome = await withRetries(subject: "delete:" + (names.first ?? ""), policy: policy(retries: settings.retry.file), pacing: .request,
                                         cancellation: cancellation) { attempt in
             let remaining = state.remaining
             let refused = try await watchdog.run(timeout: timeout) { try await destination.delete(remoteNames: remaining) }
@@ -267,7 +268,8 @@ public struct DeliveryLayer: Sendable {
     private func deleteOne(_ name: String, cancellation: CancellationHandle) async -> DeliveryFailure? {
         let destination = self.destination
         let timeout = settings.attemptTimeout
-        let outcome = await withRetries(subject: "delete:" + name, retries: settings.retry.file, pacing: .request, cancellation: cancellation) { _ in
+        let outcome = await withRetries(subject: "delete:" + name, policy: policy(retries: settings.retry.file), pacing: .request,
+                                        cancellation: cancellation) { _ in
             try await watchdog.run(timeout: timeout) { try await destination.delete(remoteName: name) }
         }
         return outcome.failure

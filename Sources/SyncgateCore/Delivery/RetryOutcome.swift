@@ -1,4 +1,4 @@
-/// How a piece of work given to the delivery layer's retry loop (``DeliveryLayer/withRetries(subject:retries:pacing:cancellation:started:retrying:_:)``)
+/// How a piece of work given to the delivery layer's retry loop (``DeliveryLayer/withRetries(subject:policy:pacing:cancellation:slots:started:retrying:_:)``)
 /// ended.
 public enum RetryOutcome<Value: Sendable>: Sendable {
     /// Done, after this many attempts in this run.

@@ -38,17 +38,14 @@ extension DestinationRun {
         }
         let limits = destination.limits
         if let record, record.state != .available {
-            do {
-                try? await limits.beforeRequest(clock: clock, cancellation: cancellation)  // cancelled: the probe ends too
-                try await AttemptWatchdog().run(timeout: destination.settings.attemptTimeout) { try await plugin.probe() }
+            switch await probe() {
+            case .done(let answered, _):
                 contact.set()
-                logger.info("\(name): the destination answers again (it was \(record.state.rawValue) since \(JSONText.time(record.since)))")
-            } catch {
-                if let failure = awayFailure(error) {
-                    breaker.trip(failure)
-                    return Readiness()
+                if answered {
+                    logger.info("\(name): the destination answers again (it was \(record.state.rawValue) since \(JSONText.time(record.since)))")
                 }
-                contact.set()  // it answered, if only to refuse something: it is there
+            case .waiting, .failed, .cancelled:
+                return Readiness()  // away: the loop opened the breaker with why
             }
         }
         guard plugin.listingIsAuthoritative else { return Readiness() }
@@ -68,6 +65,25 @@ extension DestinationRun {
                 logger.warning("\(name): cannot list the destination (\(Redactor.shared.redact(DeliveryLayer.describe(error)))); trusting the ledger")
             }
             return Readiness()
+        }
+    }
+
+    /// Probes the destination once, through the delivery layer's retry loop (its `rate`, the breaker, cancellation):
+    /// done when it answered (false: if only to refuse something, it is there); waiting, with the breaker open,
+    /// when it is away.
+    private func probe() async -> RetryOutcome<Bool> {
+        let plugin = destination.destination
+        let timeout = destination.settings.attemptTimeout
+        let layer = DeliveryLayer(destinationName: destination.name, destination: plugin, settings: destination.settings,
+                                  clock: clock, breaker: breaker, limits: destination.limits)
+        return await layer.withRetries(subject: "probe", policy: layer.policy(retries: 0), pacing: .request, cancellation: cancellation) { _ in
+            do {
+                try await AttemptWatchdog().run(timeout: timeout) { try await plugin.probe() }
+                return true
+            } catch {
+                if let away = awayFailure(error) { throw away }
+                return false
+            }
         }
     }
 

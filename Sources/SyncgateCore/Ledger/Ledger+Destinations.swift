@@ -53,7 +53,7 @@ extension Ledger {
 
     /// Records that a destination is unavailable or blocked (`state`), with the error that says why. A destination
     /// already in that state keeps its `since`; `probeFailed` counts one more probe that found it away, which
-    /// spaces the next one further (2 s doubling up to `probeIntervalMax`). `retryAfter`, the destination's own
+    /// spaces the next one further (``RetryPolicy/probeInterval(failedProbes:maximum:)``: 2 s doubling up to `probeIntervalMax`). `retryAfter`, the destination's own
     /// Retry-After, holds every later run off until it has passed (``DestinationRecord/retryAfterUntil``), and the
     /// next probe with them.
     public func markAway(_ name: String, state: DestinationState, error: String, code: String?, fingerprint: String?,
@@ -66,7 +66,7 @@ extension Ledger {
             let since = same ? (previous?.double(1) ?? t) : t
             let probes = (same ? (previous?.int(2) ?? 0) : 0) + (probeFailed ? 1 : 0)
             let until: Double? = retryAfter.map { t + $0.seconds }
-            let next = max(t + Ledger.probeInterval(failedProbes: probes, maximum: probeIntervalMax), until ?? 0)
+            let next = max(t + RetryPolicy.probeInterval(failedProbes: probes, maximum: probeIntervalMax).seconds, until ?? 0)
             try db.execute("""
                 INSERT INTO destinations (name, state, since, last_error, error_code, failed_probes, next_probe_at, fingerprint,
                     retry_after_until, updated_at)
@@ -77,11 +77,6 @@ extension Ledger {
                     fingerprint = excluded.fingerprint, retry_after_until = excluded.retry_after_until, updated_at = excluded.updated_at
                 """, [name, state.rawValue, since, Redactor.shared.redact(error), code.map(Redactor.shared.redactCode), probes, next, fingerprint, until, t])
         }
-    }
-
-    /// How long after its n-th failed probe a destination is probed again: 2 s doubling, up to `maximum`.
-    public static func probeInterval(failedProbes: Int, maximum: Duration) -> TimeInterval {
-        min(maximum.seconds, 2 * pow(2, Double(min(max(failedProbes - 1, 0), 30))))
     }
 
     /// Makes blocked destinations (one, or all when nil) be tried again by the next run, whatever their settings

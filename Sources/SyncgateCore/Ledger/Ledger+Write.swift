@@ -218,7 +218,7 @@ extension Ledger {
                                       [file.source, file.path, destination])
             let failedRuns = (row?.int(0) ?? 0) + 1
             let firstFailed = row?.double(1) ?? now.timeIntervalSince1970
-            let next = RetrySchedule(retry).nextRetry(
+            let next = RetryPolicy(settings: retry).nextRun(
                 after: failure, failedRuns: failedRuns, firstFailedAt: Date(timeIntervalSince1970: firstFailed), now: now)
             try db.execute("""
                 UPDATE files SET status = \(FileStatus.failed.sql), last_error = ?, error_class = ?, error_code = ?, next_retry_at = ?,
