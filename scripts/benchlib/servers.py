@@ -194,13 +194,14 @@ class Servers:
         return present
 
 
-def put_lines(moto_log):
-    """The keys (`/bucket/key`) of the whole-object PUTs moto answered 200, one per request, from its request log
-    (werkzeug: `"PUT /bucket/key HTTP/1.1" 200 -`); a multipart upload's parts (`uploadId=`) are left out."""
+def put_lines(moto_log, bucket):
+    """The keys (`/bucket/key`) of the whole-object PUTs into `bucket` that moto answered 200, one per request, from
+    its request log (werkzeug: `"PUT /bucket/key HTTP/1.1" 200 -`); a multipart upload's parts (`uploadId=`) and
+    the bucket's creation (`PUT /bucket`) are left out."""
     keys = []
     with open(moto_log, errors="replace") as f:
         for line in f:
-            start = line.find('"PUT /')
+            start = line.find(f'"PUT /{bucket}/')
             if start < 0 or "uploadId=" in line or '" 200 ' not in line:
                 continue
             keys.append(line[start + 5:].split(" ", 1)[0].split("?", 1)[0])
