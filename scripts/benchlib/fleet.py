@@ -283,7 +283,8 @@ def print_fleet_faults(run):
     print(f"faults: 3 x 4 on PostgreSQL, {run['files']} files, lease {run['lease']} s; {'; '.join(run['faults'])}; "
           f"{run['starts']} instances started in all, exits on their own: "
           f"{', '.join(map(str, run['failed_exits'])) or 'none'}; {run['seconds']:.1f} s")
-    print(f"keys sent more than once: {run['twice']} for {faults} faults ({run['twice'] / max(1, faults):.1f} per fault); "
+    print(f"keys sent more than once: {run['twice']} for {faults} fault{'' if faults == 1 else 's'} "
+          f"({run['twice'] / max(1, faults):.1f} per fault); "
           f"{run['puts']} PUTs stored for {run['files']} files; every object exact (size, ETag = MD5): yes, "
           f"ledger: {run['files']} synced")
     sys.stdout.flush()
