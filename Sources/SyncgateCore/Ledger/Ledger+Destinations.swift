@@ -35,7 +35,7 @@ extension Ledger {
                 let away = max(0, t - (previous.double(1) ?? t))
                 try db.execute("""
                     UPDATE files SET first_failed_at = first_failed_at + ?
-                    WHERE destination = ? AND status = 'failed' AND first_failed_at IS NOT NULL
+                    WHERE destination = ? AND status = \(FileStatus.failed.sql) AND first_failed_at IS NOT NULL
                     """, [away, name])
             }
             if let previous, previous.string(0) == DestinationState.available.rawValue {
@@ -99,7 +99,7 @@ extension Ledger {
     /// The earliest automatic retry of a failed file at a destination (nil: none scheduled).
     public func nextRetryDue(destination: String) throws -> Date? {
         try read { db in
-            try db.fetchOne("SELECT MIN(next_retry_at) FROM files WHERE destination = ? AND status = 'failed' AND next_retry_at IS NOT NULL AND removed IS NULL",
+            try db.fetchOne("SELECT MIN(next_retry_at) FROM files WHERE destination = ? AND status = \(FileStatus.failed.sql) AND next_retry_at IS NOT NULL AND removed IS NULL",
                             [destination])?.double(0).map { Date(timeIntervalSince1970: $0) }
         }
     }
