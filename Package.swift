@@ -117,7 +117,7 @@ let package = Package(
         .target(name: "SyncgateTestSupport", path: "Tests/SyncgateTestSupport"),
         // The conformance suite every destination plugin runs (Tests/DestinationConformance).
         .target(name: "DestinationConformance", dependencies: ["SyncgateCore", "SyncgateTestSupport"], path: "Tests/DestinationConformance"),
-        .testTarget(name: "SyncgateCoreTests", dependencies: ["SyncgateCore", "SyncgateLocal", "SyncgateTestSupport", "DestinationConformance"]),
+        .testTarget(name: "SyncgateCoreTests", dependencies: ["SyncgateCore", "SyncgateLocal", "SyncgateTestSupport", "DestinationConformance", nioCore]),
         .testTarget(name: "SyncgateEndToEndTests", dependencies: ["SyncgateCore", "SyncgateExec", "SyncgateTestSupport", "DestinationConformance", "syncgate", "syncgate-headunit-sim"]),
         .testTarget(name: "SyncgateNetworkTests", dependencies: ["SyncgateNetwork", "SyncgateCore", "SyncgateTestSupport"]),
         .testTarget(name: "SyncgateS3Tests", dependencies: ["SyncgateS3", "SyncgateNetwork", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
