@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// One pass of the gateway: scan the sources, route each file, decide per destination what to send (from the
 /// ledger), record it `pending`, deliver through the ``DeliveryLayer`` and record every outcome.
@@ -272,9 +273,8 @@ public final class SyncEngine: Sendable {
 }
 
 /// The run's counts, updated from many tasks.
-final class SummaryTally: @unchecked Sendable {
-    private let lock = NSLock()
-    private var summary = SyncSummary()
-    func update(_ body: (inout SyncSummary) -> Void) { lock.withLock { body(&summary) } }
-    var value: SyncSummary { lock.withLock { summary } }
+final class SummaryTally: Sendable {
+    private let summary = Mutex(SyncSummary())
+    func update(_ body: (inout SyncSummary) -> Void) { summary.withLock { body(&$0) } }
+    var value: SyncSummary { summary.withLock { $0 } }
 }
