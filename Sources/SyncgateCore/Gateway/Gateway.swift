@@ -1,23 +1,27 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// A long-running gateway (`syncgate run`): one ``DestinationLane`` per destination, fed by the files its
 /// watches see settle (``filesChanged(_:)``), full rescans (``rescanAll(reason:)``), failed files' retry times,
 /// probes of destinations that are away, and changes other processes make to the ledger (`syncgate retry`,
 /// `forget`). Its destinations stay open across passes. It never stops by itself: ``stop()`` drains it (no new
 /// work; uploads in flight get the grace period) and ends every destination's session.
-public final class Gateway: GatewayObservable, @unchecked Sendable {
+public final class Gateway: GatewayObservable, Sendable {
     public let config: GatewayConfig
     public let ledger: Ledger
     let engine: SyncEngine
     let logger: Logger
     private let lanes: [String: DestinationLane]
     private let hub = EventHub()
-    private let lock = NSLock()
-    private var ready = false
-    private var stopped = false
-    /// Reports of settling files the watches hold (added to the queue depth).
-    private var settling: @Sendable () -> Int = { 0 }
+    private let state = Mutex(State())
+
+    private struct State {
+        var ready = false
+        var stopped = false
+        /// Reports of settling files the watches hold (added to the queue depth).
+        var settling: @Sendable () -> Int = { 0 }
+    }
 
     public init(config: GatewayConfig, ledger: Ledger, logger: Logger = Logger(label: "syncgate.gateway")) {
         self.config = config
@@ -41,7 +45,7 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
     public func run(settling: @escaping @Sendable () -> Int = { 0 }) async throws {
         try ledger.resetInterrupted(at: Date())
         try ledger.noteRunStarted(at: Date())
-        lock.withLock { self.settling = settling }
+        state.withLock { $0.settling = settling }
         await withTaskGroup(of: Void.self) { group in
             for lane in lanes.values { group.addTask { await lane.run() } }
             group.addTask { await self.watchLedger() }
@@ -55,16 +59,16 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
 
     /// Says that the sources' watches are set: the gateway is ready (`/readyz`).
     public func watchesAreSet() {
-        lock.withLock { ready = true }
+        state.withLock { $0.ready = true }
     }
 
     /// Takes no new work, lets uploads in flight end (bounded by the engine's grace), and makes ``run()`` return.
     public func stop() {
-        lock.withLock { stopped = true }
+        state.withLock { $0.stopped = true }
         for lane in lanes.values { lane.stop() }
     }
 
-    private var isStopped: Bool { lock.withLock { stopped } }
+    private var isStopped: Bool { state.withLock { $0.stopped } }
 
     /// Files that settled in the sources: each goes to the lanes of the destinations it is routed to.
     public func filesChanged(_ files: [FileKey]) {
@@ -116,7 +120,7 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
 
     // MARK: - GatewayObservable
 
-    public var isReady: Bool { lock.withLock { ready && !stopped } }
+    public var isReady: Bool { state.withLock { $0.ready && !$0.stopped } }
 
     public func statusReport() throws -> StatusReport {
         var report = try StatusReport.build(config: config, ledger: ledger, destination: nil, failedOnly: false)
@@ -149,7 +153,7 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
     public var figures: GatewayFigures {
         let progress = lanes.values.map(\.progress)
         let complete = progress.allSatisfy { $0.lastFullPass != nil } ? progress.compactMap(\.lastFullPass).min() : nil
-        let settlingNow = lock.withLock { settling }
+        let settlingNow = state.withLock { $0.settling }
         return GatewayFigures(queueDepth: lanes.values.reduce(0) { $0 + $1.queueDepth } + settlingNow(),
                               lastCompletePass: complete, passes: progress.reduce(0) { $0 + $1.passes })
     }
