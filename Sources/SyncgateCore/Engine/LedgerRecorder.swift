@@ -22,12 +22,13 @@ final class LedgerRecorder: Sendable {
     private let writeLock = Mutex(())
 
     private struct State {
-        var lastProgressWrite: [FileKey: Date] = [:]
-        var lastProgressEvent: [FileKey: Date] = [:]
+        // Rates of writes and events: measured on the monotonic clock (the events' times are the run's clock's).
+        var lastProgressWrite: [FileKey: ContinuousClock.Instant] = [:]
+        var lastProgressEvent: [FileKey: ContinuousClock.Instant] = [:]
         var error: (any Error)?
         /// Outcomes waiting to be written (see ``LedgerRecorder/batchSize``).
         var batch: [Ledger.Update] = []
-        var lastFlush = Date()
+        var lastFlush = ContinuousClock.now
         /// Whether a write is queued on `writer` and has not started taking the batch yet.
         var writerScheduled = false
         /// Whether a write is scheduled for when the batch falls due by time alone.
@@ -121,7 +122,7 @@ final class LedgerRecorder: Sendable {
         let (due, later): (Bool, Bool) = state.withLock { state in
             state.batch += updates
             guard !force, !state.writerScheduled else { return (false, false) }
-            if state.batch.count >= LedgerRecorder.batchSize || Date().timeIntervalSince(state.lastFlush) >= LedgerRecorder.batchInterval {
+            if state.batch.count >= LedgerRecorder.batchSize || ContinuousClock.now - state.lastFlush >= .seconds(LedgerRecorder.batchInterval) {
                 state.writerScheduled = true
                 return (true, false)
             }
@@ -169,7 +170,7 @@ final class LedgerRecorder: Sendable {
         let toWrite: [Ledger.Update] = state.withLock { state in
             let all = state.batch
             state.batch.removeAll(keepingCapacity: true)
-            state.lastFlush = Date()
+            state.lastFlush = ContinuousClock.now
             return all
         }
         guard !toWrite.isEmpty else { return }
@@ -205,11 +206,11 @@ final class LedgerRecorder: Sendable {
     /// Byte progress: written to the ledger about once a second per file, to observers about 4 times a second.
     func progress(_ progress: TransferProgress) {
         guard progress.error == nil, progress.fileBytesDone < progress.fileBytesTotal else { return }
-        let now = Date()
+        let now = ContinuousClock.now
         let key = progress.file
         let (writeLedger, emit) = state.withLock { state -> (Bool, Bool) in
-            let w = now.timeIntervalSince(state.lastProgressWrite[key] ?? .distantPast) >= 1
-            let e = now.timeIntervalSince(state.lastProgressEvent[key] ?? .distantPast) >= 0.25
+            let w = state.lastProgressWrite[key].map { now - $0 >= .seconds(1) } ?? true
+            let e = state.lastProgressEvent[key].map { now - $0 >= .milliseconds(250) } ?? true
             if w { state.lastProgressWrite[key] = now }
             if e { state.lastProgressEvent[key] = now }
             return (w, e)

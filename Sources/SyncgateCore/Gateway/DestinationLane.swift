@@ -108,13 +108,19 @@ final class DestinationLane: Sendable {
     private func pass(_ work: Work, cancellation: CancellationHandle) async {
         var options = SyncOptions(destinations: [destination.name])
         options.isGatewayPass = true
-        if case .files(let files) = work { options.paths = files } else { state.withLock { $0.lastFullPassStart = Date() } }
+        if case .files(let files) = work {
+            options.paths = files
+        } else {
+            let start = engine.clock.now()
+            state.withLock { $0.lastFullPassStart = start }
+        }
         do {
             let summary = try await engine.run(options, cancellation: cancellation, observe: observe)
+            let now = engine.clock.now()
             state.withLock { state in
                 state.tooNew.merge(summary.tooNewReadyAt) { max($0, $1) }
                 state.passCount += 1
-                if case .full = work, !summary.interrupted { state.lastFullPassEnd = Date() }
+                if case .full = work, !summary.interrupted { state.lastFullPassEnd = now }
                 if summary.fleetChangedDuringWalk { state.fullPassWanted = true }
             }
         } catch {
@@ -143,7 +149,7 @@ final class DestinationLane: Sendable {
         // A file too new is taken out of `tooNew` when it is old enough (``takeFilesOldEnough()``): no spin.
         if includeTooNew, let oldEnough { due.append(oldEnough) }
         guard let earliest = due.min() else { return nil }
-        return .now + .milliseconds(max(0, Int64(earliest.timeIntervalSinceNow * 1000)) + 10)
+        return .now + .milliseconds(max(0, Int64(earliest.timeIntervalSince(engine.clock.now()) * 1000)) + 10)
     }
 
     private func timerIsDue() -> Bool {
@@ -154,7 +160,7 @@ final class DestinationLane: Sendable {
     /// The files that were too new and are old enough now: a pass over them comes next (a full pass where names can
     /// clash).
     private func takeFilesOldEnough() {
-        let now = Date()
+        let now = engine.clock.now()
         state.withLock { state in
             let ready = state.tooNew.filter { $0.value <= now }.map(\.key)
             guard !ready.isEmpty else { return }

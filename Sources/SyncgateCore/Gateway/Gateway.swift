@@ -23,11 +23,11 @@ public final class Gateway: GatewayObservable, Sendable {
         var settling: @Sendable () -> Int = { 0 }
     }
 
-    public init(config: GatewayConfig, ledger: Ledger, logger: Logger = Logger(label: "syncgate.gateway")) {
+    public init(config: GatewayConfig, ledger: Ledger, clock: any SyncClock = SystemClock(), logger: Logger = Logger(label: "syncgate.gateway")) {
         self.config = config
         self.ledger = ledger
         self.logger = logger
-        let engine = SyncEngine(config: config, ledger: ledger, logger: logger)
+        let engine = SyncEngine(config: config, ledger: ledger, clock: clock, logger: logger)
         self.engine = engine
         let hub = self.hub
         var lanes: [String: DestinationLane] = [:]
@@ -43,8 +43,8 @@ public final class Gateway: GatewayObservable, Sendable {
     /// full pass (everything pending, failed and due, or new since the last run), then works as work comes.
     /// `watching` says the sources' watches are set (for ``isReady``), `settling` how many files they hold.
     public func run(settling: @escaping @Sendable () -> Int = { 0 }) async throws {
-        try ledger.resetInterrupted(at: Date())
-        try ledger.noteRunStarted(at: Date())
+        try ledger.resetInterrupted(at: engine.clock.now())
+        try ledger.noteRunStarted(at: engine.clock.now())
         state.withLock { $0.settling = settling }
         await withTaskGroup(of: Void.self) { group in
             for lane in lanes.values { group.addTask { await lane.run() } }
@@ -53,7 +53,7 @@ public final class Gateway: GatewayObservable, Sendable {
         }
         for destination in config.destinations { await destination.finishIfBuilt() }
         ledger.leaveFleet()
-        try? ledger.noteRunFinished(at: Date(), exitCode: ExitStatus.success)
+        try? ledger.noteRunFinished(at: engine.clock.now(), exitCode: ExitStatus.success)
         hub.close()
     }
 
@@ -95,13 +95,14 @@ public final class Gateway: GatewayObservable, Sendable {
     /// within a third of a lease, not at its next rescan.
     private func watchLedger() async {
         var seen = (try? ledger.changeCounter()) ?? 0
-        var lastClaimCheck = Date()
+        // Time between checks is measured on the monotonic clock (the loop sleeps in real time).
+        var lastClaimCheck = ContinuousClock.now
         while !isStopped {
             try? await Task.sleep(for: .seconds(1))
-            if ledger.sharesWork, Date().timeIntervalSince(lastClaimCheck) >= ledger.leaseSeconds / 3 {
-                lastClaimCheck = Date()
+            if ledger.sharesWork, ContinuousClock.now - lastClaimCheck >= .seconds(ledger.leaseSeconds / 3) {
+                lastClaimCheck = ContinuousClock.now
                 if let claims = try? ledger.othersClaims(), claims.expired > 0, !isStopped {
-                    _ = try? ledger.resetInterrupted(at: Date())
+                    _ = try? ledger.resetInterrupted(at: engine.clock.now())
                     rescanAll(reason: "\(claims.expired) file(s) held by an instance whose lease ended")
                 } else if ledger.lastWalkedViews.contains(where: { (try? ledger.fleetChanged(since: $0.value, destinations: [$0.key])) == true }), !isStopped {
                     rescanAll(reason: "the fleet changed: walking this instance's new share")
@@ -123,7 +124,7 @@ public final class Gateway: GatewayObservable, Sendable {
     public var isReady: Bool { state.withLock { $0.ready && !$0.stopped } }
 
     public func statusReport() throws -> StatusReport {
-        var report = try StatusReport.build(config: config, ledger: ledger, destination: nil, failedOnly: false)
+        var report = try StatusReport.build(config: config, ledger: ledger, destination: nil, failedOnly: false, now: engine.clock.now())
         report.syncRunning = true
         report.gatewayRunning = true
         report.heldBack = engine.holds.current
@@ -140,8 +141,8 @@ public final class Gateway: GatewayObservable, Sendable {
     public func recorded() -> AsyncStream<Void> { ledger.commits() }
 
     public func retry(destination: String?, paths: [String]) async throws -> Int {
-        let count = try ledger.requestRetry(destination: destination, paths: paths, at: Date())
-        if paths.isEmpty { try ledger.unblock(destination: destination, at: Date()) }
+        let count = try ledger.requestRetry(destination: destination, paths: paths, at: engine.clock.now())
+        if paths.isEmpty { try ledger.unblock(destination: destination, at: engine.clock.now()) }
         for (name, lane) in lanes where destination == nil || destination == name { lane.wantFullPass() }
         return count
     }
