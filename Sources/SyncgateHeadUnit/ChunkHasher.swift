@@ -7,6 +7,8 @@ import SyncgateCore
 /// Takes the SHA-256 of a file's chunks on a queue of its own, in the order they are added, so that hashing a file
 /// overlaps with sending it (the CRC-32s, the frames, the socket) instead of adding to it. The sender waits, without
 /// blocking a thread, while `backlog` chunks are still to be hashed: memory stays bounded.
+///
+/// Unchecked: `hasher` is touched only by the jobs of the serial `queue`; `waiting` is atomic.
 final class ChunkHasher: @unchecked Sendable {
     private let queue = DispatchQueue(label: "syncgate.headunit.sha256")
     /// Only touched on `queue`.
