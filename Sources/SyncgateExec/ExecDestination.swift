@@ -7,7 +7,7 @@ import SyncgateCore
 /// speaking the plugin protocol of docs/plugins.md on its stdin and stdout. The program reads each file itself
 /// from the path it is given; syncgate never holds a file's bytes. Everything else (retries, the ledger, status,
 /// destination states) is the core's, as for a built-in destination.
-public final class ExecDestination: Destination, @unchecked Sendable {
+public final class ExecDestination: Destination, Sendable {
     /// `type: exec`, with `command: [program, args...]`.
     public static let registration = PluginRegistration(type: "exec", summary: "any program speaking the plugin protocol (docs/plugins.md)") { setup in
         let config = try setup.decode(ExecConfig.self)
@@ -230,25 +230,23 @@ public final class ExecDestination: Destination, @unchecked Sendable {
 }
 
 /// Counts each remote name's attempts while it is not delivered (the `attempt` of a put).
-final class AttemptCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var counts: [String: Int] = [:]
+final class AttemptCounter: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
     func next(_ name: String) -> Int {
-        lock.withLock {
+        counts.withLock { counts in
             let value = (counts[name] ?? 0) + 1
             counts[name] = value
             return value
         }
     }
-    func clear(_ name: String) { lock.withLock { _ = counts.removeValue(forKey: name) } }
+    func clear(_ name: String) { counts.withLock { _ = $0.removeValue(forKey: name) } }
 }
 
 /// Keeps byte progress going forward only.
-final class ProgressClamp: @unchecked Sendable {
-    private let lock = NSLock()
-    private var last: Int64 = -1
+final class ProgressClamp: Sendable {
+    private let last = Mutex<Int64>(-1)
     func advance(to value: Int64) -> Int64? {
-        lock.withLock {
+        last.withLock { last in
             guard value > last else { return nil }
             last = value
             return value

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SyncgateCore
+import Synchronization
 
 /// `syncgate plugin check`: a conformance run of any plugin program, through the same host syncgate uses. Each
 /// step is a line of the report; a violation fails it.
@@ -230,20 +231,18 @@ extension ExecDestination {
     }
 }
 
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
 
 /// Byte progress of one put: never back, never past the size.
-final class ProgressRecord: @unchecked Sendable {
-    private let lock = NSLock()
-    private var values: [Int64] = []
-    func add(_ value: Int64) { lock.withLock { values.append(value) } }
+final class ProgressRecord: Sendable {
+    private let values = Mutex<[Int64]>([])
+    func add(_ value: Int64) { values.withLock { $0.append(value) } }
     func problem(size: Int64) -> String? {
-        let all = lock.withLock { values }
+        let all = values.withLock { $0 }
         if all.contains(where: { $0 < 0 || $0 > size }) { return "progress out of 0...\(size)" }
         if zip(all, all.dropFirst()).contains(where: { $1 < $0 }) { return "progress went back" }
         return nil

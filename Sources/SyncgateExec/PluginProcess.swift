@@ -5,19 +5,19 @@ import Darwin
 #endif
 import Foundation
 import SyncgateCore
+import Synchronization
 
 /// One running plugin program: started with `posix_spawn` in a process group of its own (so that a Ctrl-C at the
 /// terminal reaches syncgate, which ends its plugins itself), with its signals at their defaults and none blocked,
 /// in the config's folder, with three pipes. syncgate writes requests to its stdin without ever blocking (the pipe
 /// is non-blocking: a plugin that stops reading is found out, not waited for), and two threads of its own read its
 /// stdout and stderr with plain blocking `read`s, so neither depends on the cooperative pool.
-final class PluginProcess: @unchecked Sendable {
+final class PluginProcess: Sendable {
     let pid: pid_t
     let stdout: Int32
     let stderr: Int32
-    private let lock = NSLock()
-    private var stdin: Int32
-    private var reaped: Int32?
+    /// Its stdin (-1 once closed), and its wait status once reaped. Held through a whole ``write(_:patience:)``.
+    private let state: Mutex<(stdin: Int32, reaped: Int32?)>
 
     /// Starts `executable` (an absolute path) with `arguments` (after `argv[0]`), `environment` and working folder
     /// `directory`. Throws a `POSIXError` when it cannot be started.
@@ -62,7 +62,8 @@ final class PluginProcess: @unchecked Sendable {
             throw POSIXError(POSIXErrorCode(rawValue: status) ?? .EIO)
         }
         pid = child
-        stdin = inPipe[1]
+        let stdin = inPipe[1]
+        state = Mutex((stdin: stdin, reaped: nil))
         stdout = outPipe[0]
         stderr = errPipe[0]
         _ = fcntl(stdin, F_SETFL, fcntl(stdin, F_GETFL) | O_NONBLOCK)
@@ -113,42 +114,43 @@ final class PluginProcess: @unchecked Sendable {
     /// Writes `bytes` (one or more whole lines) to the plugin's stdin. A pipe that stays full for `patience`
     /// means the plugin stopped reading.
     func write(_ bytes: [UInt8], patience: Duration = .seconds(5)) throws(WriteFailure) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard stdin >= 0 else { throw .closed }
-        var written = 0
-        let deadline = ContinuousClock.now + patience
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(stdin, $0.baseAddress! + written, bytes.count - written) }
-            if n >= 0 {
-                written += n
-                continue
-            }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN:
-                if ContinuousClock.now >= deadline { throw .notReading(seconds: Int(patience.components.seconds)) }
-                var poller = pollfd(fd: stdin, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&poller, 1, 100)
-            default:
-                throw .closed
+        try state.withLock { (state) throws(WriteFailure) -> Void in
+            let stdin = state.stdin
+            guard stdin >= 0 else { throw .closed }
+            var written = 0
+            let deadline = ContinuousClock.now + patience
+            while written < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.write(stdin, $0.baseAddress! + written, bytes.count - written) }
+                if n >= 0 {
+                    written += n
+                    continue
+                }
+                switch errno {
+                case EINTR: continue
+                case EAGAIN:
+                    if ContinuousClock.now >= deadline { throw .notReading(seconds: Int(patience.components.seconds)) }
+                    var poller = pollfd(fd: stdin, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&poller, 1, 100)
+                default:
+                    throw .closed
+                }
             }
         }
     }
 
     /// Closes the plugin's stdin: it should finish and exit.
     func closeInput() {
-        lock.withLock {
-            if stdin >= 0 {
-                close(stdin)
-                stdin = -1
+        state.withLock { state in
+            if state.stdin >= 0 {
+                close(state.stdin)
+                state.stdin = -1
             }
         }
     }
 
     /// SIGKILL to the plugin and its process group (whatever it started goes too).
     func kill() {
-        let alive = lock.withLock { reaped == nil }
+        let alive = state.withLock { $0.reaped == nil }
         guard alive else { return }
         _ = Glibc.kill(-pid, SIGKILL)
         _ = Glibc.kill(pid, SIGKILL)
@@ -158,7 +160,7 @@ final class PluginProcess: @unchecked Sendable {
     /// ("status 3", "signal 9").
     @discardableResult
     func reap(within timeout: Duration) -> String {
-        if let done = lock.withLock({ reaped }) { return PluginProcess.describe(done) }
+        if let done = state.withLock({ $0.reaped }) { return PluginProcess.describe(done) }
         let deadline = ContinuousClock.now + timeout
         var status: Int32 = 0
         while true {
@@ -175,7 +177,7 @@ final class PluginProcess: @unchecked Sendable {
             }
             usleep(5_000)
         }
-        lock.withLock { reaped = status }
+        state.withLock { $0.reaped = status }
         closeInput()
         return PluginProcess.describe(status)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SyncgateCore
+import Synchronization
 
 /// Why a plugin's session ended before a request was answered: the message names the plugin.
 struct PluginGone: Error, CustomStringConvertible {
@@ -13,6 +14,9 @@ struct PluginGone: Error, CustomStringConvertible {
 /// (a line that is not JSON, one over 1 MiB, an answer to an id not in flight), that does not end a cancelled
 /// request within the grace, or that leaves a request without a word for its answer timeout is killed; every
 /// request in flight then fails with an error naming it, and the host starts it again when next needed.
+///
+/// Unchecked only for `timer`, a Dispatch timer source (not `Sendable`), set up in `init` and then only cancelled;
+/// the session's state is behind a `Mutex`.
 final class PluginSession: @unchecked Sendable {
     let process: PluginProcess
     /// "plugin 'syncgate-destination-webhook'": for messages.
@@ -21,36 +25,45 @@ final class PluginSession: @unchecked Sendable {
     let cancelGrace: Duration
     private let onEnd: @Sendable (PluginSession, _ expected: Bool) -> Void
 
-    private let lock = NSLock()
-    private var nextID = 0
-    private var inFlight: [Int: Waiter] = [:]
-    /// Requests cancelled and not yet ended by the plugin: its late answers to them are dropped.
-    private var cancelled: Set<Int> = []
-    private var ended: PluginGone?
-    private var closing = false
-    private var lastLogLine = ""
+    private struct State {
+        var nextID = 0
+        var inFlight: [Int: InFlight] = [:]
+        /// Requests cancelled and not yet ended by the plugin: its late answers to them are dropped.
+        var cancelled: Set<Int> = []
+        var ended: PluginGone?
+        var closing = false
+        var lastLogLine = ""
+    }
 
-    final class Waiter: @unchecked Sendable {
+    /// A request in flight.
+    private struct InFlight {
+        let waiter: Waiter
+        /// When the plugin last said something about the request (nil: no answer timeout applies).
+        var lastHeard: ContinuousClock.Instant?
+    }
+
+    private let state = Mutex(State())
+
+    final class Waiter: Sendable {
         let what: String
         let progress: (@Sendable (Int64) -> Void)?
         /// Takes a listed entry; an error it returns stops the listing (cancelled, failing with it).
         let entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)?
         let complete: @Sendable (Result<JSONValue, any Error>) -> Void
-        /// When the plugin last said something about the request (nil: no answer timeout applies).
-        var lastHeard: ContinuousClock.Instant?
         let idleLimit: Duration?
         /// When the request fails with ``PluginTimeout`` if still unanswered (nil: never), and that limit.
-        var deadline: ContinuousClock.Instant?
-        var deadlineLimit: Duration?
+        let deadline: ContinuousClock.Instant?
+        let deadlineLimit: Duration?
 
-        init(what: String, idleLimit: Duration?, progress: (@Sendable (Int64) -> Void)?, entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)?,
-             complete: @escaping @Sendable (Result<JSONValue, any Error>) -> Void) {
+        init(what: String, idleLimit: Duration?, deadline: Duration? = nil, progress: (@Sendable (Int64) -> Void)?,
+             entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)?, complete: @escaping @Sendable (Result<JSONValue, any Error>) -> Void) {
             self.what = what
             self.idleLimit = idleLimit
+            self.deadline = deadline.map { .now + $0 }
+            self.deadlineLimit = deadline
             self.progress = progress
             self.entry = entry
             self.complete = complete
-            lastHeard = idleLimit == nil ? nil : .now
         }
     }
 
@@ -74,10 +87,10 @@ final class PluginSession: @unchecked Sendable {
 
     private let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
 
-    var isEnded: Bool { lock.withLock { ended != nil } }
+    var isEnded: Bool { state.withLock { $0.ended != nil } }
 
     /// The last line the plugin wrote to its log, for messages ("" when none).
-    var lastLog: String { lock.withLock { lastLogLine } }
+    var lastLog: String { state.withLock { $0.lastLogLine } }
 
     // MARK: Requests
 
@@ -93,11 +106,7 @@ final class PluginSession: @unchecked Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
                 let once = Once(continuation)
-                let waiter = Waiter(what: what, idleLimit: idleLimit, progress: progress, entry: entry) { once.resume($0) }
-                if let deadline {
-                    waiter.deadline = .now + deadline
-                    waiter.deadlineLimit = deadline
-                }
+                let waiter = Waiter(what: what, idleLimit: idleLimit, deadline: deadline, progress: progress, entry: entry) { once.resume($0) }
                 send(op, fields, waiter: waiter, box: box)
             }
         } onCancel: {
@@ -123,22 +132,24 @@ final class PluginSession: @unchecked Sendable {
     }
 
     private func send(_ op: String, _ fields: [String: JSONValue], waiter: Waiter, box: CancelBox) {
+        let started: Result<Int, PluginGone> = state.withLock { state in
+            if let ended = state.ended { return .failure(ended) }
+            state.nextID += 1
+            let id = state.nextID
+            state.inFlight[id] = InFlight(waiter: waiter, lastHeard: waiter.idleLimit == nil ? nil : .now)
+            return .success(id)
+        }
         let id: Int
-        do {
-            lock.lock()
-            if let ended {
-                lock.unlock()
-                waiter.complete(.failure(ended))
-                return
-            }
-            nextID += 1
-            id = nextID
-            inFlight[id] = waiter
-            lock.unlock()
+        switch started {
+        case .failure(let ended):
+            waiter.complete(.failure(ended))
+            return
+        case .success(let value):
+            id = value
         }
         if box.register(id) {
             // Cancelled before it was sent: it never reaches the plugin.
-            let waiter = lock.withLock { inFlight.removeValue(forKey: id) }
+            let waiter = state.withLock { $0.inFlight.removeValue(forKey: id)?.waiter }
             waiter?.complete(.failure(CancellationError()))
             return
         }
@@ -163,10 +174,10 @@ final class PluginSession: @unchecked Sendable {
 
     /// Sends `cancel` for a request in flight and fails it at once with `error` (`CancellationError`).
     private func cancel(_ id: Int, with error: any Error = CancellationError()) {
-        let waiter: Waiter? = lock.withLock {
-            guard let waiter = inFlight.removeValue(forKey: id) else { return nil }
-            if ended == nil { cancelled.insert(id) }
-            return waiter
+        let waiter: Waiter? = state.withLock { state in
+            guard let request = state.inFlight.removeValue(forKey: id) else { return nil }
+            if state.ended == nil { state.cancelled.insert(id) }
+            return request.waiter
         }
         guard let waiter else { return }
         waiter.complete(.failure(error))
@@ -174,7 +185,7 @@ final class PluginSession: @unchecked Sendable {
         try? process.write(Array(line.utf8), patience: .seconds(1))
         let grace = cancelGrace
         DispatchQueue.global().asyncAfter(deadline: .now() + grace.seconds) { [self] in
-            let stillRunning = lock.withLock { cancelled.contains(id) }
+            let stillRunning = state.withLock { $0.cancelled.contains(id) }
             if stillRunning {
                 end(PluginGone(message: "\(label) did not end the cancelled \(waiter.what) within \(grace.syncgateText) (hung?); killed it"), kill: true)
             }
@@ -187,16 +198,18 @@ final class PluginSession: @unchecked Sendable {
     /// second.
     private func sweep() {
         let now = ContinuousClock.now
-        var expired: [(Int, Waiter)] = []
-        var silent: Waiter?
-        lock.withLock {
-            for (id, waiter) in inFlight {
+        let (expired, silent) = state.withLock { state -> ([(Int, Waiter)], Waiter?) in
+            var expired: [(Int, Waiter)] = []
+            var silent: Waiter?
+            for (id, request) in state.inFlight {
+                let waiter = request.waiter
                 if let deadline = waiter.deadline, deadline <= now {
                     expired.append((id, waiter))
-                } else if let heard = waiter.lastHeard, let limit = waiter.idleLimit, now - heard >= limit {
+                } else if let heard = request.lastHeard, let limit = waiter.idleLimit, now - heard >= limit {
                     silent = waiter
                 }
             }
+            return (expired, silent)
         }
         for (id, waiter) in expired {
             cancel(id, with: PluginTimeout(message: "\(label) did not answer \(waiter.what) within \((waiter.deadlineLimit ?? .zero).syncgateText)"))
@@ -210,13 +223,13 @@ final class PluginSession: @unchecked Sendable {
 
     /// Ends the session: every request in flight fails with `reason`; `kill` also kills the plugin.
     func end(_ reason: PluginGone, kill: Bool) {
-        let taken: (waiters: [Waiter], expected: Bool)? = lock.withLock {
-            guard ended == nil else { return nil }
-            ended = reason
-            let waiters = Array(inFlight.values)
-            inFlight.removeAll()
-            cancelled.removeAll()
-            return (waiters, closing)
+        let taken: (waiters: [Waiter], expected: Bool)? = state.withLock { state in
+            guard state.ended == nil else { return nil }
+            state.ended = reason
+            let waiters = state.inFlight.values.map(\.waiter)
+            state.inFlight.removeAll()
+            state.cancelled.removeAll()
+            return (waiters, state.closing)
         }
         guard let taken else { return }
         timer.cancel()
@@ -228,7 +241,7 @@ final class PluginSession: @unchecked Sendable {
 
     /// Closes the plugin's stdin: it is expected to exit (its exit is then not an error).
     func closeInput() {
-        lock.withLock { closing = true }
+        state.withLock { $0.closing = true }
         process.closeInput()
     }
 
@@ -257,6 +270,17 @@ final class PluginSession: @unchecked Sendable {
         end(PluginGone(message: "\(label) exited (\(status))\(tail)"), kill: false)
     }
 
+    /// What an answer's id stands for.
+    private enum Answered {
+        /// The session ended: the line is not looked at.
+        case ended
+        /// A request cancelled: its late answer is dropped.
+        case cancelled
+        case request(Waiter)
+        /// No request has that id.
+        case unknown
+    }
+
     /// Hands one answer to its request; false (and the plugin killed) when the line breaks the protocol.
     private func handle(_ line: ArraySlice<UInt8>) -> Bool {
         let answer: PluginAnswer
@@ -267,22 +291,27 @@ final class PluginSession: @unchecked Sendable {
             return false
         }
         let id = answer.id
-        let waiter: Waiter?
-        do {
-            lock.lock()
-            defer { lock.unlock() }
-            if ended != nil { return false }
-            if let found = inFlight[id] {
-                waiter = found
-                if answer.isFinal { inFlight[id] = nil } else if found.lastHeard != nil { found.lastHeard = .now }
-            } else if cancelled.contains(id) {
-                if answer.isFinal { cancelled.remove(id) }
-                return true
-            } else {
-                waiter = nil
+        let found: Answered = state.withLock { state in
+            if state.ended != nil { return .ended }
+            if let request = state.inFlight[id] {
+                if answer.isFinal {
+                    state.inFlight[id] = nil
+                } else if request.lastHeard != nil {
+                    state.inFlight[id]?.lastHeard = .now
+                }
+                return .request(request.waiter)
+            } else if state.cancelled.contains(id) {
+                if answer.isFinal { state.cancelled.remove(id) }
+                return .cancelled
             }
+            return .unknown
         }
-        guard let waiter else {
+        let waiter: Waiter
+        switch found {
+        case .ended: return false
+        case .cancelled: return true
+        case .request(let found): waiter = found
+        case .unknown:
             end(PluginGone(message: "\(label) \(PluginViolation.wrongID(id)); killed it"), kill: true)
             return false
         }
@@ -309,7 +338,7 @@ final class PluginSession: @unchecked Sendable {
         let limit = 100
         LineReaderLoose.read(process.stderr, limit: 8 * 1024) { bytes in
             let text = String(decoding: bytes, as: UTF8.self)
-            lock.withLock { lastLogLine = String(text.prefix(2000)) }
+            state.withLock { $0.lastLogLine = String(text.prefix(2000)) }
             let now = ContinuousClock.now
             if now - windowStart >= .seconds(10) {
                 if dropped > 0 { logger.warning("\(label): \(dropped) log lines dropped (the plugin logs too much)") }
@@ -339,35 +368,5 @@ final class PluginSession: @unchecked Sendable {
         if rest.first == ":" { rest = rest.dropFirst() }
         if !rest.isEmpty && rest.first != " " { return (.warning, line) }
         return (level, String(rest.drop { $0 == " " }))
-    }
-}
-
-/// Reads lines for a log: a line longer than `limit` is cut into pieces rather than refused.
-enum LineReaderLoose {
-    static func read(_ fd: Int32, limit: Int, line: (ArraySlice<UInt8>) -> Void) {
-        var buffer: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                break
-            }
-            if n == 0 { break }
-            buffer.append(contentsOf: chunk[0..<n])
-            var start = 0
-            while let newline = buffer[start...].firstIndex(of: 0x0A) {
-                var end = newline
-                if end > start && buffer[end - 1] == 0x0D { end -= 1 }
-                line(buffer[start..<end])
-                start = newline + 1
-            }
-            while buffer.count - start > limit {
-                line(buffer[start..<(start + limit)])
-                start += limit
-            }
-            if start > 0 { buffer.removeFirst(start) }
-        }
-        if !buffer.isEmpty { line(buffer[...]) }
     }
 }

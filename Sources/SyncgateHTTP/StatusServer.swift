@@ -6,6 +6,7 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import SyncgateCore
+import Synchronization
 
 /// The status page and API of `syncgate run` (docs/http.md): `/` (the page), `/healthz`, `/readyz`, `/metrics`,
 /// `/api/status`, `/api/operations`, `/api/events`, `POST /api/retry`, `POST /api/forget`. A Hummingbird 2
@@ -144,16 +145,19 @@ public struct StatusServer: Sendable {
 
 /// The first of two outcomes of ``StatusServer/run(onListening:)``: the server's own end, or the end of waiting for
 /// it after a shutdown was asked.
-private final class FirstOutcome: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Void, any Error>?
-    private var early: Result<Void, any Error>?
-    private var resumed = false
+private final class FirstOutcome: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Void, any Error>?
+        var early: Result<Void, any Error>?
+        var resumed = false
+    }
+
+    private let state = Mutex(State())
 
     func set(_ continuation: CheckedContinuation<Void, any Error>) {
-        let ready: Result<Void, any Error>? = lock.withLock {
-            if let early { resumed = true; return early }
-            self.continuation = continuation
+        let ready: Result<Void, any Error>? = state.withLock { state in
+            if let early = state.early { state.resumed = true; return early }
+            state.continuation = continuation
             return nil
         }
         if let ready { continuation.resume(with: ready) }
@@ -162,11 +166,11 @@ private final class FirstOutcome: @unchecked Sendable {
     /// Resumes the waiter with `result` unless something resumed it before; says whether this did.
     @discardableResult
     func resume(with result: Result<Void, any Error>) -> Bool {
-        let waiting: CheckedContinuation<Void, any Error>? = lock.withLock {
-            guard !resumed, early == nil else { return nil }
-            guard let continuation else { early = result; return nil }
-            resumed = true
-            self.continuation = nil
+        let waiting: CheckedContinuation<Void, any Error>? = state.withLock { state in
+            guard !state.resumed, state.early == nil else { return nil }
+            guard let continuation = state.continuation else { state.early = result; return nil }
+            state.resumed = true
+            state.continuation = nil
             return continuation
         }
         guard let waiting else { return false }

@@ -7,10 +7,10 @@ import SyncgateCore
 /// Takes the SHA-256 of a file's chunks on a queue of its own, in the order they are added, so that hashing a file
 /// overlaps with sending it (the CRC-32s, the frames, the socket) instead of adding to it. The sender waits, without
 /// blocking a thread, while `backlog` chunks are still to be hashed: memory stays bounded.
-final class ChunkHasher: @unchecked Sendable {
+final class ChunkHasher: Sendable {
     private let queue = DispatchQueue(label: "syncgate.headunit.sha256")
-    /// Only touched on `queue`.
-    private var hasher = SHA256()
+    /// Only touched on `queue` (the lock is never contended: it makes that checked).
+    private let hasher = Mutex(SHA256())
     private let waiting = Atomic<Int>(0)
     let backlog: Int
 
@@ -23,7 +23,7 @@ final class ChunkHasher: @unchecked Sendable {
         if waiting.load(ordering: .acquiring) >= backlog { await drain() }
         waiting.add(1, ordering: .relaxed)
         queue.async { [self] in
-            chunk.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+            hasher.withLock { hasher in chunk.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) } }
             waiting.subtract(1, ordering: .releasing)
         }
     }
@@ -36,7 +36,7 @@ final class ChunkHasher: @unchecked Sendable {
     /// The hash of every chunk added, as lowercase hex (taken on the queue once the chunks before it are hashed).
     func finalize() async -> String {
         await withCheckedContinuation { (done: CheckedContinuation<String, Never>) in
-            queue.async { [self] in done.resume(returning: FileHasher.hex(hasher.finalize())) }
+            queue.async { [self] in done.resume(returning: FileHasher.hex(hasher.withLock { $0.finalize() })) }
         }
     }
 }

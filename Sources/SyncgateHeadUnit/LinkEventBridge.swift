@@ -14,6 +14,8 @@ import SyncgateSDL
 /// - Senders wait here for the channel to become writable again (``whenWritable(_:)``).
 ///
 /// State other than the atomics is only touched on the event loop.
+///
+/// Unchecked: a NIO handler; its plain fields are touched on its event loop only (above), the rest are atomics.
 final class LinkEventBridge: ChannelDuplexHandler, @unchecked Sendable {
     typealias InboundIn = SDLFrame
     typealias OutboundIn = ByteBuffer

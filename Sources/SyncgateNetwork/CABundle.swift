@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NIOSSL
+import Synchronization
 
 /// A PEM file of CA certificates a destination trusts, read and checked when the config is loaded: a file that is
 /// missing, not a regular file, larger than ``maxSize`` or without a single certificate is refused there, naming
@@ -74,18 +75,7 @@ public struct CABundle: Sendable, Hashable {
     }
 
     /// The certificates of the bundles parsed so far, by the SHA-256 of the file's bytes.
-    private static let parsed = LockedDictionary()
-
-    private final class LockedDictionary: @unchecked Sendable {
-        private let lock = NSLock()
-        private var entries: [String: [NIOSSLCertificate]] = [:]
-
-        func withLock<T>(_ body: (inout [String: [NIOSSLCertificate]]) -> T) -> T {
-            lock.lock()
-            defer { lock.unlock() }
-            return body(&entries)
-        }
-    }
+    private static let parsed = Mutex<[String: [NIOSSLCertificate]]>([:])
 
     public static func == (a: CABundle, b: CABundle) -> Bool { a.path == b.path && a.sha256 == b.sha256 }
     public func hash(into hasher: inout Hasher) {

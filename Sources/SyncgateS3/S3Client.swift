@@ -5,18 +5,19 @@ import NIOCore
 import NIOHTTP1
 import SyncgateCore
 import SyncgateNetwork
+import Synchronization
 
 /// Signs and sends S3 requests over one lazily created `HTTPClient` (shut down by ``shutdown()``), and turns
 /// non-2xx answers and transport failures into classified ``DestinationError``s.
-final class S3Client: @unchecked Sendable {
+final class S3Client: Sendable {
     let settings: S3Settings
     let logger: Logger
-    private let lock = NSLock()
-    private var client: HTTPClient?
+    /// Made at the first request (under the lock, so once), taken by ``shutdown()``.
+    private let client = Mutex<HTTPClient?>(nil)
     /// The credentials each request is signed with (renewed when they are fetched ones).
     private let credentials: AWSCredentialProvider
-    /// Clock used to date requests (tests may pin it).
-    var now: @Sendable () -> Date = { Date() }
+    /// Clock used to date requests.
+    let now: @Sendable () -> Date = { Date() }
 
     /// The proxy requests go through (nil: direct), decided once for the endpoint (docs/network.md).
     let proxy: HTTPProxy?
@@ -66,9 +67,15 @@ final class S3Client: @unchecked Sendable {
     static let errorBodyLimit = 64 << 10
 
     private func httpClient() -> HTTPClient {
-        lock.lock()
-        defer { lock.unlock() }
-        if let client { return client }
+        client.withLock { client in
+            if let client { return client }
+            let made = makeClient()
+            client = made
+            return made
+        }
+    }
+
+    private func makeClient() -> HTTPClient {
         let idle = TimeAmount.nanoseconds(Int64(settings.requestTimeout.seconds * 1e9))
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
@@ -83,14 +90,12 @@ final class S3Client: @unchecked Sendable {
         if let origin = URL(string: settings.origin) {
             logger.debug("S3 connections", metadata: ["endpoint": "\(settings.origin)", "route": "\(settings.network.describe(origin))"])
         }
-        let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        client = made
-        return made
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
     /// A destination dropped without ``S3Destination/finish()`` (an error path) still closes its connections.
     deinit {
-        if let client { client.shutdown { _ in } }
+        if let client = client.withLock({ $0 }) { client.shutdown { _ in } }
     }
 
     func shutdown() async {
@@ -99,10 +104,9 @@ final class S3Client: @unchecked Sendable {
     }
 
     private func takeClient() -> HTTPClient? {
-        lock.withLock {
-            let current = client
-            client = nil
-            return current
+        client.withLock { client in
+            defer { client = nil }
+            return client
         }
     }
 

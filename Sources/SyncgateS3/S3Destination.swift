@@ -3,11 +3,12 @@ import Logging
 import NIOHTTP1
 import SyncgateCore
 import SyncgateNetwork
+import Synchronization
 
 /// Delivers files to a bucket of any S3-compatible server (AWS, MinIO, Ceph, OpenStack Swift s3api, moto):
 /// SigV4-signed, streamed PutObject with Content-MD5 and the payload's SHA-256, multipart above the threshold,
 /// HEAD-based skip of objects that already hold the bytes, ListObjectsV2 listing and DeleteObjects removal.
-public final class S3Destination: Destination, @unchecked Sendable {
+public final class S3Destination: Destination, Sendable {
     public static let registration = PluginRegistration(
         type: "s3", summary: "any S3-compatible object storage (AWS S3, MinIO, Ceph, moto): SigV4, streaming multipart"
     , decode: { setup in
@@ -32,8 +33,7 @@ public final class S3Destination: Destination, @unchecked Sendable {
     let logger: Logger
     let resumeStore: S3MultipartResumeStore
     /// When ``abortStaleUploads()`` last looked (it looks at most hourly).
-    private let staleCheck = NSLock()
-    private var staleCheckedAt: Date?
+    private let staleCheckedAt = Mutex<Date?>(nil)
     /// What the bucket holds in the folders of this pass's new files (``S3Settings/existing`` `check`).
     let existing = S3ExistingObjects()
 
@@ -184,9 +184,9 @@ public final class S3Destination: Destination, @unchecked Sendable {
     /// large enough for multipart; a failure is logged and changes nothing else.
     func abortStaleUploads(now: Date = Date()) async {
         guard let limit = settings.abortIncompleteAfter, resumeStore.persists else { return }
-        let due = staleCheck.withLock { () -> Bool in
-            if let last = staleCheckedAt, now.timeIntervalSince(last) < 3600 { return false }
-            staleCheckedAt = now
+        let due = staleCheckedAt.withLock { checkedAt -> Bool in
+            if let last = checkedAt, now.timeIntervalSince(last) < 3600 { return false }
+            checkedAt = now
             return true
         }
         guard due else { return }

@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateCore
+import Synchronization
 
 /// Multipart uploads that can be resumed, so that the next attempt at the same file sends only the parts still
 /// missing: in memory for the attempts of this run, and, once the destination has the ledger's ``ResumeStore``
@@ -10,7 +11,7 @@ import SyncgateCore
 /// Without a ledger (a library user) whatever is kept when the destination finishes is aborted; with one it stays
 /// for the next run, and uploads left for longer than `abort_incomplete_after` are aborted then
 /// (``S3Destination/abortStaleUploads()``). Uploads that must not be resumed are aborted when it finishes either way.
-final class S3MultipartResumeStore: @unchecked Sendable {
+final class S3MultipartResumeStore: Sendable {
     struct Pending: Sendable, Codable {
         var uploadID: String
         var size: Int64
@@ -24,28 +25,31 @@ final class S3MultipartResumeStore: @unchecked Sendable {
         }
     }
 
-    private let lock = NSLock()
-    private var pending: [String: Pending] = [:]
-    /// Uploads whose abort did not go through (cancelled, or failed): only to be aborted.
-    private var abandoned: [(key: String, uploadID: String)] = []
-    private var ledger: ResumeStore?
-    private let logger: (String) -> Void
+    private struct State {
+        var pending: [String: Pending] = [:]
+        /// Uploads whose abort did not go through (cancelled, or failed): only to be aborted.
+        var abandoned: [(key: String, uploadID: String)] = []
+        var ledger: ResumeStore?
+    }
 
-    init(logger: @escaping (String) -> Void = { _ in }) {
+    private let state = Mutex(State())
+    private let logger: @Sendable (String) -> Void
+
+    init(logger: @escaping @Sendable (String) -> Void = { _ in }) {
         self.logger = logger
     }
 
     /// Keeps uploads in the ledger from now on.
     func use(_ store: ResumeStore) {
-        lock.withLock { ledger = store }
+        state.withLock { $0.ledger = store }
     }
 
-    var persists: Bool { lock.withLock { ledger != nil } }
+    var persists: Bool { state.withLock { $0.ledger != nil } }
 
     /// Removes and returns what was kept for `key`: from this run's attempts, else from the ledger (`fromLedger`:
     /// its parts must then be checked against the server's list before they count).
     func take(_ key: String) -> (upload: Pending, fromLedger: Bool)? {
-        let (kept, store) = lock.withLock { (pending.removeValue(forKey: key), ledger) }
+        let (kept, store) = state.withLock { ($0.pending.removeValue(forKey: key), $0.ledger) }
         if let kept { return (kept, false) }
         guard let store else { return nil }
         do {
@@ -61,13 +65,13 @@ final class S3MultipartResumeStore: @unchecked Sendable {
     /// Keeps an upload for the next attempt in this run (the ledger has it already: ``record(_:_:)`` wrote it when
     /// it was created and after each part).
     func keep(_ key: String, _ upload: Pending) {
-        lock.withLock { pending[key] = upload }
+        state.withLock { $0.pending[key] = upload }
     }
 
     /// Writes the upload's progress to the ledger (no-op without one). A failure is logged: the upload goes on, and
     /// a later run resends what the ledger does not name.
     func record(_ key: String, _ upload: Pending) {
-        guard let store = lock.withLock({ ledger }) else { return }
+        guard let store = state.withLock({ $0.ledger }) else { return }
         do {
             let data = try JSONEncoder().encode(upload)
             try store.save(key, String(decoding: data, as: UTF8.self))
@@ -78,32 +82,32 @@ final class S3MultipartResumeStore: @unchecked Sendable {
 
     /// The upload of `key` is over (completed or aborted): nothing to resume.
     func forget(_ key: String) {
-        let store = lock.withLock { () -> ResumeStore? in
-            pending.removeValue(forKey: key)
-            return ledger
+        let store = state.withLock { state -> ResumeStore? in
+            state.pending.removeValue(forKey: key)
+            return state.ledger
         }
         try? store?.remove(key)
     }
 
     /// What the ledger keeps, with when it was last written.
     func recorded() -> [(key: String, upload: Pending?, updatedAt: Date)] {
-        guard let store = lock.withLock({ ledger }), let entries = try? store.all() else { return [] }
+        guard let store = state.withLock({ $0.ledger }), let entries = try? store.all() else { return [] }
         return entries.map { ($0.name, try? JSONDecoder().decode(Pending.self, from: Data($0.value.utf8)), $0.updatedAt) }
     }
 
     /// Keeps an upload that must not be resumed, for ``drain()`` to return.
     func abandon(_ key: String, uploadID: String) {
-        lock.withLock { abandoned.append((key, uploadID)) }
+        state.withLock { $0.abandoned.append((key, uploadID)) }
     }
 
     /// Removes and returns what the destination aborts when it finishes: the abandoned uploads, and, without a
     /// ledger to keep them for a later run, the resumable ones too.
     func drain() -> [(key: String, uploadID: String)] {
-        lock.withLock {
-            var all = abandoned
-            if ledger == nil { all += pending.map { (key: $0.key, uploadID: $0.value.uploadID) } }
-            pending.removeAll()
-            abandoned.removeAll()
+        state.withLock { state in
+            var all = state.abandoned
+            if state.ledger == nil { all += state.pending.map { (key: $0.key, uploadID: $0.value.uploadID) } }
+            state.pending.removeAll()
+            state.abandoned.removeAll()
             return all
         }
     }

@@ -5,6 +5,9 @@ import FoundationXML
 
 /// A parsed XML element of an S3 response (ListBucketResult, Error, DeleteResult, ...), read with Foundation's
 /// `XMLParser`. Namespaces are ignored: S3 answers use one default namespace or none.
+///
+/// Unchecked: `text` and `children` are set only by the parser that builds the tree (``parse(_:)``, on one
+/// thread), before the element is handed out; from then on it is only read.
 public final class S3XMLElement: @unchecked Sendable {
     public let name: String
     public fileprivate(set) var text: String = ""

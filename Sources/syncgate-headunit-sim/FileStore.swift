@@ -1,16 +1,24 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The head unit's file storage: one app's files as plain files in a folder, so tests compare bytes.
 /// The folder is the truth: ListFiles reads it, so a test may delete a file to play "ignition off".
-final class FileStore: @unchecked Sendable {
+final class FileStore: Sendable {
     let folder: URL
     let quota: Int64
-    private let lock = NSLock()
-    /// Names uploaded with persistentFile false during this simulator's life (lost at "ignition off").
-    private var volatileNames: Set<String> = []
+
+    private struct State {
+        /// Names uploaded with persistentFile false during this simulator's life (lost at "ignition off").
+        var volatileNames: Set<String> = []
+        var cachedUsed: Int64?
+        var cachedStamp: [Int] = []
+    }
+
+    /// Also held while the folder is listed or changed.
+    private let state = Mutex(State())
 
     init(folder: URL, quota: Int64) throws {
         self.folder = folder
@@ -22,7 +30,7 @@ final class FileStore: @unchecked Sendable {
 
     /// Names of the stored files, sorted.
     func names() -> [String] {
-        lock.withLock {
+        state.withLock { _ in
             let items = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
             return items.filter { !$0.hasPrefix(".sim-") }.sorted()
         }
@@ -42,17 +50,14 @@ final class FileStore: @unchecked Sendable {
     /// anyone else (a test deleting a file) forces a rescan.
     func used() -> Int64 {
         let stamp = folderStamp()
-        if let cached = lock.withLock({ cachedUsed.flatMap { stamp == cachedStamp ? $0 : nil } }) { return cached }
+        if let cached = state.withLock({ state in state.cachedUsed.flatMap { stamp == state.cachedStamp ? $0 : nil } }) { return cached }
         let total = names().reduce(0) { $0 + (size(of: $1) ?? 0) }
-        lock.withLock {
-            cachedUsed = total
-            cachedStamp = stamp
+        state.withLock { state in
+            state.cachedUsed = total
+            state.cachedStamp = stamp
         }
         return total
     }
-
-    private var cachedUsed: Int64?
-    private var cachedStamp: [Int] = []
 
     private func folderStamp() -> [Int] {
         var info = stat()
@@ -61,15 +66,15 @@ final class FileStore: @unchecked Sendable {
     }
 
     /// Runs a change of `name` and keeps the cached total right (or drops it when it was stale already).
-    private func tracking<T>(_ name: String, _ change: () -> T) -> T {
-        let valid = cachedUsed != nil && folderStamp() == cachedStamp
+    private func tracking<T>(_ name: String, _ state: inout State, _ change: (inout State) -> T) -> T {
+        let valid = state.cachedUsed != nil && folderStamp() == state.cachedStamp
         let before = size(of: name) ?? 0
-        let result = change()
-        if valid, let used = cachedUsed {
-            cachedUsed = used - before + (size(of: name) ?? 0)
-            cachedStamp = folderStamp()
+        let result = change(&state)
+        if valid, let used = state.cachedUsed {
+            state.cachedUsed = used - before + (size(of: name) ?? 0)
+            state.cachedStamp = folderStamp()
         } else {
-            cachedUsed = nil
+            state.cachedUsed = nil
         }
         return result
     }
@@ -81,7 +86,7 @@ final class FileStore: @unchecked Sendable {
     /// Writes `bytes` at `offset`: offset 0 replaces the file, any other offset must equal the stored size.
     func write(_ name: String, offset: Int64, bytes: [UInt8], persistent: Bool) -> WriteResult {
         if name == "." || name == ".." || name.isEmpty { return .failed }
-        return lock.withLock { tracking(name) { () -> WriteResult in
+        return state.withLock { state in tracking(name, &state) { state -> WriteResult in
             let target = path(name)
             if offset == 0 {
                 guard FileManager.default.createFile(atPath: target, contents: Data(bytes)) else { return .failed }
@@ -94,16 +99,16 @@ final class FileStore: @unchecked Sendable {
                     try handle.write(contentsOf: bytes)
                 } catch { return .failed }
             }
-            if persistent { volatileNames.remove(name) } else { volatileNames.insert(name) }
+            if persistent { state.volatileNames.remove(name) } else { state.volatileNames.insert(name) }
             return .ok
         } }
     }
 
     func delete(_ name: String) -> Bool {
         guard exists(name) else { return false }
-        return lock.withLock {
-            tracking(name) {
-                volatileNames.remove(name)
+        return state.withLock { state in
+            tracking(name, &state) { state in
+                state.volatileNames.remove(name)
                 return (try? FileManager.default.removeItem(atPath: path(name))) != nil
             }
         }
@@ -111,11 +116,11 @@ final class FileStore: @unchecked Sendable {
 
     /// "Ignition off": non-persistent files uploaded since start are lost.
     func dropVolatile() -> [String] {
-        lock.withLock {
-            let gone = volatileNames.sorted()
+        state.withLock { state in
+            let gone = state.volatileNames.sorted()
             for name in gone { try? FileManager.default.removeItem(atPath: path(name)) }
-            volatileNames.removeAll()
-            cachedUsed = nil
+            state.volatileNames.removeAll()
+            state.cachedUsed = nil
             return gone
         }
     }

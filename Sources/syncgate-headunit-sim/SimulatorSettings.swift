@@ -1,9 +1,8 @@
-import Foundation
+import Synchronization
 
 /// How the simulator behaves and which faults it injects. Fault counters are shared by all connections
 /// and can be changed at run time through the control port.
-final class SimulatorSettings: @unchecked Sendable {
-    private let lock = NSLock()
+final class SimulatorSettings: Sendable {
 
     let protocolVersion: UInt8
     let mtu: Int
@@ -19,16 +18,21 @@ final class SimulatorSettings: @unchecked Sendable {
     let language: String
     let verbose: Bool
 
-    private var _delayMilliseconds: Int
-    private var _genericErrors: Int
-    private var _corruptPuts: Int
-    private var _cutAfterBytes: Int
-    private var _cutConnections: Int
-    private var _forcedLevel: String?
-    private var _puts = 0
-    private var _putBytes: Int64 = 0
-    private var _connections = 0
-    private var _heartbeatACKs = 0
+    /// What the control port changes and the connections count.
+    private struct Counters {
+        var delayMilliseconds: Int
+        var genericErrors: Int
+        var corruptPuts: Int
+        var cutAfterBytes: Int
+        var cutConnections: Int
+        var forcedLevel: String?
+        var puts = 0
+        var putBytes: Int64 = 0
+        var connections = 0
+        var heartbeatACKs = 0
+    }
+
+    private let counters: Mutex<Counters>
 
     init(
         protocolVersion: UInt8, mtu: Int, noACK: Bool, noUI: Bool, activateAfter: Double, activateAfterRefusal: Double,
@@ -46,72 +50,69 @@ final class SimulatorSettings: @unchecked Sendable {
         self.heartbeatInterval = heartbeatInterval
         self.refuseRegistration = refuseRegistration
         self.verbose = verbose
-        _delayMilliseconds = delayMilliseconds
-        _genericErrors = genericErrors
-        _corruptPuts = corruptPuts
-        _cutAfterBytes = cutAfterBytes
-        _cutConnections = cutConnections
+        counters = Mutex(Counters(delayMilliseconds: delayMilliseconds, genericErrors: genericErrors, corruptPuts: corruptPuts,
+                                  cutAfterBytes: cutAfterBytes, cutConnections: cutConnections))
     }
 
     var delayMilliseconds: Int {
-        get { lock.withLock { _delayMilliseconds } }
-        set { lock.withLock { _delayMilliseconds = newValue } }
+        get { counters.withLock { $0.delayMilliseconds } }
+        set { counters.withLock { $0.delayMilliseconds = newValue } }
     }
 
     func set(genericErrors: Int? = nil, corruptPuts: Int? = nil, cutAfterBytes: Int? = nil, cutConnections: Int? = nil) {
-        lock.withLock {
-            if let genericErrors { _genericErrors = genericErrors }
-            if let corruptPuts { _corruptPuts = corruptPuts }
-            if let cutAfterBytes { _cutAfterBytes = cutAfterBytes }
-            if let cutConnections { _cutConnections = cutConnections }
+        counters.withLock { counters in
+            if let genericErrors { counters.genericErrors = genericErrors }
+            if let corruptPuts { counters.corruptPuts = corruptPuts }
+            if let cutAfterBytes { counters.cutAfterBytes = cutAfterBytes }
+            if let cutConnections { counters.cutConnections = cutConnections }
         }
     }
 
     /// Whether this PutFile must be answered GENERIC_ERROR (counts one down).
     func takeGenericError() -> Bool {
-        lock.withLock {
-            guard _genericErrors > 0 else { return false }
-            _genericErrors -= 1
+        counters.withLock { counters in
+            guard counters.genericErrors > 0 else { return false }
+            counters.genericErrors -= 1
             return true
         }
     }
 
     /// Whether this PutFile's data must be corrupted in transit (counts one down).
     func takeCorruption() -> Bool {
-        lock.withLock {
-            guard _corruptPuts > 0 else { return false }
-            _corruptPuts -= 1
+        counters.withLock { counters in
+            guard counters.corruptPuts > 0 else { return false }
+            counters.corruptPuts -= 1
             return true
         }
     }
 
     /// For a new connection: after how many received bytes to cut it (nil: never).
     func takeCutBudget() -> Int? {
-        lock.withLock {
-            _connections += 1
-            guard _cutAfterBytes > 0, _cutConnections > 0 else { return nil }
-            _cutConnections -= 1
-            return _cutAfterBytes
+        counters.withLock { counters in
+            counters.connections += 1
+            guard counters.cutAfterBytes > 0, counters.cutConnections > 0 else { return nil }
+            counters.cutConnections -= 1
+            return counters.cutAfterBytes
         }
     }
 
     var forcedLevel: String? {
-        get { lock.withLock { _forcedLevel } }
-        set { lock.withLock { _forcedLevel = newValue } }
+        get { counters.withLock { $0.forcedLevel } }
+        set { counters.withLock { $0.forcedLevel = newValue } }
     }
 
     func countPut(bytes: Int) {
-        lock.withLock {
-            _puts += 1
-            _putBytes += Int64(bytes)
+        counters.withLock { counters in
+            counters.puts += 1
+            counters.putBytes += Int64(bytes)
         }
     }
 
-    func countHeartbeatACK() { lock.withLock { _heartbeatACKs += 1 } }
+    func countHeartbeatACK() { counters.withLock { $0.heartbeatACKs += 1 } }
 
     var stats: String {
-        lock.withLock {
-            "connections=\(_connections) puts=\(_puts) put_bytes=\(_putBytes) heartbeat_acks=\(_heartbeatACKs)"
+        counters.withLock { counters in
+            "connections=\(counters.connections) puts=\(counters.puts) put_bytes=\(counters.putBytes) heartbeat_acks=\(counters.heartbeatACKs)"
         }
     }
 }

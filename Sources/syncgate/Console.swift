@@ -7,18 +7,23 @@ private let systemWrite = Darwin.write
 #endif
 import Foundation
 import SyncgateCore
+import Synchronization
 
 /// Plain output (secrets scrubbed), written with `write(2)` so that a reader that goes away (`syncgate status |
 /// head -1`) ends the command quietly instead of crashing it: see ``onBrokenPipe``.
 enum Console {
     /// What happens when standard output's reader has gone (EPIPE). By default the process exits at once with 141
     /// (as a program killed by SIGPIPE would, without a word); a sync replaces it to stop its run cleanly first.
-    nonisolated(unsafe) static var onBrokenPipe: @Sendable () -> Void = { _exit(141) }
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var outputClosed = false
+    static var onBrokenPipe: @Sendable () -> Void {
+        get { brokenPipe.withLock { $0 } }
+        set { brokenPipe.withLock { $0 = newValue } }
+    }
+    private static let brokenPipe = Mutex<@Sendable () -> Void>({ _exit(141) })
+    /// Whether standard output's reader has gone; also held while anything is written, so that lines stay whole.
+    private static let outputClosed = Mutex(false)
 
     /// Whether standard output's reader has gone.
-    static var isOutputClosed: Bool { lock.withLock { outputClosed } }
+    static var isOutputClosed: Bool { outputClosed.withLock { $0 } }
 
     static func out(_ line: String) {
         write(Redactor.shared.redact(line) + "\n", to: 1)
@@ -42,7 +47,7 @@ enum Console {
 
     private static func write(_ text: String, to fd: Int32) {
         if fd == 1 && isOutputClosed { return }
-        let broken: Bool = lock.withLock {
+        let broken: Bool = outputClosed.withLock { outputClosed in
             var bytes = Array(text.utf8)[...]
             while !bytes.isEmpty {
                 let n = bytes.withUnsafeBytes { systemWrite(fd, $0.baseAddress, $0.count) }

@@ -1,15 +1,15 @@
 import Foundation
 import SyncgateCore
+import Synchronization
 
 /// The gateway the status page looks at, across reloads: SIGHUP replaces the gateway, not the page's server. Until
 /// the first gateway starts (and between two), the page says it is not ready.
-final class CurrentGateway: GatewayObservable, @unchecked Sendable {
-    private let lock = NSLock()
-    private var gateway: Gateway?
+final class CurrentGateway: GatewayObservable, Sendable {
+    private let gateway = Mutex<Gateway?>(nil)
     private let idle = OperationList()
 
-    func set(_ gateway: Gateway?) { lock.withLock { self.gateway = gateway } }
-    private var current: Gateway? { lock.withLock { gateway } }
+    func set(_ gateway: Gateway?) { self.gateway.withLock { $0 = gateway } }
+    private var current: Gateway? { gateway.withLock { $0 } }
 
     struct NotRunning: Error, CustomStringConvertible {
         var description: String { "the gateway is starting or reading its config again" }

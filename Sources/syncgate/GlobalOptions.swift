@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import SyncgateCore
+import Synchronization
 
 /// Options every command takes.
 struct GlobalOptions: ParsableArguments {
@@ -96,10 +97,13 @@ extension GlobalOptions {
 }
 
 enum ProcessSetup {
-    nonisolated(unsafe) private static var done = false
+    private static let done = Mutex(false)
     static func once(_ level: Logger.Level, format: RedactingLogHandler.Format) {
-        guard !done else { return }
-        done = true
+        let first = done.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
         signal(SIGPIPE, SIG_IGN)
         LoggingSystem.bootstrap { label in RedactingLogHandler(label: label, level: level, format: format) }
     }

@@ -5,6 +5,8 @@ import SyncgateCore
 /// Ctrl-C (SIGINT), SIGTERM and SIGHUP (a closed terminal, or a service manager's stop): the first stops new uploads (in-flight ones get a grace period) and the process
 /// exits by ``exitDeadline`` after it whatever the destinations do; a second one exits at once. The ledger is
 /// consistent at every step, so the next run resumes either way.
+///
+/// Unchecked: `sources` is set in `init` only, and `count` is touched only on the serial `queue`.
 final class InterruptHandler: @unchecked Sendable {
     /// How long after the first signal the process is gone at the latest (the promise is 3 seconds; the rest is
     /// margin for the process to end).

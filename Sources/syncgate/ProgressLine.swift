@@ -1,69 +1,76 @@
 import Foundation
 import SyncgateCore
+import Synchronization
 
 /// The terminal progress line: files done, bytes, rate, ETA (standard error, redrawn in place).
-final class ProgressLine: @unchecked Sendable {
-    private let lock = NSLock()
-    private var totalFiles = 0
-    private var doneFiles = 0
-    private var failedFiles = 0
-    private var waitingFiles = 0
-    private var totalBytes: Int64 = 0
-    private var doneBytes: Int64 = 0
-    private var perFile: [String: Int64] = [:]
+final class ProgressLine: Sendable {
+    /// The counts; also held while the line is drawn, so that lines are drawn whole and in order.
+    private let state = Mutex(Counts())
     private let started = Date()
-    private var lastDraw = Date.distantPast
+
+    private struct Counts {
+        var totalFiles = 0
+        var doneFiles = 0
+        var failedFiles = 0
+        var waitingFiles = 0
+        var totalBytes: Int64 = 0
+        var doneBytes: Int64 = 0
+        var perFile: [String: Int64] = [:]
+        var lastDraw = Date.distantPast
+    }
 
     func handle(_ event: DeliveryEvent) {
-        lock.withLock {
+        let started = started
+        state.withLock { counts in
             let key = event.destination + "\u{0}" + event.file.source + "\u{0}" + event.file.path
             switch event.kind {
             case .queued:
-                totalFiles += 1
-                totalBytes += event.size
+                counts.totalFiles += 1
+                counts.totalBytes += event.size
             case .progress(let bytes):
-                doneBytes += bytes - (perFile[key] ?? 0)
-                perFile[key] = bytes
+                counts.doneBytes += bytes - (counts.perFile[key] ?? 0)
+                counts.perFile[key] = bytes
             case .started:
-                doneBytes -= perFile[key] ?? 0
-                perFile[key] = 0
+                counts.doneBytes -= counts.perFile[key] ?? 0
+                counts.perFile[key] = 0
             case .synced:
-                doneBytes += event.size - (perFile[key] ?? 0)
-                perFile[key] = nil  // settled: only files in flight are kept
-                doneFiles += 1
+                counts.doneBytes += event.size - (counts.perFile[key] ?? 0)
+                counts.perFile[key] = nil  // settled: only files in flight are kept
+                counts.doneFiles += 1
             case .failed:
-                failedFiles += 1
-                doneBytes -= perFile[key] ?? 0
-                perFile[key] = nil
+                counts.failedFiles += 1
+                counts.doneBytes -= counts.perFile[key] ?? 0
+                counts.perFile[key] = nil
             case .waiting:
-                waitingFiles += 1
-                doneBytes -= perFile[key] ?? 0
-                perFile[key] = nil
+                counts.waitingFiles += 1
+                counts.doneBytes -= counts.perFile[key] ?? 0
+                counts.perFile[key] = nil
             default: break
             }
             let now = Date()
-            if now.timeIntervalSince(lastDraw) >= 0.2 {
-                lastDraw = now
-                draw(now)
+            if now.timeIntervalSince(counts.lastDraw) >= 0.2 {
+                counts.lastDraw = now
+                ProgressLine.draw(counts, started: started, now: now)
             }
         }
     }
 
-    private func draw(_ now: Date) {
+    private static func draw(_ counts: Counts, started: Date, now: Date) {
         let elapsed = max(now.timeIntervalSince(started), 0.001)
-        let rate = Double(doneBytes) / elapsed
-        let remaining = rate > 0 ? Double(max(totalBytes - doneBytes, 0)) / rate : 0
-        var line = "\r\u{1B}[2K\(doneFiles)/\(totalFiles) files"
-        if failedFiles > 0 { line += ", \(failedFiles) failed" }
-        if waitingFiles > 0 { line += ", \(waitingFiles) waiting" }
-        line += ", \(ByteSize.format(doneBytes)) of \(ByteSize.format(totalBytes)), \(ByteSize.format(Int64(rate)))/s"
-        if doneFiles + failedFiles + waitingFiles < totalFiles, rate > 0 { line += ", ETA \(Int(remaining.rounded()))s" }
+        let rate = Double(counts.doneBytes) / elapsed
+        let remaining = rate > 0 ? Double(max(counts.totalBytes - counts.doneBytes, 0)) / rate : 0
+        var line = "\r\u{1B}[2K\(counts.doneFiles)/\(counts.totalFiles) files"
+        if counts.failedFiles > 0 { line += ", \(counts.failedFiles) failed" }
+        if counts.waitingFiles > 0 { line += ", \(counts.waitingFiles) waiting" }
+        line += ", \(ByteSize.format(counts.doneBytes)) of \(ByteSize.format(counts.totalBytes)), \(ByteSize.format(Int64(rate)))/s"
+        if counts.doneFiles + counts.failedFiles + counts.waitingFiles < counts.totalFiles, rate > 0 { line += ", ETA \(Int(remaining.rounded()))s" }
         Console.errorRaw(line)
     }
 
     func finish() {
-        lock.withLock {
-            draw(Date())
+        let started = started
+        state.withLock { counts in
+            ProgressLine.draw(counts, started: started, now: Date())
             Console.errorRaw("\n")
         }
     }

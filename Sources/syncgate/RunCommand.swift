@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SyncgateCore
 import SyncgateHTTP
+import Synchronization
 
 /// `syncgate run`: the gateway as a service. One process per config: it holds the state file, sends everything
 /// that waits, then each file once it settles, probes destinations that are away, retries on schedule, and can be
@@ -136,27 +137,30 @@ struct RunCommand: AsyncParsableCommand {
 }
 
 /// What the signals do to the running gateway: stop it, or swap its config for one that validates.
-final class GatewayControl: @unchecked Sendable {
-    private let lock = NSLock()
-    private var gateway: Gateway?
-    private var statePath = ""
-    private var reloaded: GatewayConfig?
-    private var stopping = false
+final class GatewayControl: Sendable {
+    private struct State {
+        var gateway: Gateway?
+        var statePath = ""
+        var reloaded: GatewayConfig?
+        var stopping = false
+    }
+
+    private let state = Mutex(State())
 
     func attach(_ gateway: Gateway, statePath: String) {
-        let stopNow: Bool = lock.withLock {
-            self.gateway = gateway
-            self.statePath = statePath
-            return stopping
+        let stopNow: Bool = state.withLock { state in
+            state.gateway = gateway
+            state.statePath = statePath
+            return state.stopping
         }
         if stopNow { gateway.stop() }
     }
 
     func stop() {
-        let current: Gateway? = lock.withLock {
-            stopping = true
-            reloaded = nil
-            return gateway
+        let current: Gateway? = state.withLock { state in
+            state.stopping = true
+            state.reloaded = nil
+            return state.gateway
         }
         current?.stop()
     }
@@ -175,23 +179,23 @@ final class GatewayControl: @unchecked Sendable {
             logger.error("SIGHUP: the config cannot be read, the old one stays in force: \(error)")
             return
         }
-        let current: Gateway? = lock.withLock {
-            guard !stopping else { return nil }
-            guard next.statePath == statePath else {
+        let current: Gateway? = state.withLock { state in
+            guard !state.stopping else { return nil }
+            guard next.statePath == state.statePath else {
                 logger.error("SIGHUP: the new config names another state file (\(next.statePath)); restart syncgate run to change it. The old config stays in force")
                 return nil
             }
-            reloaded = next
-            return gateway
+            state.reloaded = next
+            return state.gateway
         }
         current?.stop()
     }
 
     /// The config to start again with, once the gateway drained for a reload (nil: it stopped for good).
     func takeReloaded() -> GatewayConfig? {
-        lock.withLock {
-            defer { reloaded = nil }
-            return stopping ? nil : reloaded
+        state.withLock { state in
+            defer { state.reloaded = nil }
+            return state.stopping ? nil : state.reloaded
         }
     }
 }

@@ -4,6 +4,8 @@ import Foundation
 /// The signals of `syncgate run`: SIGTERM or SIGINT drains the gateway (no new work; uploads in flight get their
 /// grace period) and the process is gone ``drainDeadline`` later at the latest, exiting 0; a second one exits at
 /// once. SIGHUP asks for the config to be read again.
+///
+/// Unchecked: `sources` is set in `init` only, and `stops` is touched only by the signal handlers, on the serial `queue`.
 final class ServiceSignals: @unchecked Sendable {
     /// How long after SIGTERM the process is gone at the latest.
     static let drainDeadline: Duration = .seconds(5)

@@ -5,6 +5,8 @@ import Yams
 /// (file, line, column, key path). It expands `${ENV_VAR}` in scalars, tracks which keys each mapping was
 /// asked for, so that keys nobody reads are reported as unknown, and bounds the work a hostile document
 /// (alias bombs) can cause.
+/// Unchecked: its bookkeeping (`fatal`, `visited`, `readKeys`) is unguarded, and only the one thread that loads a
+/// config decodes with it; a loaded config keeps it only to locate errors (``error(at:keyPath:_:)``).
 public final class ConfigDecoder: @unchecked Sendable {
     public let file: String
     let environment: [String: String]

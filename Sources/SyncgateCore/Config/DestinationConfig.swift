@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 import Yams
 
 /// A configured destination: its decoded settings, the delivery settings that wrap it, and its plugin, built the
@@ -106,12 +107,11 @@ struct RawDestinationHead: Decodable {
 
 /// The limits of a destination, made for its settings the first time they are asked for (again if its settings
 /// were changed since).
-final class SharedLimits: @unchecked Sendable {
-    private let lock = NSLock()
-    private var made: DeliveryLimits?
+final class SharedLimits: Sendable {
+    private let made = Mutex<DeliveryLimits?>(nil)
 
     func limits(for settings: DeliverySettings) -> DeliveryLimits {
-        lock.withLock {
+        made.withLock { made in
             if let made, made.match(settings) { return made }
             let limits = DeliveryLimits(settings)
             made = limits
@@ -121,15 +121,15 @@ final class SharedLimits: @unchecked Sendable {
 }
 
 /// A plugin built the first time it is asked for, from any thread.
-final class LazyDestination: @unchecked Sendable {
-    private let lock = NSLock()
+final class LazyDestination: Sendable {
     private let build: @Sendable () -> any Destination
-    private var built: (any Destination)?
+    /// Held while the plugin is built, so that it is built once.
+    private let built = Mutex<(any Destination)?>(nil)
 
     init(_ build: @escaping @Sendable () -> any Destination) { self.build = build }
 
     var instance: any Destination {
-        lock.withLock {
+        built.withLock { built in
             if let built { return built }
             let made = build()
             built = made
@@ -137,5 +137,5 @@ final class LazyDestination: @unchecked Sendable {
         }
     }
 
-    var builtInstance: (any Destination)? { lock.withLock { built } }
+    var builtInstance: (any Destination)? { built.withLock { $0 } }
 }

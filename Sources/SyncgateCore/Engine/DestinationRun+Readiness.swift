@@ -12,7 +12,7 @@ extension DestinationRun {
     private func getReady() async -> Readiness {
         let plugin = destination.destination
         let name = destination.name
-        plugin.useResumeStore(ResumeStore(ledger: ledger, destination: name))
+        plugin.useResumeStore(ResumeStore(ledger: ledger, destination: name, clock: clock))
         if options.isGatewayPass { await plugin.startPass() }
         if plugin.needsOneWriter, let epoch = ledger.leadEpoch(name) { await plugin.writesUnderLead(epoch: epoch) }
         if let record, record.state == .blocked, record.fingerprint == destination.fingerprint {

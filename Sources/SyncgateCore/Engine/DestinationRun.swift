@@ -9,6 +9,9 @@ import Logging
 /// another, and sent one after another; only ``send(_:)`` touches the delivery layer, so the state here needs no
 /// lock. While the destination is unavailable or blocked (its ``CircuitBreaker`` is open) waves are still recorded,
 /// so that `status` counts the files that wait, but nothing is sent.
+///
+/// Unchecked: of its mutable fields, `delivery` is used by the sends (one at a time, each after the one before, then
+/// the ending), `metrics` by the stages (one at a time), `readiness` set before the first stage; the rest is set once.
 final class DestinationRun: @unchecked Sendable {
     let destination: DestinationConfig
     /// Whether two files can end up under one name here (``GatewayConfig/namesCanClash(at:)``).

@@ -1,26 +1,25 @@
-import Foundation
+import Synchronization
 
 /// The share of a split walk (``FleetView``) that this instance plans, kept up to date while the walk runs: an
 /// instance that joins takes its part of the files not yet planned at once, rather than at the next walk. A walk
 /// whose view changed on the way covers no single view, and is walked again (see ``SyncEngine``).
-final class FleetShare: @unchecked Sendable {
+final class FleetShare: Sendable {
     /// The view at the walk's start.
     let start: FleetView
-    private let lock = NSLock()
-    private var current: FleetView
+    private let current: Mutex<FleetView>
 
     init(_ view: FleetView) {
         start = view
-        current = view
+        current = Mutex(view)
     }
 
-    var view: FleetView { lock.withLock { current } }
+    var view: FleetView { current.withLock { $0 } }
 
-    func update(_ view: FleetView) { lock.withLock { current = view } }
+    func update(_ view: FleetView) { current.withLock { $0 = view } }
 
     /// Whether the fleet the walk is split by changed since its start.
     var changed: Bool { view != start }
 
     /// Asked once per file: the view is read in place, not copied out of the lock.
-    func owns(source: String, path: String) -> Bool { lock.withLock { current.owns(source: source, path: path) } }
+    func owns(source: String, path: String) -> Bool { current.withLock { $0.owns(source: source, path: path) } }
 }

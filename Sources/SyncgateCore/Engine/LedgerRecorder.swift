@@ -1,8 +1,9 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Turns delivery events into ledger rows, counts and observer calls.
-final class LedgerRecorder: @unchecked Sendable {
+final class LedgerRecorder: Sendable {
     let ledger: Ledger
     let destination: String
     let retry: RetrySettings
@@ -16,12 +17,23 @@ final class LedgerRecorder: @unchecked Sendable {
     let attemptMarksMustBeDurable: Bool
     /// The destination's flush, run before a batch that records files synced (``Destination/makeDurable()``).
     let makeDurable: @Sendable () throws -> Void
-    private let lock = NSLock()
-    /// Held while a batch is taken and written (see ``write(taking:force:)``).
-    private let writeLock = NSLock()
-    private var lastProgressWrite: [FileKey: Date] = [:]
-    private var lastProgressEvent: [FileKey: Date] = [:]
-    private var error: (any Error)?
+    private let state = Mutex(State())
+    /// Held while a batch is taken and written (see ``takeAndWrite()``); it guards no value, only that order.
+    private let writeLock = Mutex(())
+
+    private struct State {
+        // Rates of writes and events: measured on the monotonic clock (the events' times are the run's clock's).
+        var lastProgressWrite: [FileKey: ContinuousClock.Instant] = [:]
+        var lastProgressEvent: [FileKey: ContinuousClock.Instant] = [:]
+        var error: (any Error)?
+        /// Outcomes waiting to be written (see ``LedgerRecorder/batchSize``).
+        var batch: [Ledger.Update] = []
+        var lastFlush = ContinuousClock.now
+        /// Whether a write is queued on `writer` and has not started taking the batch yet.
+        var writerScheduled = false
+        /// Whether a write is scheduled for when the batch falls due by time alone.
+        var laterScheduled = false
+    }
 
     init(ledger: Ledger, destination: String, retry: RetrySettings, clock: any SyncClock, tally: SummaryTally,
          attemptMarksMustBeDurable: Bool = true, makeDurable: @escaping @Sendable () throws -> Void = {},
@@ -38,13 +50,13 @@ final class LedgerRecorder: @unchecked Sendable {
         self.logger = logger
     }
 
-    var firstError: (any Error)? { lock.withLock { error } }
+    var firstError: (any Error)? { state.withLock { $0.error } }
 
     /// Forgets the progress marks of a file whose outcome is recorded.
     private func settled(_ file: FileKey) {
-        lock.withLock {
-            lastProgressWrite[file] = nil
-            lastProgressEvent[file] = nil
+        state.withLock { state in
+            state.lastProgressWrite[file] = nil
+            state.lastProgressEvent[file] = nil
         }
     }
 
@@ -54,12 +66,6 @@ final class LedgerRecorder: @unchecked Sendable {
     /// commits its journal): 20,000 small local files took 10-15% longer in batches of 128 or a quarter second.
     static let batchSize = 4096
     static let batchInterval: TimeInterval = 1
-    private var batch: [Ledger.Update] = []
-    private var lastFlush = Date()
-    /// Whether a write is queued on `writer` and has not started taking the batch yet.
-    private var writerScheduled = false
-    /// Whether a write is scheduled for when the batch falls due by time alone.
-    private var laterScheduled = false
     /// Writes due batches, one at a time, off the cooperative thread pool.
     private let writer = DispatchQueue(label: "syncgate.ledger-recorder")
 
@@ -113,17 +119,17 @@ final class LedgerRecorder: @unchecked Sendable {
     }
 
     private func write(taking updates: [Ledger.Update], force: Bool) throws {
-        let (due, later): (Bool, Bool) = lock.withLock {
-            batch += updates
-            guard !force, !writerScheduled else { return (false, false) }
-            if batch.count >= LedgerRecorder.batchSize || Date().timeIntervalSince(lastFlush) >= LedgerRecorder.batchInterval {
-                writerScheduled = true
+        let (due, later): (Bool, Bool) = state.withLock { state in
+            state.batch += updates
+            guard !force, !state.writerScheduled else { return (false, false) }
+            if state.batch.count >= LedgerRecorder.batchSize || ContinuousClock.now - state.lastFlush >= .seconds(LedgerRecorder.batchInterval) {
+                state.writerScheduled = true
                 return (true, false)
             }
             // Not due yet: make sure it is written within the interval even if nothing else happens (one long
             // upload), so that `status` does not show finished files as still uploading.
-            if !batch.isEmpty && !laterScheduled {
-                laterScheduled = true
+            if !state.batch.isEmpty && !state.laterScheduled {
+                state.laterScheduled = true
                 return (false, true)
             }
             return (false, false)
@@ -132,24 +138,24 @@ final class LedgerRecorder: @unchecked Sendable {
             // Weak: a recorder whose run has ended (and flushed) must not be kept alive, with its ledger, by a timer.
             writer.asyncAfter(deadline: .now() + LedgerRecorder.batchInterval) { [weak self] in
                 guard let self else { return }
-                lock.withLock { laterScheduled = false }
+                state.withLock { $0.laterScheduled = false }
                 do {
-                    try writeLock.withLock { try takeAndWrite() }
+                    try writeLock.withLock { _ in try takeAndWrite() }
                 } catch {
                     fail(error)
                 }
             }
         }
         if force {
-            try writeLock.withLock { try takeAndWrite() }
+            try writeLock.withLock { _ in try takeAndWrite() }
         } else if due {
             // A batch that is merely due is written on the recorder's own queue, not on the uploading task's
             // thread: the destination's flush (a `syncfs`) and SQLite then overlap with the next uploads instead
             // of holding one of the few cooperative threads.
             writer.async { [self] in
-                lock.withLock { writerScheduled = false }
+                state.withLock { $0.writerScheduled = false }
                 do {
-                    try writeLock.withLock { try takeAndWrite() }
+                    try writeLock.withLock { _ in try takeAndWrite() }
                 } catch {
                     fail(error)
                 }
@@ -161,10 +167,10 @@ final class LedgerRecorder: @unchecked Sendable {
     /// one lock, so they reach the ledger in the order they were taken: a file's "uploading" mark in one batch can
     /// never land after its "synced" row in a later one.
     private func takeAndWrite() throws {
-        let toWrite: [Ledger.Update] = lock.withLock {
-            let all = batch
-            batch.removeAll(keepingCapacity: true)
-            lastFlush = Date()
+        let toWrite: [Ledger.Update] = state.withLock { state in
+            let all = state.batch
+            state.batch.removeAll(keepingCapacity: true)
+            state.lastFlush = ContinuousClock.now
             return all
         }
         guard !toWrite.isEmpty else { return }
@@ -185,7 +191,7 @@ final class LedgerRecorder: @unchecked Sendable {
     /// This instance lost its hold on the ledger (``Ledger/fenceRefusal(destination:needsOneWriter:token:)``): the
     /// run's uploads stop, and it ends with a temporary ledger error (exit 75; a gateway tries again at its next pass).
     func fenced(_ why: String) {
-        let first = lock.withLock { error == nil }
+        let first = state.withLock { $0.error == nil }
         guard first else { return }
         fail(LedgerError(path: ledger.path, message: "uploads to \(destination) stopped: \(why)", temporary: true))
     }
@@ -194,19 +200,19 @@ final class LedgerRecorder: @unchecked Sendable {
         // A lost state file is reported once, by the command the run's error reaches; every later write fails the
         // same way, and saying so per write only buries that one line.
         if (error as? LedgerError)?.stateLost != true { logger.error("cannot write the state ledger: \(error)") }
-        lock.withLock { if self.error == nil { self.error = error } }
+        state.withLock { if $0.error == nil { $0.error = error } }
     }
 
     /// Byte progress: written to the ledger about once a second per file, to observers about 4 times a second.
     func progress(_ progress: TransferProgress) {
         guard progress.error == nil, progress.fileBytesDone < progress.fileBytesTotal else { return }
-        let now = Date()
+        let now = ContinuousClock.now
         let key = progress.file
-        let (writeLedger, emit) = lock.withLock { () -> (Bool, Bool) in
-            let w = now.timeIntervalSince(lastProgressWrite[key] ?? .distantPast) >= 1
-            let e = now.timeIntervalSince(lastProgressEvent[key] ?? .distantPast) >= 0.25
-            if w { lastProgressWrite[key] = now }
-            if e { lastProgressEvent[key] = now }
+        let (writeLedger, emit) = state.withLock { state -> (Bool, Bool) in
+            let w = state.lastProgressWrite[key].map { now - $0 >= .seconds(1) } ?? true
+            let e = state.lastProgressEvent[key].map { now - $0 >= .milliseconds(250) } ?? true
+            if w { state.lastProgressWrite[key] = now }
+            if e { state.lastProgressEvent[key] = now }
             return (w, e)
         }
         if writeLedger { try? ledger.markProgress(key, destination: destination, bytes: progress.fileBytesDone) }

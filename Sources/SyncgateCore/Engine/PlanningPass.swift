@@ -12,6 +12,9 @@ import Foundation
 ///
 /// The ledger is read beside the walk, one short read transaction per source and wave (see
 /// ``Ledger/withRows(source:after:_:)``).
+///
+/// Unchecked: its mutable fields belong to the planning thread (``run()``); the task that awaits `run()` reads the
+/// results (`holdChanges`, `removedFiles`, `walkedAll`) only after that thread is done.
 final class PlanningPass: @unchecked Sendable {
     /// Files kept per wave (uploads and failures; up-to-date files are only counted).
     static let defaultWaveSize = 4096

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Marks `removed` the ledger's files that a full walk of their source did not find and that are truly gone: an
 /// `lstat` of the path says it does not exist while the source's folder is there. A file left out for another
@@ -9,6 +10,9 @@ import Foundation
 /// The walk hands over keys as it passes their rows (``missing(_:)``, ``present(_:)``); the checks and writes run
 /// in batches on a queue of their own, at most two batches behind, so that neither the walk's read transaction nor
 /// its memory grows with the number of files removed.
+///
+/// Unchecked: the batches and `waiting` are touched only by the one thread that walks (the batch jobs get copies);
+/// what the jobs on `queue` share with it is behind `outcome`.
 final class RemovalDetector: @unchecked Sendable {
     static let batchSize = 1024
 
@@ -21,9 +25,8 @@ final class RemovalDetector: @unchecked Sendable {
     private var presentBatch: [FileKey] = []
     private var lastMissing: FileKey?
     private var lastPresent: FileKey?
-    private let lock = NSLock()
-    private var firstError: (any Error)?
-    private var markedFiles = 0
+    /// The first ledger error of a batch job, and the files the jobs marked removed.
+    private let outcome = Mutex<(firstError: (any Error)?, markedFiles: Int)>((nil, 0))
     /// Sources whose files not found wait for the source's verdict (``settle(_:verdict:)``), with those files; and
     /// sources whose files not found are passed over (held back already). Both touched by the walk's thread only.
     private let holding: Set<String>
@@ -76,10 +79,9 @@ final class RemovalDetector: @unchecked Sendable {
         flushMissing()
         flushPresent()
         queue.sync {}
-        return try lock.withLock {
-            if let firstError { throw firstError }
-            return markedFiles
-        }
+        let (firstError, markedFiles) = outcome.withLock { $0 }
+        if let firstError { throw firstError }
+        return markedFiles
     }
 
     private func flushMissing() {
@@ -88,7 +90,7 @@ final class RemovalDetector: @unchecked Sendable {
         missingBatch = []
         submit { [self] in
             let marked = try ledger.markRemoved(gone(batch), at: now)
-            lock.withLock { markedFiles += marked }
+            outcome.withLock { $0.markedFiles += marked }
         }
     }
 
@@ -113,7 +115,7 @@ final class RemovalDetector: @unchecked Sendable {
             do {
                 try work()
             } catch {
-                lock.withLock { if firstError == nil { firstError = error } }
+                outcome.withLock { if $0.firstError == nil { $0.firstError = error } }
             }
         }
     }

@@ -6,7 +6,7 @@ import Foundation
 /// take about as long as the longer of the two, not their sum.
 ///
 /// At most `capacity` chunks wait at a time, so memory stays flat however many files the sources hold.
-final class ScanPipeline: @unchecked Sendable {
+final class ScanPipeline: Sendable {
     enum Item {
         /// The next files of the source being walked.
         case files([ScannedFile])

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// One pass of the gateway: scan the sources, route each file, decide per destination what to send (from the
 /// ledger), record it `pending`, deliver through the ``DeliveryLayer`` and record every outcome.
@@ -47,7 +48,7 @@ public final class SyncEngine: Sendable {
         _ options: SyncOptions, cancellation: CancellationHandle,
         observe: @escaping @Sendable (DeliveryEvent) -> Void, warn: @escaping @Sendable (ScanWarning) -> Void
     ) async throws -> SyncSummary {
-        let started = Date()
+        let started = ContinuousClock.now  // for the run's duration, measured on the monotonic clock
         let tally = SummaryTally()
         var destinations = config.destinations.filter { options.destinations.isEmpty || options.destinations.contains($0.name) }
         if !options.dryRun {
@@ -78,7 +79,7 @@ public final class SyncEngine: Sendable {
         // or died before walking its share), and the run waits, as long, for the others to walk their shares.
         if ledger.sharesWork && !options.dryRun && !options.isGatewayPass {
             let names = Set(destinations.map(\.name))
-            var idleSince = Date()
+            var idleSince = ContinuousClock.now  // the wait below sleeps in real time, and is measured so
             var extraPasses = 0
             while !cancellation.isCancelled, extraPasses < 100 {
                 let again: String?
@@ -96,11 +97,11 @@ public final class SyncEngine: Sendable {
                     outcome = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
                     removedFiles += outcome.removed
                     extraPasses += 1
-                    idleSince = Date()
+                    idleSince = ContinuousClock.now
                     continue
                 }
                 let othersWalking = try outcome.split.map { try !ledger.fleetWalked($0.view, destinations: $0.destinations) } ?? false
-                if claims.live > 0 || othersWalking, Date().timeIntervalSince(idleSince) < ledger.leaseSeconds * 1.5 + 2 {
+                if claims.live > 0 || othersWalking, ContinuousClock.now - idleSince < .seconds(ledger.leaseSeconds * 1.5 + 2) {
                     try await Task.sleep(for: .milliseconds(250))
                 } else {
                     break
@@ -121,7 +122,7 @@ public final class SyncEngine: Sendable {
         var summary = tally.value
         summary.interrupted = cancellation.isCancelled
         summary.away.sort { $0.name < $1.name }
-        summary.seconds = Date().timeIntervalSince(started)
+        summary.seconds = (ContinuousClock.now - started).seconds
         if !options.dryRun && !options.isGatewayPass { try ledger.noteRunFinished(at: clock.now(), exitCode: summary.exitCode) }
         return summary
     }
@@ -272,9 +273,8 @@ public final class SyncEngine: Sendable {
 }
 
 /// The run's counts, updated from many tasks.
-final class SummaryTally: @unchecked Sendable {
-    private let lock = NSLock()
-    private var summary = SyncSummary()
-    func update(_ body: (inout SyncSummary) -> Void) { lock.withLock { body(&summary) } }
-    var value: SyncSummary { lock.withLock { summary } }
+final class SummaryTally: Sendable {
+    private let summary = Mutex(SyncSummary())
+    func update(_ body: (inout SyncSummary) -> Void) { summary.withLock { body(&$0) } }
+    var value: SyncSummary { summary.withLock { $0 } }
 }

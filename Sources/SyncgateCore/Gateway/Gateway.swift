@@ -1,29 +1,33 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// A long-running gateway (`syncgate run`): one ``DestinationLane`` per destination, fed by the files its
 /// watches see settle (``filesChanged(_:)``), full rescans (``rescanAll(reason:)``), failed files' retry times,
 /// probes of destinations that are away, and changes other processes make to the ledger (`syncgate retry`,
 /// `forget`). Its destinations stay open across passes. It never stops by itself: ``stop()`` drains it (no new
 /// work; uploads in flight get the grace period) and ends every destination's session.
-public final class Gateway: GatewayObservable, @unchecked Sendable {
+public final class Gateway: GatewayObservable, Sendable {
     public let config: GatewayConfig
     public let ledger: Ledger
     let engine: SyncEngine
     let logger: Logger
     private let lanes: [String: DestinationLane]
     private let hub = EventHub()
-    private let lock = NSLock()
-    private var ready = false
-    private var stopped = false
-    /// Reports of settling files the watches hold (added to the queue depth).
-    private var settling: @Sendable () -> Int = { 0 }
+    private let state = Mutex(State())
 
-    public init(config: GatewayConfig, ledger: Ledger, logger: Logger = Logger(label: "syncgate.gateway")) {
+    private struct State {
+        var ready = false
+        var stopped = false
+        /// Reports of settling files the watches hold (added to the queue depth).
+        var settling: @Sendable () -> Int = { 0 }
+    }
+
+    public init(config: GatewayConfig, ledger: Ledger, clock: any SyncClock = SystemClock(), logger: Logger = Logger(label: "syncgate.gateway")) {
         self.config = config
         self.ledger = ledger
         self.logger = logger
-        let engine = SyncEngine(config: config, ledger: ledger, logger: logger)
+        let engine = SyncEngine(config: config, ledger: ledger, clock: clock, logger: logger)
         self.engine = engine
         let hub = self.hub
         var lanes: [String: DestinationLane] = [:]
@@ -39,9 +43,9 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
     /// full pass (everything pending, failed and due, or new since the last run), then works as work comes.
     /// `watching` says the sources' watches are set (for ``isReady``), `settling` how many files they hold.
     public func run(settling: @escaping @Sendable () -> Int = { 0 }) async throws {
-        try ledger.resetInterrupted(at: Date())
-        try ledger.noteRunStarted(at: Date())
-        lock.withLock { self.settling = settling }
+        try ledger.resetInterrupted(at: engine.clock.now())
+        try ledger.noteRunStarted(at: engine.clock.now())
+        state.withLock { $0.settling = settling }
         await withTaskGroup(of: Void.self) { group in
             for lane in lanes.values { group.addTask { await lane.run() } }
             group.addTask { await self.watchLedger() }
@@ -49,22 +53,22 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
         }
         for destination in config.destinations { await destination.finishIfBuilt() }
         ledger.leaveFleet()
-        try? ledger.noteRunFinished(at: Date(), exitCode: ExitStatus.success)
+        try? ledger.noteRunFinished(at: engine.clock.now(), exitCode: ExitStatus.success)
         hub.close()
     }
 
     /// Says that the sources' watches are set: the gateway is ready (`/readyz`).
     public func watchesAreSet() {
-        lock.withLock { ready = true }
+        state.withLock { $0.ready = true }
     }
 
     /// Takes no new work, lets uploads in flight end (bounded by the engine's grace), and makes ``run()`` return.
     public func stop() {
-        lock.withLock { stopped = true }
+        state.withLock { $0.stopped = true }
         for lane in lanes.values { lane.stop() }
     }
 
-    private var isStopped: Bool { lock.withLock { stopped } }
+    private var isStopped: Bool { state.withLock { $0.stopped } }
 
     /// Files that settled in the sources: each goes to the lanes of the destinations it is routed to.
     public func filesChanged(_ files: [FileKey]) {
@@ -91,13 +95,14 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
     /// within a third of a lease, not at its next rescan.
     private func watchLedger() async {
         var seen = (try? ledger.changeCounter()) ?? 0
-        var lastClaimCheck = Date()
+        // Time between checks is measured on the monotonic clock (the loop sleeps in real time).
+        var lastClaimCheck = ContinuousClock.now
         while !isStopped {
             try? await Task.sleep(for: .seconds(1))
-            if ledger.sharesWork, Date().timeIntervalSince(lastClaimCheck) >= ledger.leaseSeconds / 3 {
-                lastClaimCheck = Date()
+            if ledger.sharesWork, ContinuousClock.now - lastClaimCheck >= .seconds(ledger.leaseSeconds / 3) {
+                lastClaimCheck = ContinuousClock.now
                 if let claims = try? ledger.othersClaims(), claims.expired > 0, !isStopped {
-                    _ = try? ledger.resetInterrupted(at: Date())
+                    _ = try? ledger.resetInterrupted(at: engine.clock.now())
                     rescanAll(reason: "\(claims.expired) file(s) held by an instance whose lease ended")
                 } else if ledger.lastWalkedViews.contains(where: { (try? ledger.fleetChanged(since: $0.value, destinations: [$0.key])) == true }), !isStopped {
                     rescanAll(reason: "the fleet changed: walking this instance's new share")
@@ -116,10 +121,10 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
 
     // MARK: - GatewayObservable
 
-    public var isReady: Bool { lock.withLock { ready && !stopped } }
+    public var isReady: Bool { state.withLock { $0.ready && !$0.stopped } }
 
     public func statusReport() throws -> StatusReport {
-        var report = try StatusReport.build(config: config, ledger: ledger, destination: nil, failedOnly: false)
+        var report = try StatusReport.build(config: config, ledger: ledger, destination: nil, failedOnly: false, now: engine.clock.now())
         report.syncRunning = true
         report.gatewayRunning = true
         report.heldBack = engine.holds.current
@@ -136,8 +141,8 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
     public func recorded() -> AsyncStream<Void> { ledger.commits() }
 
     public func retry(destination: String?, paths: [String]) async throws -> Int {
-        let count = try ledger.requestRetry(destination: destination, paths: paths, at: Date())
-        if paths.isEmpty { try ledger.unblock(destination: destination, at: Date()) }
+        let count = try ledger.requestRetry(destination: destination, paths: paths, at: engine.clock.now())
+        if paths.isEmpty { try ledger.unblock(destination: destination, at: engine.clock.now()) }
         for (name, lane) in lanes where destination == nil || destination == name { lane.wantFullPass() }
         return count
     }
@@ -149,7 +154,7 @@ public final class Gateway: GatewayObservable, @unchecked Sendable {
     public var figures: GatewayFigures {
         let progress = lanes.values.map(\.progress)
         let complete = progress.allSatisfy { $0.lastFullPass != nil } ? progress.compactMap(\.lastFullPass).min() : nil
-        let settlingNow = lock.withLock { settling }
+        let settlingNow = state.withLock { $0.settling }
         return GatewayFigures(queueDepth: lanes.values.reduce(0) { $0 + $1.queueDepth } + settlingNow(),
                               lastCompletePass: complete, passes: progress.reduce(0) { $0 + $1.passes })
     }

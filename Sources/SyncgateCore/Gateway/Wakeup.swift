@@ -1,20 +1,23 @@
-import Foundation
+import Synchronization
 
 /// Wakes one waiting task: ``wait(until:)`` returns when ``signal()`` is called (or was called since the last
 /// wait), when the deadline passes, or when the task is cancelled. Signals do not pile up: many signals while
 /// nobody waits make one wake-up.
-final class Wakeup: @unchecked Sendable {
-    private let lock = NSLock()
-    private var signalled = false
-    private var waiter: CheckedContinuation<Void, Never>?
+final class Wakeup: Sendable {
+    private struct State {
+        var signalled = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
 
     func signal() {
-        let resume: CheckedContinuation<Void, Never>? = lock.withLock {
-            if let waiter {
-                self.waiter = nil
+        let resume: CheckedContinuation<Void, Never>? = state.withLock { state in
+            if let waiter = state.waiter {
+                state.waiter = nil
                 return waiter
             }
-            signalled = true
+            state.signalled = true
             return nil
         }
         resume?.resume()
@@ -23,9 +26,9 @@ final class Wakeup: @unchecked Sendable {
     /// Waits for a signal, at most until `deadline` (nil: no deadline). Returns true when signalled.
     @discardableResult
     func wait(until deadline: ContinuousClock.Instant?) async -> Bool {
-        if lock.withLock({ () -> Bool in
-            defer { signalled = false }
-            return signalled
+        if state.withLock({ state -> Bool in
+            defer { state.signalled = false }
+            return state.signalled
         }) { return true }
         let timer: Task<Void, Never>? = deadline.map { deadline in
             Task { [weak self] in
@@ -36,12 +39,12 @@ final class Wakeup: @unchecked Sendable {
         defer { timer?.cancel() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow: Bool = lock.withLock {
-                    if signalled || Task.isCancelled {
-                        signalled = false
+                let resumeNow: Bool = state.withLock { state in
+                    if state.signalled || Task.isCancelled {
+                        state.signalled = false
                         return true
                     }
-                    waiter = continuation
+                    state.waiter = continuation
                     return false
                 }
                 if resumeNow { continuation.resume() }

@@ -1,10 +1,9 @@
-import Foundation
+import Synchronization
 
 /// The ledger's "file lost" verdict, shared by every writer.
-final class LostState: @unchecked Sendable {
-    private let lock = NSLock()
-    private var error: LedgerError?
+final class LostState: Sendable {
+    private let error = Mutex<LedgerError?>(nil)
     func withLock<T>(_ body: (inout LedgerError?) throws -> T) rethrows -> T {
-        try lock.withLock { try body(&error) }
+        try error.withLock { try body(&$0) }
     }
 }

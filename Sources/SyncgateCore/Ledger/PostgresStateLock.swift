@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Synchronization
 
 /// ``StateLock`` for a PostgreSQL state: a shared session advisory lock of the database, held on a connection of
 /// its own for as long as the sync or gateway runs, and released by the server when that connection ends (the
@@ -8,9 +9,10 @@ import PostgresNIO
 /// delivered by the one that claims it (``Ledger/recordPending(_:at:)``); the lock tells `status` who runs. The
 /// holder is told apart by its connection's `application_name` (`syncgate pid N`, `syncgate gateway pid N`), read
 /// from `pg_stat_activity`.
-final class PostgresStateLock: @unchecked Sendable {
+final class PostgresStateLock: Sendable {
     let location: PostgresStateLocation
-    private var connection: PostgresConnection?
+    /// The connection holding the lock, and whether it was let go on purpose (its end is then no news).
+    private let state = Mutex<(connection: PostgresConnection?, released: Bool)>((nil, false))
 
     /// The advisory lock's key pair (the schema's own lock is `(key, 0)`, see ``Ledger/schemaLockKey``).
     static let key: (Int32, Int32) = (Ledger.schemaLockKey.0, 1)
@@ -23,7 +25,7 @@ final class PostgresStateLock: @unchecked Sendable {
     private static var logger: Logger { PostgresLedgerDatabase.lockLogger }
 
     func acquire(gateway: Bool) throws {
-        lock.withLock { released = false }
+        state.withLock { $0.released = false }
         let holder = (gateway ? "gateway " : "") + "pid \(getpid())"
         let configuration = try PostgresLedgerDatabase.configuration(location, applicationName: PostgresStateLock.applicationPrefix + holder)
         let connection = try PostgresLedgerDatabase.connect(location, configuration: configuration, id: 0, logger: PostgresStateLock.logger)
@@ -43,23 +45,24 @@ final class PostgresStateLock: @unchecked Sendable {
             _ = try? connection.close().wait()
             throw StateLock.Busy(path: location.displayName, holder: other ?? "unknown pid")
         }
-        self.connection = connection
+        state.withLock { $0.connection = connection }
         // The server ends the lock with the connection (a restart, a network cut): say so, since another instance
         // may then start on the same state.
         let name = location.displayName
         connection.closeFuture.whenComplete { [weak self] _ in
-            guard let self, self.lock.withLock({ !self.released }) else { return }
+            guard let self, self.state.withLock({ !$0.released }) else { return }
             Logger(label: "syncgate").error("the connection holding the state lock of \(name) ended: another syncgate may now start on it; restart this one")
         }
     }
 
-    private let lock = NSLock()
-    private var released = false
-
     func release() {
-        guard let connection else { return }
-        self.connection = nil
-        lock.withLock { released = true }
+        let held: PostgresConnection? = state.withLock { state in
+            guard let connection = state.connection else { return nil }
+            state.connection = nil
+            state.released = true
+            return connection
+        }
+        guard let connection = held else { return }
         PostgresLedgerDatabase.unlockAndClose(connection, unlock: "SELECT pg_advisory_unlock_shared(\(PostgresStateLock.key.0), \(PostgresStateLock.key.1))")
     }
 

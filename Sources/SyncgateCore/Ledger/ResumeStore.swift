@@ -10,10 +10,13 @@ import Foundation
 public struct ResumeStore: Sendable {
     public let destination: String
     let ledger: Ledger?
+    /// Dates what is saved (``save(_:_:now:)``).
+    let clock: any SyncClock
 
-    init(ledger: Ledger, destination: String) {
+    init(ledger: Ledger, destination: String, clock: any SyncClock = SystemClock()) {
         self.ledger = ledger
         self.destination = destination
+        self.clock = clock
     }
 
     /// A store that keeps nothing (a destination used without a ledger: a library user, `plugin check`).
@@ -22,6 +25,7 @@ public struct ResumeStore: Sendable {
     private init(destination: String) {
         self.ledger = nil
         self.destination = destination
+        self.clock = SystemClock()
     }
 
     public struct Entry: Sendable {
@@ -38,9 +42,10 @@ public struct ResumeStore: Sendable {
         }
     }
 
-    /// Keeps `value` for `name`, replacing what was kept.
-    public func save(_ name: String, _ value: String, now: Date = Date()) throws {
+    /// Keeps `value` for `name`, replacing what was kept, dated `now` (nil: the store's clock).
+    public func save(_ name: String, _ value: String, now: Date? = nil) throws {
         guard let ledger else { return }
+        let now = now ?? clock.now()
         try ledger.checkIdentity()
         try ledger.database.write(durable: false) { db in
             try db.execute("""

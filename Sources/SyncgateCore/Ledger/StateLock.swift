@@ -4,15 +4,17 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import Synchronization
 
 /// An exclusive lock beside the state file (`state.sqlite.lock`), held for the whole of a sync, so that a second
 /// `syncgate sync` on the same state says so instead of racing the first. Released by the kernel when the process
 /// dies, so a killed run never leaves it stuck. A PostgreSQL state is locked the same way by a session advisory
 /// lock of the database (``PostgresStateLock``), released by the server when the holder's connection ends.
-public final class StateLock: @unchecked Sendable {
+public final class StateLock: Sendable {
     /// The lock file's path, or a PostgreSQL state's URL without its password.
     public let path: String
-    private var fd: Int32 = -1
+    /// The lock file, open while the lock is held (-1: not held).
+    private let fd = Mutex<Int32>(-1)
     private let postgres: PostgresStateLock?
 
     public struct Busy: Error, CustomStringConvertible {
@@ -76,15 +78,17 @@ public final class StateLock: @unchecked Sendable {
         let text = (gateway ? "gateway " : "") + "pid \(getpid())\n"
         _ = ftruncate(fd, 0)
         _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
-        self.fd = fd
+        self.fd.withLock { $0 = fd }
     }
 
     public func release() {
         postgres?.release()
-        guard fd >= 0 else { return }
-        flock(fd, LOCK_UN)
-        close(fd)
-        fd = -1
+        fd.withLock { fd in
+            guard fd >= 0 else { return }
+            flock(fd, LOCK_UN)
+            close(fd)
+            fd = -1
+        }
     }
 
     /// Whether a gateway (`syncgate run`) holds the lock of `state` now.

@@ -1,9 +1,8 @@
-import Foundation
+import Synchronization
 
 /// Per destination, the last ``FleetView`` whose share an instance walked, behind a lock.
-final class WalkedViews: @unchecked Sendable {
-    private let lock = NSLock()
-    private var views: [String: FleetView] = [:]
-    var value: [String: FleetView] { lock.withLock { views } }
-    func set(_ view: FleetView, for destination: String) { lock.withLock { views[destination] = view } }
+final class WalkedViews: Sendable {
+    private let views = Mutex<[String: FleetView]>([:])
+    var value: [String: FleetView] { views.withLock { $0 } }
+    func set(_ view: FleetView, for destination: String) { views.withLock { $0[destination] = view } }
 }

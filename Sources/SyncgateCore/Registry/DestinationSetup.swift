@@ -1,11 +1,15 @@
 import Foundation
 import Logging
+import Synchronization
 import Yams
 
 /// What a plugin's factory gets: the destination's name, where the config file lives, the environment, a
 /// logger, and its own keys to decode. The core keys (`name`, `type`, `concurrency`, `retry`, `recent`,
 /// `attempt_timeout`) are the core's; every other key of the destination's mapping is the plugin's, and a key
 /// the plugin does not read is reported as unknown.
+///
+/// Unchecked: Yams' `Node` is not `Sendable`, but the tree is never changed after parsing; `decoder` is used by the
+/// one thread that loads the config.
 public struct DestinationSetup: @unchecked Sendable {
     public let name: String
     public let type: String
@@ -25,15 +29,18 @@ public struct DestinationSetup: @unchecked Sendable {
     /// What ``describe(_:)`` was told, in order.
     let details = Details()
 
-    final class DecodedFlag: @unchecked Sendable {
-        var value = false
+    final class DecodedFlag: Sendable {
+        private let flag = Mutex(false)
+        var value: Bool {
+            get { flag.withLock { $0 } }
+            set { flag.withLock { $0 = newValue } }
+        }
     }
 
-    final class Details: @unchecked Sendable {
-        private let lock = NSLock()
-        private var stored: [String] = []
-        var lines: [String] { lock.withLock { stored } }
-        func append(_ line: String) { lock.withLock { stored.append(line) } }
+    final class Details: Sendable {
+        private let stored = Mutex<[String]>([])
+        var lines: [String] { stored.withLock { $0 } }
+        func append(_ line: String) { stored.withLock { $0.append(line) } }
     }
 
     /// Whether the plugin should read and check the files its settings name (a key file) now: `syncgate validate`

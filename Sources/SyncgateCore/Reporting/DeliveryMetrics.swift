@@ -1,5 +1,6 @@
 import Foundation
 import Metrics
+import Synchronization
 
 /// swift-metrics counters per destination (no-ops unless the embedding program bootstraps a metrics backend, as
 /// `syncgate run`'s status server does): `syncgate_attempts_total`, `syncgate_retries_total`,
@@ -76,11 +77,10 @@ struct DeliveryMetrics: Sendable {
 }
 
 /// When each file's current attempt started (only files in flight are held).
-private final class AttemptStarts: @unchecked Sendable {
-    private let lock = NSLock()
-    private var times: [FileKey: Date] = [:]
+private final class AttemptStarts: Sendable {
+    private let times = Mutex<[FileKey: Date]>([:])
 
-    func set(_ file: FileKey, _ time: Date) { lock.withLock { times[file] = time } }
-    func take(_ file: FileKey) -> Date? { lock.withLock { times.removeValue(forKey: file) } }
+    func set(_ file: FileKey, _ time: Date) { times.withLock { $0[file] = time } }
+    func take(_ file: FileKey) -> Date? { times.withLock { $0.removeValue(forKey: file) } }
     func forget(_ file: FileKey) { _ = take(file) }
 }

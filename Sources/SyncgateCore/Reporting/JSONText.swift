@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Small helpers to print JSON objects with stable key order (one object per line for events).
 public enum JSONText {
@@ -15,13 +16,13 @@ public enum JSONText {
     /// RFC 3339 time with milliseconds, UTC.
     public static func time(_ date: Date?) -> Any {
         guard let date else { return NSNull() }
-        return formatterLock.withLock { formatter.string(from: date) }
+        return formatter.withLock { $0.string(from: date) }
     }
 
-    private static let formatterLock = NSLock()
-    nonisolated(unsafe) private static let formatter: ISO8601DateFormatter = {
+    /// The formatter is not safe to share between threads: each use holds the lock.
+    private static let formatter: Mutex<ISO8601DateFormatter> = {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter
+        return Mutex(formatter)
     }()
 }

@@ -1,10 +1,13 @@
 #if os(Linux)
 import Foundation
 import Glibc
+import Synchronization
 
 /// One inotify instance (`inotify_init1(IN_NONBLOCK | IN_CLOEXEC)`) and a pipe that wakes the thread polling it,
 /// so that a stop never waits for the next file event. Used by one thread (``WatchLoop``); only ``wake()`` may be
 /// called from others.
+///
+/// Unchecked: `buffer` is not `Sendable`, and only the watching thread reads into it; `closed` is behind a lock.
 final class InotifyWatch: @unchecked Sendable {
     // The event bits (inotify(7)); the kernel's values, spelled out as UInt32 once.
     static let modify = UInt32(IN_MODIFY)
@@ -46,8 +49,7 @@ final class InotifyWatch: @unchecked Sendable {
     private let buffer: UnsafeMutableRawPointer
     /// Guards `closed` against ``wake()`` from another thread: a write to the pipe's descriptor after it was
     /// closed would land in whatever the number was given to next (a socket of an HTTP client, say).
-    private let lock = NSLock()
-    private var closed = false
+    private let closed = Mutex(false)
 
     /// Opens the instance; throws a ``WatchError`` saying which limit to raise when the kernel refuses.
     init() throws {
@@ -84,13 +86,13 @@ final class InotifyWatch: @unchecked Sendable {
 
     /// Closes the instance (every watch goes with it) and the wake pipe.
     func close() {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed else { return }
-        closed = true
-        _ = Glibc.close(descriptor)
-        _ = Glibc.close(wakeRead)
-        _ = Glibc.close(wakeWrite)
+        closed.withLock { closed in
+            guard !closed else { return }
+            closed = true
+            _ = Glibc.close(descriptor)
+            _ = Glibc.close(wakeRead)
+            _ = Glibc.close(wakeWrite)
+        }
     }
 
     /// The value of `/proc/sys/fs/inotify/<name>`, for messages.
@@ -118,11 +120,11 @@ final class InotifyWatch: @unchecked Sendable {
     /// Returns whether a byte was written (never once closed).
     @discardableResult
     func wake() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed else { return false }
-        var byte: UInt8 = 1
-        return write(wakeWrite, &byte, 1) == 1
+        closed.withLock { closed in
+            guard !closed else { return false }
+            var byte: UInt8 = 1
+            return write(wakeWrite, &byte, 1) == 1
+        }
     }
 
     /// Waits until events can be read (when `events`), ``wake()`` is called, or the time runs out (-1: no limit).

@@ -2,14 +2,18 @@
 import Foundation
 import Glibc
 import Logging
+import Synchronization
 
 /// The thread behind a ``SourceWatcher``: sets a watch on every folder of every source, then reads inotify events,
 /// keeps the watches in step with folders created, moved and removed, lets changed files settle, and leaves what
-/// is ready (or a rescan) in the ``WatchOutbox``. Everything but the few fields under `lock` belongs to its thread.
+/// is ready (or a rescan) in the ``WatchOutbox``. Everything but the few fields in `shared` belongs to its thread.
 ///
 /// Rules of the walk are the same as a sync's (``SourceScanner``): a folder the excludes match is not descended
 /// (nor watched), a file is reported only when include/exclude select it, links only with `follow_symlinks` (never
 /// in a loop), FIFOs, sockets, devices and names that are not UTF-8 passed over with a warning in the log.
+///
+/// Unchecked: its many fields are the watch thread's alone (the one thread a blocking `poll` needs); what other
+/// threads ask and tell is in `shared`, behind a lock, and `exit` is a `DispatchGroup`.
 final class WatchLoop: @unchecked Sendable {
     struct Options {
         var settle: Duration
@@ -39,14 +43,21 @@ final class WatchLoop: @unchecked Sendable {
         case skipped(String)
     }
 
-    // Under `lock`: asked of (and told to) the thread from others.
-    let lock = NSCondition()
-    var stopRequested = false
-    var readingPaused = false
-    var ready = false
-    var exited = false
-    var settlingCount = 0
-    var eventCount = 0
+    /// Asked of (and told to) the thread from others.
+    struct Shared {
+        var stopRequested = false
+        var readingPaused = false
+        var ready = false
+        var exited = false
+        var settlingCount = 0
+        var eventCount = 0
+        /// The watch thread, once it runs.
+        var thread: pthread_t?
+    }
+
+    let shared = Mutex(Shared())
+    /// Entered when the thread starts, left when it has ended: ``stop()`` waits on it.
+    private let exit = DispatchGroup()
 
     // The thread's own.
     let sources: [SourceConfig]
@@ -74,7 +85,6 @@ final class WatchLoop: @unchecked Sendable {
     var nextLimitRetry: Int64 = 0
     var nextRootCheck: Int64 = 0
     var now: Int64 = 0
-    var thread: Thread?
 
     init(sources: [SourceConfig], options: Options, outbox: WatchOutbox, logger: Logger) throws {
         self.sources = sources
@@ -87,53 +97,55 @@ final class WatchLoop: @unchecked Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in run() }
+        let thread = Thread { [self] in
+            defer { exit.leave() }
+            shared.withLock { $0.thread = pthread_self() }
+            run()
+        }
         thread.name = "syncgate.watch"
-        self.thread = thread
+        exit.enter()
         thread.start()
     }
 
     // MARK: asked from other threads
 
-    var isReady: Bool { lock.withLock { ready && !exited } }
-    var settling: Int { lock.withLock { settlingCount } }
-    var eventsRead: Int { lock.withLock { eventCount } }
+    var isReady: Bool { shared.withLock { $0.ready && !$0.exited } }
+    var settling: Int { shared.withLock { $0.settlingCount } }
+    var eventsRead: Int { shared.withLock { $0.eventCount } }
 
-    /// Asks the thread to end, and (unless called on it) waits until it has.
+    /// Asks the thread to end, and (unless called on it) waits until it has (at once when it never started).
     func stop() {
-        lock.withLock { stopRequested = true }
-        inotify.wake()
-        guard Thread.current !== thread else { return }
-        lock.withLock {
-            while !exited && thread != nil { lock.wait() }
+        let onThread = shared.withLock { shared in
+            shared.stopRequested = true
+            return shared.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
         }
+        inotify.wake()
+        guard !onThread else { return }
+        exit.wait()
     }
 
     /// Tests: leave the events in the kernel's queue (as a busy reader would) until resumed.
     func pauseReading(_ paused: Bool) {
-        lock.withLock { readingPaused = paused }
+        shared.withLock { $0.readingPaused = paused }
         inotify.wake()
     }
 
     // MARK: the thread
 
-    var shouldStop: Bool { lock.withLock { stopRequested } }
+    var shouldStop: Bool { shared.withLock { $0.stopRequested } }
 
     func run() {
         defer {
             outbox.finish()
             inotify.close()
-            lock.withLock {
-                exited = true
-                lock.broadcast()
-            }
+            shared.withLock { $0.exited = true }
         }
         now = WatchLoop.monotonic()
         for index in sources.indices where !shouldStop {
             installRoot(index, report: false)
         }
         flushRescans()
-        lock.withLock { ready = true }
+        shared.withLock { $0.ready = true }
         nextRootCheck = now + WatchLoop.nanoseconds(options.rootCheck)
         logger.debug("watching", metadata: ["sources": "\(sources.count)", "folders": "\(folders.watchCount)"])
 
@@ -142,7 +154,7 @@ final class WatchLoop: @unchecked Sendable {
             var until = nextRootCheck
             if let due = pending.nextDue { until = min(until, due) }
             if limited { until = min(until, nextLimitRetry) }
-            let paused = lock.withLock { readingPaused }
+            let paused = shared.withLock { $0.readingPaused }
             let milliseconds = Int32(clamping: max(0, (until - now + 999_999) / 1_000_000))
             let readable = inotify.wait(milliseconds: milliseconds, events: !paused)
             if shouldStop { break }
@@ -159,7 +171,7 @@ final class WatchLoop: @unchecked Sendable {
             settleDue()
             flushRescans()
             let count = pending.count
-            lock.withLock { settlingCount = count }
+            shared.withLock { $0.settlingCount = count }
         }
     }
 
@@ -170,7 +182,7 @@ final class WatchLoop: @unchecked Sendable {
             count += 1
             handle(wd: wd, mask: mask, name: name)
         }
-        lock.withLock { eventCount += count }
+        shared.withLock { $0.eventCount += count }
     }
 
     func handle(wd: Int32, mask: UInt32, name: UnsafeRawBufferPointer) {

@@ -1,16 +1,47 @@
-import Foundation
+import Synchronization
 
 /// Where the watcher's thread leaves what it found until the consumer of ``SourceWatcher/events`` asks for it:
 /// files ready (a set, so a file that falls due twice before the consumer asks is reported once) and the reasons
 /// of rescans asked for. It holds at most `limit` files; beyond that it keeps one rescan instead, so a consumer
 /// that falls behind costs no memory and loses nothing.
-final class WatchOutbox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var files: Set<FileKey> = []
-    private var removed: Set<FileKey> = []
-    private var reasons: [String] = []
-    private var finished = false
-    private var waiters: [CheckedContinuation<WatchEvent?, Never>] = []
+final class WatchOutbox: Sendable {
+    private struct State {
+        var files: Set<FileKey> = []
+        var removed: Set<FileKey> = []
+        var reasons: [String] = []
+        var finished = false
+        var waiters: [CheckedContinuation<WatchEvent?, Never>] = []
+
+        mutating func take() -> WatchEvent? {
+            if !reasons.isEmpty {
+                defer {
+                    reasons = []
+                    files = []
+                    removed = []
+                }
+                return .rescan(reason: reasons.joined(separator: "; "))
+            }
+            if !removed.isEmpty {
+                defer { removed = [] }
+                return .removed(removed.sorted())
+            }
+            guard !files.isEmpty else { return nil }
+            defer { files = [] }
+            return .files(files.sorted())
+        }
+
+        /// Hands events to the consumers waiting: their continuations with what each gets, to resume once the lock
+        /// is released.
+        mutating func deliver() -> [(CheckedContinuation<WatchEvent?, Never>, WatchEvent)] {
+            var handed: [(CheckedContinuation<WatchEvent?, Never>, WatchEvent)] = []
+            while !waiters.isEmpty, let event = take() {
+                handed.append((waiters.removeFirst(), event))
+            }
+            return handed
+        }
+    }
+
+    private let state = Mutex(State())
     let limit: Int
 
     /// At most this many distinct reasons are kept for one rescan (the rest are in the log).
@@ -26,88 +57,65 @@ final class WatchOutbox: @unchecked Sendable {
     /// Files deleted or renamed away. Dropped while a rescan waits, as files are.
     func addRemoved(_ keys: [FileKey]) { add(keys, to: \.removed, what: "removed files") }
 
-    private func add(_ keys: [FileKey], to set: ReferenceWritableKeyPath<WatchOutbox, Set<FileKey>>, what: String) {
+    private func add(_ keys: [FileKey], to set: WritableKeyPath<State, Set<FileKey>>, what: String) {
         guard !keys.isEmpty else { return }
-        lock.withLock {
-            guard !finished, reasons.isEmpty else { return }
-            self[keyPath: set].formUnion(keys)
-            if self[keyPath: set].count > limit {
-                self[keyPath: set] = []
-                reasons.append("more than \(limit) \(what) waited to be planned")
+        let limit = limit
+        let handed = state.withLock { state -> [(CheckedContinuation<WatchEvent?, Never>, WatchEvent)] in
+            guard !state.finished, state.reasons.isEmpty else { return [] }
+            state[keyPath: set].formUnion(keys)
+            if state[keyPath: set].count > limit {
+                state[keyPath: set] = []
+                state.reasons.append("more than \(limit) \(what) waited to be planned")
             }
-            deliverLocked()
+            return state.deliver()
         }
+        for (waiter, event) in handed { waiter.resume(returning: event) }
     }
 
     /// Asks for a rescan: it supersedes the files waiting.
     func rescan(_ reason: String) {
-        lock.withLock {
-            guard !finished else { return }
-            files = []
-            removed = []
-            if !reasons.contains(reason) && reasons.count < WatchOutbox.maxReasons { reasons.append(reason) }
-            deliverLocked()
+        let handed = state.withLock { state -> [(CheckedContinuation<WatchEvent?, Never>, WatchEvent)] in
+            guard !state.finished else { return [] }
+            state.files = []
+            state.removed = []
+            if !state.reasons.contains(reason) && state.reasons.count < WatchOutbox.maxReasons { state.reasons.append(reason) }
+            return state.deliver()
         }
+        for (waiter, event) in handed { waiter.resume(returning: event) }
     }
 
     /// No more events: a consumer waiting (now or later) gets nil.
     func finish() {
-        let waiting: [CheckedContinuation<WatchEvent?, Never>] = lock.withLock {
-            finished = true
-            files = []
-            removed = []
-            reasons = []
-            defer { waiters = [] }
-            return waiters
+        let waiting: [CheckedContinuation<WatchEvent?, Never>] = state.withLock { state in
+            state.finished = true
+            state.files = []
+            state.removed = []
+            state.reasons = []
+            defer { state.waiters = [] }
+            return state.waiters
         }
         for waiter in waiting { waiter.resume(returning: nil) }
     }
 
-    var isFinished: Bool { lock.withLock { finished } }
+    var isFinished: Bool { state.withLock { $0.finished } }
 
     /// Files ready and not yet handed over.
-    var count: Int { lock.withLock { files.count } }
+    var count: Int { state.withLock { $0.files.count } }
 
     /// The next event, waiting for one; nil once finished. Cancelling the waiting task finishes the outbox.
     func next() async -> WatchEvent? {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (waiter: CheckedContinuation<WatchEvent?, Never>) in
-                lock.withLock {
-                    if let event = takeLocked() {
-                        waiter.resume(returning: event)
-                    } else if finished {
-                        waiter.resume(returning: nil)
-                    } else {
-                        waiters.append(waiter)
-                    }
+                let now: WatchEvent?? = state.withLock { state in
+                    if let event = state.take() { return .some(event) }
+                    if state.finished { return .some(nil) }
+                    state.waiters.append(waiter)
+                    return nil
                 }
+                if let now { waiter.resume(returning: now) }
             }
         } onCancel: {
             finish()
-        }
-    }
-
-    private func takeLocked() -> WatchEvent? {
-        if !reasons.isEmpty {
-            defer {
-                reasons = []
-                files = []
-                removed = []
-            }
-            return .rescan(reason: reasons.joined(separator: "; "))
-        }
-        if !removed.isEmpty {
-            defer { removed = [] }
-            return .removed(removed.sorted())
-        }
-        guard !files.isEmpty else { return nil }
-        defer { files = [] }
-        return .files(files.sorted())
-    }
-
-    private func deliverLocked() {
-        while !waiters.isEmpty, let event = takeLocked() {
-            waiters.removeFirst().resume(returning: event)
         }
     }
 }

@@ -1,18 +1,18 @@
-import Foundation
+import Synchronization
 
 /// Bounds how many event streams are open at once: each holds a subscription and a backlog of events, and a
 /// client that opens streams without end would otherwise grow the gateway's memory.
-final class EventStreamSlots: @unchecked Sendable {
+final class EventStreamSlots: Sendable {
     let limit: Int
-    private let lock = NSLock()
-    private var open = 0
+    private let open = Mutex(0)
 
     init(limit: Int) { self.limit = limit }
 
     /// A slot, freed when the last reference to it goes (the response's body, written or dropped); nil when all
     /// are taken.
     func take() -> Slot? {
-        let taken = lock.withLock { () -> Bool in
+        let limit = limit
+        let taken = open.withLock { open -> Bool in
             guard open < limit else { return false }
             open += 1
             return true
@@ -20,9 +20,9 @@ final class EventStreamSlots: @unchecked Sendable {
         return taken ? Slot(self) : nil
     }
 
-    var inUse: Int { lock.withLock { open } }
+    var inUse: Int { open.withLock { $0 } }
 
-    fileprivate func free() { lock.withLock { open -= 1 } }
+    fileprivate func free() { open.withLock { $0 -= 1 } }
 
     final class Slot: Sendable {
         private let slots: EventStreamSlots
