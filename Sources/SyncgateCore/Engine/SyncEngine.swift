@@ -44,87 +44,106 @@ public final class SyncEngine: Sendable {
         }
     }
 
+    /// One run, step by step: the destinations this instance may send to, the run noted started, one pass, the
+    /// files other instances left taken over (a fleet), the sources' files moved away once delivered, the summary.
     private func runStoppingOnLoss(
         _ options: SyncOptions, cancellation: CancellationHandle,
         observe: @escaping @Sendable (DeliveryEvent) -> Void, warn: @escaping @Sendable (ScanWarning) -> Void
     ) async throws -> SyncSummary {
         let started = ContinuousClock.now  // for the run's duration, measured on the monotonic clock
         let tally = SummaryTally()
-        var destinations = config.destinations.filter { options.destinations.isEmpty || options.destinations.contains($0.name) }
-        if !options.dryRun {
-            // On a shared ledger, a destination that needs one writer is left to the instance that leads it.
-            destinations = destinations.filter { destination in
-                let leads = ledger.leads(destination.name, needsOneWriter: destination.destination.needsOneWriter)
-                if !leads { logger.debug("\(destination.name): another instance leads this destination; left to it") }
-                return leads
-            }
-            // A new leader waits until its predecessor's lead has surely ended (a predecessor that is cut off or frozen
-            // stops before then, see ``LeaseFence``).
-            if let wait = destinations.map({ ledger.leadReadyIn($0.name) }).max(), wait > .zero {
-                logger.info("waiting \(wait.syncgateText) for the lead of the previous leader to end before sending")
-                try? await Task.sleep(for: wait)
-            }
-        }
-
-        if !options.dryRun && !options.isGatewayPass {
+        let destinations = await destinationsLedHere(options)
+        let recorded = !options.dryRun && !options.isGatewayPass
+        if recorded {
             try ledger.resetInterrupted(at: clock.now())
             try ledger.noteRunStarted(at: clock.now())
         }
-        var outcome = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
-        var removedFiles = outcome.removed
-        // A shared ledger (PostgreSQL): files that other instances held are theirs to send; those whose holder is
-        // gone (its lease ended) are taken over here, in another pass, until no other instance holds any file of
-        // these destinations (waiting up to a lease and a half for live claims to end or expire). A walk split
-        // between the instances is walked again when the fleet changed under it (an instance joined, or one left
-        // or died before walking its share), and the run waits, as long, for the others to walk their shares.
-        if ledger.sharesWork && !options.dryRun && !options.isGatewayPass {
-            let names = Set(destinations.map(\.name))
-            var idleSince = ContinuousClock.now  // the wait below sleeps in real time, and is measured so
-            var extraPasses = 0
-            while !cancellation.isCancelled, extraPasses < 100 {
-                let again: String?
-                let claims = try ledger.othersClaims(destinations: names)
-                if try outcome.walkAgain || outcome.split.map({ try ledger.fleetChanged(since: $0.view, destinations: $0.destinations) }) == true {
-                    again = "the fleet changed while its shares were walked: walking again"
-                } else if claims.expired > 0 {
-                    again = "\(claims.expired) file(s) held by an instance whose lease ended: taking them over"
-                } else {
-                    again = nil
-                }
-                if let again {
-                    logger.info("\(again)")
-                    try ledger.resetInterrupted(at: clock.now())
-                    outcome = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
-                    removedFiles += outcome.removed
-                    extraPasses += 1
-                    idleSince = ContinuousClock.now
-                    continue
-                }
-                let othersWalking = try outcome.split.map { try !ledger.fleetWalked($0.view, destinations: $0.destinations) } ?? false
-                if claims.live > 0 || othersWalking, ContinuousClock.now - idleSince < .seconds(ledger.leaseSeconds * 1.5 + 2) {
-                    try await Task.sleep(for: .milliseconds(250))
-                } else {
-                    break
-                }
-            }
-            ledger.leaveFleet()
+        let first = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
+        var removedFiles = first.removed
+        if ledger.sharesWork && recorded {
+            removedFiles += try await takeOverWhatOthersLeft(destinations, after: first, options: options, cancellation: cancellation,
+                                                             tally: tally, observe: observe, warn: warn)
         }
-
         tally.update { $0.removedFromSources = removedFiles }
         if !options.dryRun && !cancellation.isCancelled && !config.sourcesDeletingAfterSync.isEmpty {
-            let (moved, failures) = try AfterSyncMover(config: config, ledger: ledger, clock: clock, logger: logger).run(cancellation: cancellation)
-            tally.update {
-                $0.moved += moved
-                $0.moveFailures += failures
-            }
+            try moveDeliveredFiles(cancellation: cancellation, tally: tally)
         }
 
         var summary = tally.value
         summary.interrupted = cancellation.isCancelled
         summary.away.sort { $0.name < $1.name }
         summary.seconds = (ContinuousClock.now - started).seconds
-        if !options.dryRun && !options.isGatewayPass { try ledger.noteRunFinished(at: clock.now(), exitCode: summary.exitCode) }
+        if recorded { try ledger.noteRunFinished(at: clock.now(), exitCode: summary.exitCode) }
         return summary
+    }
+
+    /// The destinations of this run that this instance may send to: on a shared ledger, a destination that needs one
+    /// writer is left to the instance that leads it, and a new leader first waits until its predecessor's lead has
+    /// surely ended (a predecessor that is cut off or frozen stops before then, see ``LeaseFence``).
+    private func destinationsLedHere(_ options: SyncOptions) async -> [DestinationConfig] {
+        var destinations = config.destinations.filter { options.destinations.isEmpty || options.destinations.contains($0.name) }
+        guard !options.dryRun else { return destinations }
+        destinations = destinations.filter { destination in
+            let leads = ledger.leads(destination.name, needsOneWriter: destination.destination.needsOneWriter)
+            if !leads { logger.debug("\(destination.name): another instance leads this destination; left to it") }
+            return leads
+        }
+        if let wait = destinations.map({ ledger.leadReadyIn($0.name) }).max(), wait > .zero {
+            logger.info("waiting \(wait.syncgateText) for the lead of the previous leader to end before sending")
+            try? await Task.sleep(for: wait)
+        }
+        return destinations
+    }
+
+    /// A shared ledger (PostgreSQL): files that other instances held are theirs to send; those whose holder is gone
+    /// (its lease ended) are taken over here, in another pass, until no other instance holds any file of these
+    /// destinations (waiting up to a lease and a half for live claims to end or expire). A walk split between the
+    /// instances is walked again when the fleet changed under it (an instance joined, or one left or died before
+    /// walking its share), and the run waits, as long, for the others to walk their shares. Returns the files the
+    /// extra passes found removed from their sources.
+    private func takeOverWhatOthersLeft(
+        _ destinations: [DestinationConfig], after first: PassOutcome, options: SyncOptions, cancellation: CancellationHandle,
+        tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void, warn: @escaping @Sendable (ScanWarning) -> Void
+    ) async throws -> Int {
+        defer { ledger.leaveFleet() }
+        let names = Set(destinations.map(\.name))
+        var outcome = first
+        var removedFiles = 0
+        var idleSince = ContinuousClock.now  // the wait below sleeps in real time, and is measured so
+        var extraPasses = 0
+        while !cancellation.isCancelled, extraPasses < 100 {
+            let again: String?
+            let claims = try ledger.othersClaims(destinations: names)
+            if try outcome.walkAgain || outcome.split.map({ try ledger.fleetChanged(since: $0.view, destinations: $0.destinations) }) == true {
+                again = "the fleet changed while its shares were walked: walking again"
+            } else if claims.expired > 0 {
+                again = "\(claims.expired) file(s) held by an instance whose lease ended: taking them over"
+            } else {
+                again = nil
+            }
+            if let again {
+                logger.info("\(again)")
+                try ledger.resetInterrupted(at: clock.now())
+                outcome = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
+                removedFiles += outcome.removed
+                extraPasses += 1
+                idleSince = ContinuousClock.now
+                continue
+            }
+            let othersWalking = try outcome.split.map { try !ledger.fleetWalked($0.view, destinations: $0.destinations) } ?? false
+            guard claims.live > 0 || othersWalking, ContinuousClock.now - idleSince < .seconds(ledger.leaseSeconds * 1.5 + 2) else { break }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        return removedFiles
+    }
+
+    /// Deletes from their sources the files whose settings say so once delivered (a move; ``AfterSyncMover``).
+    private func moveDeliveredFiles(cancellation: CancellationHandle, tally: SummaryTally) throws {
+        let (moved, failures) = try AfterSyncMover(config: config, ledger: ledger, clock: clock, logger: logger).run(cancellation: cancellation)
+        tally.update {
+            $0.moved += moved
+            $0.moveFailures += failures
+        }
     }
 
     /// On a shared ledger, waves are this small: each wave's files are claimed when it is recorded, so smaller
