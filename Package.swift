@@ -48,6 +48,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
+        // The one JSON value type, its parser and its text (no dependencies): shared by the core's reports, SDL,
+        // Sheets and the external plugins' protocol.
+        .target(name: "SyncgateJSON"),
+
         // The core: config, routing, delivery layer, state ledger, engine, reporting.
         .target(
             name: "SyncgateCore",
@@ -59,6 +63,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 nioCore, nioPosix, nioSSL,
+                "SyncgateJSON",
             ]
         ),
 
@@ -70,21 +75,21 @@ let package = Package(
         // Destination plugins: one folder each, registered in Sources/syncgate/BuiltinPlugins.swift.
         .target(name: "SyncgateLocal", dependencies: ["SyncgateCore", crypto]),
         .target(name: "SyncgateS3", dependencies: ["SyncgateCore", "SyncgateNetwork", httpClient, crypto, nioCore, nioHTTP1, logging]),
-        .target(name: "SyncgateSDL", dependencies: [nioCore, "CZlib"]),  // SDL wire format: frames, BSON, RPC messages
+        .target(name: "SyncgateSDL", dependencies: [nioCore, "CZlib", "SyncgateJSON"]),  // SDL wire format: frames, BSON, RPC messages
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),  // the system's zlib, for its CRC-32
         .systemLibrary(name: "CMalloc"),  // glibc's malloc tuning, for `syncgate run` (ProcessMemory)
         .target(name: "CBuildInfo", cSettings: buildInfoSettings),  // the commit and date `--version` prints
-        .target(name: "SyncgateHeadUnit", dependencies: ["SyncgateCore", "SyncgateSDL", crypto, nioCore, nioPosix, logging]),
+        .target(name: "SyncgateHeadUnit", dependencies: ["SyncgateCore", "SyncgateSDL", "SyncgateJSON", crypto, nioCore, nioPosix, logging]),
         .target(
             name: "SyncgateSheets",
             dependencies: [
-                "SyncgateCore", "SyncgateNetwork", httpClient, crypto, nioCore, nioHTTP1, logging,
+                "SyncgateCore", "SyncgateNetwork", "SyncgateJSON", httpClient, crypto, nioCore, nioHTTP1, logging,
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
 
         // External destination plugins: any program speaking the JSON-lines protocol of docs/plugins.md.
-        .target(name: "SyncgateExec", dependencies: ["SyncgateCore", logging]),
+        .target(name: "SyncgateExec", dependencies: ["SyncgateCore", "SyncgateJSON", logging]),
 
         // The status page and API of `syncgate run` (Hummingbird), with /metrics from swift-prometheus.
         .target(
@@ -103,29 +108,30 @@ let package = Package(
         .executableTarget(
             name: "syncgate",
             dependencies: [
-                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets", "SyncgateHTTP", "SyncgateExec", "CMalloc", "CBuildInfo",
+                "SyncgateCore", "SyncgateLocal", "SyncgateS3", "SyncgateHeadUnit", "SyncgateSheets", "SyncgateHTTP", "SyncgateExec", "SyncgateJSON", "CMalloc", "CBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 logging,
             ]
         ),
         .executableTarget(
             name: "syncgate-headunit-sim",
-            dependencies: ["SyncgateSDL", nioCore, nioPosix, logging, .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["SyncgateSDL", "SyncgateJSON", nioCore, nioPosix, logging, .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
         // Tests. Integration tests run the built executables against servers on loopback.
         .target(name: "SyncgateTestSupport", path: "Tests/SyncgateTestSupport"),
         // The conformance suite every destination plugin runs (Tests/DestinationConformance).
         .target(name: "DestinationConformance", dependencies: ["SyncgateCore", "SyncgateTestSupport"], path: "Tests/DestinationConformance"),
+        .testTarget(name: "SyncgateJSONTests", dependencies: ["SyncgateJSON"]),
         .testTarget(name: "SyncgateCoreTests", dependencies: ["SyncgateCore", "SyncgateLocal", "SyncgateTestSupport", "DestinationConformance", nioCore]),
-        .testTarget(name: "SyncgateEndToEndTests", dependencies: ["SyncgateCore", "SyncgateExec", "SyncgateTestSupport", "DestinationConformance", "syncgate", "syncgate-headunit-sim"]),
+        .testTarget(name: "SyncgateEndToEndTests", dependencies: ["SyncgateCore", "SyncgateExec", "SyncgateJSON", "SyncgateTestSupport", "DestinationConformance", "syncgate", "syncgate-headunit-sim"]),
         .testTarget(name: "SyncgateNetworkTests", dependencies: ["SyncgateNetwork", "SyncgateCore", "SyncgateTestSupport"]),
         .testTarget(name: "SyncgateS3Tests", dependencies: ["SyncgateS3", "SyncgateNetwork", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
         .testTarget(
             name: "SyncgateHeadUnitTests",
-            dependencies: ["SyncgateHeadUnit", "SyncgateSDL", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate", "syncgate-headunit-sim"]
+            dependencies: ["SyncgateHeadUnit", "SyncgateSDL", "SyncgateJSON", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate", "syncgate-headunit-sim"]
         ),
         .testTarget(name: "SyncgateHTTPTests", dependencies: ["SyncgateHTTP", "SyncgateCore", "SyncgateLocal", "SyncgateTestSupport", httpClient, nioCore, nioHTTP1, logging]),
-        .testTarget(name: "SyncgateSheetsTests", dependencies: ["SyncgateSheets", "SyncgateNetwork", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
+        .testTarget(name: "SyncgateSheetsTests", dependencies: ["SyncgateSheets", "SyncgateJSON", "SyncgateNetwork", "SyncgateCore", "SyncgateTestSupport", "DestinationConformance", "syncgate"]),
     ]
 )

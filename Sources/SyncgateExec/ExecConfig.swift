@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateCore
+import SyncgateJSON
 
 /// The keys of a `type: exec` destination, and of a `type: NAME` that resolves to a plugin program.
 struct ExecConfig: Decodable {
@@ -60,7 +61,7 @@ struct ExecConfig: Decodable {
         switch value {
         case .string(let text): if let key, looksSecret(key) { Redactor.shared.register(text) }
         case .array(let items): for item in items { registerSecrets(in: item, key: key) }
-        case .object(let object): for (name, item) in object { registerSecrets(in: item, key: (key.map { $0 + "." } ?? "") + name) }
+        case .object(let object): for member in object { registerSecrets(in: member.value, key: (key.map { $0 + "." } ?? "") + member.name) }
         default: break
         }
     }
@@ -84,7 +85,7 @@ struct SettingsValue: Decodable {
             for key in mapping.allKeys {
                 object[key.stringValue] = try mapping.decodeIfPresent(SettingsValue.self, forKey: key)?.value ?? .null
             }
-            value = .object(object)
+            value = .object(sorting: object)
         } else if var list = try? decoder.unkeyedContainer() {
             var items: [JSONValue] = []
             while !list.isAtEnd {

@@ -1,7 +1,8 @@
 import Foundation
 import Logging
-import Synchronization
 import SyncgateCore
+import SyncgateJSON
+import Synchronization
 
 /// `type: exec` (and `type: NAME` for a program `syncgate-destination-NAME`): a destination that is any program
 /// speaking the plugin protocol of docs/plugins.md on its stdin and stdout. The program reads each file itself
@@ -113,8 +114,8 @@ public final class ExecDestination: Destination, Sendable {
         let reported = ProgressClamp()
         let answer = try await call("put", [
             "path": .string(item.absolutePath), "relative_path": .string(item.relativePath), "source": .string(item.source),
-            "remote_name": .string(item.remoteName), "size": .number(Double(item.size)), "sha256": .string(item.sha256),
-            "mtime": .number(item.modificationTime.timeIntervalSince1970), "attempt": .number(Double(attempt)),
+            "remote_name": .string(item.remoteName), "size": .int(item.size), "sha256": .string(item.sha256),
+            "mtime": .double(item.modificationTime.timeIntervalSince1970), "attempt": .int(attempt),
             "outcome_unknown": .bool(item.outcomeUnknown),
         ], what: "put '\(item.remoteName)'", idle: false, deadline: putDeadline, progress: { bytes in
             if let value = reported.advance(to: min(bytes, size)) { progress(value) }
@@ -139,11 +140,11 @@ public final class ExecDestination: Destination, Sendable {
         let answer = try await call("delete", ["remote_names": .array(remoteNames.map { .string($0) })], what: "delete of \(remoteNames.count) names", idle: true)
         var failures: [String: DestinationError] = [:]
         if case .object(let failed)? = answer["failed"] {
-            for (name, value) in failed {
-                if let body = try? PluginErrorBody(value, line: ArraySlice(Array(value.text.utf8))) {
-                    failures[name] = body.destinationError
+            for member in failed {
+                if let body = try? PluginErrorBody(member.value, line: ArraySlice(Array(member.value.text.utf8))) {
+                    failures[member.name] = body.destinationError
                 } else {
-                    failures[name] = .permanent("\(spec.label) gave no reason", code: "plugin")
+                    failures[member.name] = .permanent("\(spec.label) gave no reason", code: "plugin")
                 }
             }
         }
@@ -168,7 +169,7 @@ public final class ExecDestination: Destination, Sendable {
     public func existingCopy(of item: UploadItem) async throws -> Receipt? {
         guard capabilities.existingCopy else { return nil }
         let answer = try await call("exists", [
-            "path": .string(item.absolutePath), "remote_name": .string(item.remoteName), "size": .number(Double(item.size)),
+            "path": .string(item.absolutePath), "remote_name": .string(item.remoteName), "size": .int(item.size),
             "sha256": .string(item.sha256),
         ], what: "exists '\(item.remoteName)'", idle: true)
         guard let receipt = answer["receipt"], case .object = receipt else { return nil }

@@ -1,3 +1,4 @@
+import SyncgateJSON
 import Synchronization
 
 /// Resumes a continuation once, whoever calls first.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SyncgateCore
 import Synchronization
+import SyncgateJSON
 
 /// `syncgate plugin check`: a conformance run of any plugin program, through the same host syncgate uses. Each
 /// step is a line of the report; a violation fails it.
@@ -222,7 +223,7 @@ extension ExecDestination {
         do {
             return try await session.request("put", [
                 "path": .string(item.absolutePath), "relative_path": .string(item.relativePath), "source": .string(item.source),
-                "remote_name": .string(item.remoteName), "size": .number(Double(item.size)), "sha256": "", "mtime": 0, "attempt": 1,
+                "remote_name": .string(item.remoteName), "size": .int(item.size), "sha256": "", "mtime": 0, "attempt": 1,
                 "outcome_unknown": false, "fault": fault,
             ], what: "put with a fault")
         } catch let body as PluginErrorBody {

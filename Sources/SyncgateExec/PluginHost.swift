@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SyncgateCore
+import SyncgateJSON
 
 /// Keeps one destination's plugin running: starts it when first needed (`hello`, then `configure`), one process
 /// per destination, and starts it again after it crashed or was killed, waiting 0.25 s doubling up to 10 s
@@ -143,11 +144,11 @@ final class PluginHost: @unchecked Sendable {
         }
         do {
             let hello = try session.requestBlocking("hello", [
-                "protocol": .array(PluginProtocol.versions.map { .number(Double($0)) }),
+                "protocol": .array(PluginProtocol.versions.map { .int($0) }),
                 "destination": .string(spec.destination),
                 "syncgate": "0.1.0",
-                "concurrency": .number(Double(spec.concurrency)),
-                "attempt_timeout": .number(spec.attemptTimeout.seconds),
+                "concurrency": .int(spec.concurrency),
+                "attempt_timeout": .double(spec.attemptTimeout.seconds),
             ], what: "hello", timeout: spec.startTimeout)
             guard let version = hello["protocol"]?.int64 else {
                 session.end(PluginGone(message: "\(spec.label) broke the protocol: its hello names no \"protocol\""), kill: true)

@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateCore
+import SyncgateJSON
 
 /// The external plugin protocol (docs/plugins.md): versions, limits, and how its messages read.
 public enum PluginProtocol {
@@ -7,6 +8,8 @@ public enum PluginProtocol {
     public static let versions = [1]
     /// The longest line either side may write, newline excluded.
     public static let maxLineBytes = 1 << 20
+    /// The deepest nesting of arrays and objects an answer may hold.
+    static let maxDepth = 64
     /// The prefix of a plugin program found by a destination's `type` (`syncgate-destination-NAME`).
     public static let programPrefix = "syncgate-destination-"
 }
@@ -79,7 +82,7 @@ enum PluginAnswer {
     static func parse(_ line: ArraySlice<UInt8>) throws(PluginViolation) -> PluginAnswer {
         let value: JSONValue
         do {
-            value = try JSONLineParser.parse(line)
+            value = try JSONParser.parse(line, maxDepth: PluginProtocol.maxDepth)
         } catch {
             throw .notJSON(Self.excerpt(line))
         }
@@ -121,7 +124,7 @@ struct PluginErrorBody: Error, Sendable {
     init(_ value: JSONValue, line: ArraySlice<UInt8>) throws(PluginViolation) {
         guard case .object = value else { throw .malformed("\"error\" must be an object: \(PluginAnswer.excerpt(line))") }
         let after: Duration?
-        if let seconds = value["retry_after"]?.number {
+        if let seconds = value["retry_after"]?.double {
             guard seconds >= 0, seconds <= 86_400 * 7 else { throw .malformed("\"retry_after\" must be seconds, 0 to 604800: \(PluginAnswer.excerpt(line))") }
             after = .milliseconds(Int64(seconds * 1000))
         } else {

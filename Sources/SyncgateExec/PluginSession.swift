@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SyncgateCore
 import Synchronization
+import SyncgateJSON
 
 /// Why a plugin's session ended before a request was answered: the message names the plugin.
 struct PluginGone: Error, CustomStringConvertible {
@@ -154,9 +155,9 @@ final class PluginSession: @unchecked Sendable {
             return
         }
         var message = fields
-        message["id"] = .number(Double(id))
+        message["id"] = .int(id)
         message["op"] = .string(op)
-        var line = JSONValue.object(message).text
+        var line = JSONText.compact(.object(sorting: message), sortedKeys: true)
         line += "\n"
         do {
             try process.write(Array(line.utf8))
@@ -181,7 +182,7 @@ final class PluginSession: @unchecked Sendable {
         }
         guard let waiter else { return }
         waiter.complete(.failure(error))
-        let line = JSONValue.object(["op": "cancel", "id": .number(Double(id))]).text + "\n"
+        let line = JSONText.compact(["op": "cancel", "id": .int(id)], sortedKeys: true) + "\n"
         try? process.write(Array(line.utf8), patience: .seconds(1))
         let grace = cancelGrace
         DispatchQueue.global().asyncAfter(deadline: .now() + grace.seconds) { [self] in

@@ -1,4 +1,5 @@
 import Foundation
+import SyncgateJSON
 
 /// How to run one destination's plugin: the program and its arguments, its environment, its settings, and the
 /// limits on how long it may take.

@@ -1,3 +1,4 @@
+import SyncgateJSON
 import Synchronization
 
 /// The answer to a request made from a thread that waits for it (``PluginSession/requestBlocking``): the first

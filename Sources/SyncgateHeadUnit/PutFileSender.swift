@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import SyncgateCore
+import SyncgateJSON
 import SyncgateSDL
 
 /// Sends one file as ordered PutFiles at increasing offsets, each chunk sized so that the RPC header, the
@@ -31,7 +32,7 @@ struct PutFileSender {
     /// the largest JSON this file's requests can have.
     static func chunkSize(mtu: Int, name: String, fileType: String, persistent: Bool, size: Int64) -> Int {
         let worst = parameters(name: name, fileType: fileType, persistent: persistent, offset: size, length: size, crc: .max)
-        let json = (try? JSONValue.encode(object: .object(worst)).count) ?? 1024
+        let json = RPCParameters.encode(worst).count
         return mtu - RPCMessage.headerSize - json
     }
 

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import SyncgateCore
+import SyncgateJSON
 import SyncgateSDL
 
 /// The session's steps: StartService, RegisterAppInterface, the listing kept in step with what is stored, and the
@@ -83,8 +84,8 @@ extension SDLConnection {
         }
         if response.code == .wrongLanguage {
             // Registered all the same (success: true); files do not depend on the language.
-            let spoken = response.parameters["language"]?.stringValue ?? "?"
-            let shown = response.parameters["hmiDisplayLanguage"]?.stringValue ?? "?"
+            let spoken = response.parameters["language"]?.string ?? "?"
+            let shown = response.parameters["hmiDisplayLanguage"]?.string ?? "?"
             logger.info("the head unit speaks \(spoken) and shows \(shown), not \(language) / \(hmiLanguage) as configured; registered anyway")
         }
     }
@@ -97,10 +98,10 @@ extension SDLConnection {
             throw ResultClassifier.error(
                 response.code, info: response.info, function: "ListFiles", subject: "", hmiLevel: hmiLevel)
         }
-        let names = (response.parameters["filenames"]?.arrayValue ?? []).compactMap(\.stringValue)
+        let names = (response.parameters["filenames"]?.array ?? []).compactMap(\.string)
         files = Set(names)
         listingIsComplete = names.count < SDLConnection.listFilesLimit
-        spaceAvailable = response.parameters["spaceAvailable"]?.intValue
+        spaceAvailable = response.parameters["spaceAvailable"]?.int64
     }
 
     func noteStored(_ name: String, spaceAvailable: Int64?) {

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import SyncgateCore
+import SyncgateJSON
 import SyncgateSDL
 
 /// One TCP connection to a head unit: the SDL session on it (StartService, RegisterAppInterface), requests
@@ -197,13 +198,13 @@ actor SDLConnection {
         else { return }
         switch rpc.functionID {
         case FunctionID.onHMIStatus:
-            if let level = params["hmiLevel"]?.stringValue {
+            if let level = params["hmiLevel"]?.string {
                 if level != hmiLevel { logger.debug("head unit HMI level \(level)") }
                 hmiLevel = level
                 if level != "NONE" { noneRejected = false }
             }
         case FunctionID.onAppInterfaceUnregistered:
-            let reason = params["reason"]?.stringValue ?? "no reason given"
+            let reason = params["reason"]?.string ?? "no reason given"
             markClosed(.retryable("the head unit unregistered the app (\(reason))", code: "APPLICATION_NOT_REGISTERED"))
         default:
             break

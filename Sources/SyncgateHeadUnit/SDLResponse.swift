@@ -1,3 +1,4 @@
+import SyncgateJSON
 import SyncgateSDL
 
 /// A decoded RPC response: result code, info and parameters.
@@ -10,13 +11,13 @@ struct SDLResponse: Sendable {
     init(_ message: RPCMessage) throws {
         self.message = message
         parameters = try message.parameters()
-        code = ResultCode(parameters["resultCode"]?.stringValue ?? (parameters["success"]?.boolValue == true ? "SUCCESS" : "GENERIC_ERROR"))
-        info = parameters["info"]?.stringValue
+        code = ResultCode(parameters["resultCode"]?.string ?? (parameters["success"]?.bool == true ? "SUCCESS" : "GENERIC_ERROR"))
+        info = parameters["info"]?.string
     }
 
-    var spaceAvailable: Int64? { parameters["spaceAvailable"]?.intValue }
+    var spaceAvailable: Int64? { parameters["spaceAvailable"]?.int64 }
 
     /// Whether the head unit did what was asked: `success: true`, or a result code that means success. Core answers
     /// a registration in another language WRONG_LANGUAGE with `success: true`: the app is registered.
-    var isSuccess: Bool { code.isSuccess || parameters["success"]?.boolValue == true }
+    var isSuccess: Bool { code.isSuccess || parameters["success"]?.bool == true }
 }

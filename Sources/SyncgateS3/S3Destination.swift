@@ -208,7 +208,7 @@ public final class S3Destination: Destination, Sendable {
                 guard lastProgress < cutoff else { continue }
                 if await S3MultipartUpload.abort(client: client, key: upload.key, uploadID: upload.uploadID) {
                     if isOurs { resumeStore.forget(upload.key) }
-                    logger.info("aborted the multipart upload of \(settings.display(key: upload.key)): no progress since \(JSONText.time(lastProgress)), longer than abort_incomplete_after")
+                    logger.info("aborted the multipart upload of \(settings.display(key: upload.key)): no progress since \(ReportJSON.time(lastProgress)), longer than abort_incomplete_after")
                 }
             }
         } catch {

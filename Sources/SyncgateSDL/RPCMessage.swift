@@ -1,4 +1,5 @@
 import NIOCore
+import SyncgateJSON
 
 /// An RPC payload: the 12-byte binary header (RPC type in the top 4 bits and function id in the low 28 bits;
 /// correlation id; JSON size), the JSON parameters, then bulk data.
@@ -26,7 +27,7 @@ public struct RPCMessage: Sendable, Equatable {
         type: RPCType, functionID: UInt32, correlationID: UInt32, parameters: [String: JSONValue],
         bulk: ByteBuffer = ByteBuffer()
     ) {
-        let json = (try? JSONValue.encode(object: .object(parameters))) ?? Array("{}".utf8)
+        let json = RPCParameters.encode(parameters)
         self.init(type: type, functionID: functionID, correlationID: correlationID, json: json, bulk: bulk)
     }
 
@@ -77,7 +78,7 @@ public struct RPCMessage: Sendable, Equatable {
     }
 
     /// The JSON parameters as an object.
-    public func parameters() throws -> [String: JSONValue] { try JSONValue.parseObject(json) }
+    public func parameters() throws(SDLError) -> [String: JSONValue] { try RPCParameters.parse(json) }
 
     public var name: String { FunctionID.name(functionID) }
 }

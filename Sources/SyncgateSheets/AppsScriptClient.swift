@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import SyncgateCore
+import SyncgateJSON
 
 /// Posts rows to an Apps Script web app (`https://script.google.com/macros/s/DEPLOYMENT/exec`).
 ///

@@ -1,3 +1,5 @@
+import SyncgateJSON
+
 /// One cell value sent to Sheets: the Sheets API accepts strings, numbers and booleans (`ValueRange.values`).
 public enum Cell: Sendable, Hashable, CustomStringConvertible {
     case string(String)

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SyncgateJSON
 import _CryptoExtras
 
 /// Builds and signs the JWT a service account exchanges for an access token (RFC 7519 / RFC 7515, RS256 =

@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateCore
+import SyncgateJSON
 
 /// The record formats `rows: records` understands, chosen by the file's extension.
 public enum RecordFormat: String, Sendable {
@@ -268,7 +269,7 @@ public final class RecordReader {
     private func objectRecord(_ bytes: [UInt8], line startLine: Int, what: String) throws -> Record {
         let value: JSONValue
         do {
-            value = try JSONValueParser.parse(bytes)
+            value = try JSONParser.parse(bytes)
         } catch {
             let newlines = bytes.prefix(min(error.offset, bytes.count)).reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
             throw RecordError(line: startLine + newlines, message: "invalid JSON: \(error.message)")
@@ -276,7 +277,7 @@ public final class RecordReader {
         guard case .object(let members) = value else {
             throw RecordError(line: startLine, message: "expected a JSON object, found \(RecordReader.kind(value))")
         }
-        return Record(line: startLine, fields: members)
+        return Record(line: startLine, fields: members.members)
     }
 
     static func kind(_ value: JSONValue) -> String {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import SyncgateCore
+import SyncgateJSON
 
 /// One row to append and the value that makes it unique.
 struct SheetRow: Sendable, Hashable {
@@ -32,7 +33,7 @@ struct RowBuilder: Sendable {
         for field in record.fields {
             hasher.update(data: Array(field.name.utf8))
             hasher.update(data: [0x1F])
-            hasher.update(data: Array(field.value.jsonText.utf8))
+            hasher.update(data: Array(field.value.text.utf8))
             hasher.update(data: [0x1E])
         }
         return hasher.finalize().prefix(recordHashLength / 2).map { String(format: "%02x", $0) }.joined()

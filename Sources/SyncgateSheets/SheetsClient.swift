@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import SyncgateCore
+import SyncgateJSON
 
 /// The result of `spreadsheets.values.append`: `updates.updatedRange` and `updates.updatedRows`.
 struct AppendResult: Sendable {

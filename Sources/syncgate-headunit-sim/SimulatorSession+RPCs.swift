@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import SyncgateJSON
 import SyncgateSDL
 
 /// The RPCs the simulator answers as SDL Core does: RegisterAppInterface, ListFiles, PutFile (chunked, CRC
@@ -60,7 +61,7 @@ extension SimulatorSession {
             return
         }
         if let code = settings.refuseRegistration {
-            log(request, "app=\(params["appName"]?.stringValue ?? "?") -> \(code) (fault)")
+            log(request, "app=\(params["appName"]?.string ?? "?") -> \(code) (fault)")
             respond(to: request, ResultCode(code), info: "Simulated refusal")
             return
         }
@@ -71,10 +72,10 @@ extension SimulatorSession {
         noneLists = 0
         activationScheduled = false
         // Core registers an app that asks for another language, and says so: WRONG_LANGUAGE with success true.
-        let desired = params["languageDesired"]?.stringValue ?? "?"
-        let shown = params["hmiDisplayLanguageDesired"]?.stringValue ?? "?"
+        let desired = params["languageDesired"]?.string ?? "?"
+        let shown = params["hmiDisplayLanguageDesired"]?.string ?? "?"
         let code: ResultCode = desired == settings.language && shown == settings.language ? .success : .wrongLanguage
-        log(request, "app=\(params["appName"]?.stringValue ?? "?") id=\(params["appID"]?.stringValue ?? "?") lang=\(desired) hmi=\(shown) -> \(code.rawValue)")
+        log(request, "app=\(params["appName"]?.string ?? "?") id=\(params["appID"]?.string ?? "?") lang=\(desired) hmi=\(shown) -> \(code.rawValue)")
         respond(
             to: request, code, success: true,
             extra: [
@@ -128,10 +129,10 @@ extension SimulatorSession {
     }
 
     func putFile(_ request: RPCMessage, _ params: [String: JSONValue]) {
-        let name = params["syncFileName"]?.stringValue ?? ""
-        let offset = params["offset"]?.intValue ?? 0
+        let name = params["syncFileName"]?.string ?? ""
+        let offset = params["offset"]?.int64 ?? 0
         var bulk = request.bulk.getBytes(at: request.bulk.readerIndex, length: request.bulk.readableBytes) ?? []
-        let detail = "name=\(name) type=\(params["fileType"]?.stringValue ?? "-") offset=\(offset) bytes=\(bulk.count) persistent=\(params["persistentFile"]?.boolValue ?? false)"
+        let detail = "name=\(name) type=\(params["fileType"]?.string ?? "-") offset=\(offset) bytes=\(bulk.count) persistent=\(params["persistentFile"]?.bool ?? false)"
         settings.countPut(bytes: bulk.count)
         if offset == 0 && overNoneLimit(&nonePuts) {
             log(request, "\(detail) -> REJECTED (level NONE)")
@@ -143,7 +144,7 @@ extension SimulatorSession {
             respond(to: request, .genericError, info: "Simulated failure", extra: ["spaceAvailable": .int(store.spaceAvailable())])
             return
         }
-        guard params["syncFileName"]?.stringValue != nil, params["fileType"]?.stringValue != nil else {
+        guard params["syncFileName"]?.string != nil, params["fileType"]?.string != nil else {
             log(request, "\(detail) -> INVALID_DATA (mandatory parameter missing)")
             respond(to: request, .invalidData, info: "syncFileName and fileType are mandatory")
             return
@@ -162,7 +163,7 @@ extension SimulatorSession {
             bulk[0] ^= 0xFF
             SimulatorLog.line("FAULT corrupted the data of \(name) at offset \(offset)")
         }
-        if let crc = params["crc"]?.intValue, UInt32(truncatingIfNeeded: crc) != CRC32.checksum(bulk) {
+        if let crc = params["crc"]?.int64, UInt32(truncatingIfNeeded: crc) != CRC32.checksum(bulk) {
             log(request, "\(detail) -> CORRUPTED_DATA")
             respond(to: request, .corruptedData, info: "CRC Check on file failed. File upload has been cancelled, please retry.")
             return
@@ -173,7 +174,7 @@ extension SimulatorSession {
             respond(to: request, .outOfMemory, info: "Not enough space", extra: ["spaceAvailable": .int(store.spaceAvailable())])
             return
         }
-        switch store.write(name, offset: offset, bytes: bulk, persistent: params["persistentFile"]?.boolValue ?? false) {
+        switch store.write(name, offset: offset, bytes: bulk, persistent: params["persistentFile"]?.bool ?? false) {
         case .ok:
             log(request, "\(detail) -> SUCCESS")
             respond(to: request, .success, info: "File was downloaded", extra: ["spaceAvailable": .int(store.spaceAvailable())])
@@ -187,7 +188,7 @@ extension SimulatorSession {
     }
 
     func deleteFile(_ request: RPCMessage, _ params: [String: JSONValue]) {
-        guard let name = params["syncFileName"]?.stringValue else {
+        guard let name = params["syncFileName"]?.string else {
             log(request, "-> INVALID_DATA")
             respond(to: request, .invalidData, info: "syncFileName is mandatory")
             return
@@ -203,7 +204,7 @@ extension SimulatorSession {
     }
 
     func setAppIcon(_ request: RPCMessage, _ params: [String: JSONValue]) {
-        let name = params["syncFileName"]?.stringValue ?? ""
+        let name = params["syncFileName"]?.string ?? ""
         guard !name.isEmpty, !name.contains("/"), store.exists(name) else {
             log(request, "name=\(name) -> INVALID_DATA")
             respond(to: request, .invalidData)

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import SyncgateJSON
 import SyncgateSDL
 
 /// One connection to the simulated head unit: behaves like SDL Core 8.2 as far as file sync is concerned
@@ -219,7 +220,7 @@ final class SimulatorSession: ChannelInboundHandler {
     func prettyJSON(_ params: [String: JSONValue]) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return Array(try encoder.encode(JSONValue.object(params)))
+        return Array(try encoder.encode(JSONValue.object(sorting: params)))
     }
 
     func notify(_ functionID: UInt32, _ params: [String: JSONValue]) {

@@ -29,7 +29,7 @@ struct ListCommand: AsyncParsableCommand {
         }
         await target.destination.finish()
         if json {
-            Console.out(JSONText.encode([
+            Console.out(ReportJSON.encode([
                 "destination": destination,
                 "files": listing.entries.map { ["name": $0.name, "size": $0.size.map { $0 as Any } ?? NSNull()] as [String: Any] },
                 "space_available": listing.spaceAvailable.map { $0 as Any } ?? NSNull(),

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SyncgateCore
 import SyncgateExec
+import SyncgateJSON
 
 /// `syncgate plugin check -- PROGRAM [ARGS]`: the conformance check of an external plugin (docs/plugins.md).
 struct PluginCommand: AsyncParsableCommand {
@@ -43,7 +44,7 @@ struct PluginCommand: AsyncParsableCommand {
             defer { try? FileManager.default.removeItem(at: scratch) }
             let settingsValue: JSONValue
             if let settings {
-                guard let parsed = try? JSONDecoder().decode(JSONValue.self, from: Data(settings.utf8)), case .object = parsed else {
+                guard let parsed = try? JSONParser.parse(settings), case .object = parsed else {
                     Console.error("plugin check: --settings must be a JSON object")
                     throw ExitCode(ExitStatus.usage)
                 }

@@ -38,7 +38,7 @@ struct RemoveCommand: AsyncParsableCommand {
             try? ledger.forgetRemote(destination: target.name, remoteNames: deleted)
         }
         if json {
-            Console.out(JSONText.encode([
+            Console.out(ReportJSON.encode([
                 "destination": destination,
                 "results": names.map { name -> [String: Any] in
                     if let failure = failures[name] {

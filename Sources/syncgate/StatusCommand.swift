@@ -48,7 +48,7 @@ struct StatusCommand: AsyncParsableCommand {
         let ledger = try global.openLedger(config)
         if all {
             try ledger.forEachEntry(destination: destination) { entry in
-                Console.out(JSONText.encode(StatusReport.fileObject(entry)))
+                Console.out(ReportJSON.encode(StatusReport.fileObject(entry)))
                 if Console.isOutputClosed { throw ExitCode(141) }
             }
             return

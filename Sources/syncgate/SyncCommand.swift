@@ -135,7 +135,7 @@ struct SyncRunner {
                 }
             }, warn: { warning in
                 if json {
-                    Console.out(JSONText.encode(["event": warning.sourceMissing ? "error" : "warning", "source": warning.source,
+                    Console.out(ReportJSON.encode(["event": warning.sourceMissing ? "error" : "warning", "source": warning.source,
                                                  "path": warning.relativePath, "message": warning.message]))
                 } else if warning.sourceMissing {
                     Console.error("error: source \(warning.source): \(TerminalText.escape(warning.message))")

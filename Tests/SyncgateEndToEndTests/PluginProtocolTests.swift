@@ -1,6 +1,7 @@
 import Foundation
 import SyncgateCore
 @testable import SyncgateExec
+import SyncgateJSON
 import Testing
 
 /// How the host reads a plugin's lines: each error class and scope onto the core's classification (with its
@@ -69,11 +70,13 @@ struct PluginProtocolTests {
 
     @Test func requestsAreOneLineWhateverTheNameHolds() {
         let name = "new\nline \"quoted\" back\\slash \u{1}\u{7F} \u{2028} caf\u{E9}"
-        let text = JSONValue.object(["remote_name": .string(name), "id": 3]).text
+        let text = JSONText.compact(["remote_name": .string(name), "id": 3], sortedKeys: true)
         #expect(!text.contains("\n") && !text.contains("\u{2028}"))
-        let back = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        let back = try? JSONParser.parse(text)
         #expect(back?["remote_name"]?.string == name)
         #expect(back?["id"]?.int64 == 3)
+        let theirs = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        #expect(theirs?["remote_name"] as? String == name)
     }
 
     /// A streamed listing is cut at its bounds: one name over the per-name limit, more names than the limit, more
@@ -99,45 +102,5 @@ struct PluginProtocolTests {
         let count = ListingCollector(label: "plugin 'x'", limit: 3, byteLimit: 1 << 20, nameLimit: 4096)
         let results = (0..<4).map { count.add(RemoteListing.Entry(name: "n\($0)")) }
         #expect(results.prefix(3).allSatisfy { $0 == nil } && (results[3] as? DestinationError)?.code == "listing-too-long")
-    }
-}
-
-/// The answer parser against Foundation's on valid and invalid JSON texts.
-@Suite("plugin protocol: the JSON line parser")
-struct JSONLineParserTests {
-    func parse(_ text: String) -> JSONValue? { try? JSONLineParser.parse(ArraySlice(Array(text.utf8))) }
-
-    @Test func readsWhatFoundationReads() throws {
-        let texts = [
-            #"{"a":1,"b":[true,false,null],"c":{"d":"e"},"f":-1.5e3,"g":0,"h":"\u00e9\ud83d\ude00\n\t\"\\\/"}"#,
-            #"  [ 1 , 2.25 , "x" , { } , [ ] ]  "#, #""plain""#, "12345678901", "-0.0", #"{"id":3,"progress":4096}"#,
-            #"{"name":"日本語/😀.dat"}"#,
-        ]
-        for text in texts {
-            let ours = try #require(parse(text), "\(text)")
-            let theirs = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
-            #expect(ours == theirs, "\(text)")
-        }
-    }
-
-    @Test func refusesWhatIsNotJSON() {
-        let texts = [
-            "", "{", "}", #"{"a"}"#, #"{"a":}"#, #"{"a":1,}"#, "[1,]", "01", "1.", ".5", "1e", "+1", "tru", "nul", "True",
-            #""unterminated"#, #""bad \x escape""#, #""lone \ud800 surrogate""#, #""\udc00""#, "\"tab\there\"", "[1] 2",
-            "{\"a\":1}}", String(repeating: "[", count: 100) + String(repeating: "]", count: 100), "NaN", "Infinity",
-        ]
-        for text in texts { #expect(parse(text) == nil, "\(text)") }
-        #expect((try? JSONLineParser.parse(ArraySlice([0x22, 0xFF, 0x22]))) == nil, "invalid UTF-8")
-    }
-
-    @Test func whatTheHostWritesReadsBack() {
-        var generator = SystemRandomNumberGenerator()
-        let alphabet: [Character] = ["a", "\"", "\\", "\n", "\u{1}", "é", "😀", "/", " ", "\u{2028}", "\u{7F}"]
-        for _ in 0..<500 {
-            let text = String((0..<Int.random(in: 0..<20, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
-            let value: JSONValue = ["s": .string(text), "n": .number(Double(Int.random(in: -1_000_000...1_000_000, using: &generator))),
-                                    "a": [.bool(true), .null, .string(text)]]
-            #expect(parse(value.text) == value, "\(value.text)")
-        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import SyncgateJSON
 import SyncgateSDL
 import SyncgateTestSupport
 

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import SyncgateJSON
 import SyncgateSDL
 import Testing
 
@@ -131,12 +132,12 @@ struct SDLBoundsTests {
 
     @Test("JSON with more values than any RPC answer holds is refused before it is parsed")
     func jsonValueLimit() throws {
-        let many = "{\"filenames\": [" + Array(repeating: "0", count: JSONValue.maxValues).joined(separator: ",") + "]}"
-        #expect(throws: SDLError.self) { _ = try JSONValue.parseObject(Array(many.utf8)) }
+        let many = "{\"filenames\": [" + Array(repeating: "0", count: RPCParameters.maxValues).joined(separator: ",") + "]}"
+        #expect(throws: SDLError.self) { _ = try RPCParameters.parse(Array(many.utf8)) }
         // Commas, brackets and braces inside strings are not values.
         let names = (0..<1000).map { "\"file, [{\\\"\($0)\\\"}].png\"" }.joined(separator: ",")
-        let listing = try JSONValue.parseObject(Array("{\"filenames\": [\(names)], \"spaceAvailable\": 5}".utf8), maxValues: 1100)
-        #expect(listing["filenames"]?.arrayValue?.count == 1000)
-        #expect(listing["filenames"]?.arrayValue?.first?.stringValue == "file, [{\"0\"}].png")
+        let listing = try RPCParameters.parse(Array("{\"filenames\": [\(names)], \"spaceAvailable\": 5}".utf8), maxValues: 1100)
+        #expect(listing["filenames"]?.array?.count == 1000)
+        #expect(listing["filenames"]?.array?.first?.string == "file, [{\"0\"}].png")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import SyncgateJSON
 import SyncgateSDL
 import SyncgateTestSupport
 import Testing
@@ -90,8 +91,8 @@ struct SDLCodecTests {
             let parsed = try FrameParser(maxPayload: 131_072).parseOne(frame.header + frame.payload)
             guard let message = try assembler.add(parsed), !message.isControl else { continue }
             let rpc = try RPCMessage(decoding: message.payload)
-            guard rpc.functionID == FunctionID.putFile, let crc = try rpc.parameters()["crc"]?.intValue else { continue }
-            let name = try rpc.parameters()["syncFileName"]?.stringValue ?? "?"
+            guard rpc.functionID == FunctionID.putFile, let crc = try rpc.parameters()["crc"]?.int64 else { continue }
+            let name = try rpc.parameters()["syncFileName"]?.string ?? "?"
             if CRC32.checksum(rpc.bulk.readableBytesView) == UInt32(crc) { checked += 1 } else { mismatched.append(name) }
         }
         #expect(checked == 5)  // hello.txt, the three big.bin chunks, multiframe.bin

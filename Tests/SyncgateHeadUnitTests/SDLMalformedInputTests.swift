@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import SyncgateJSON
 import SyncgateSDL
 import Testing
 
@@ -147,7 +148,7 @@ struct SDLMalformedInputTests {
         expectSDLError { _ = try RPCMessage(decoding: [0, 0, 0, 32, 0, 0, 0, 1, 0, 0, 1, 0, 0x7B, 0x7D]) }
         expectSDLError { _ = try RPCMessage(decoding: [0x70, 0, 0, 32, 0, 0, 0, 1, 0, 0, 0, 0]) }
         expectSDLError { _ = try RPCMessage(decoding: [0, 0, 0, 32, 0, 0, 0, 1, 0, 0, 0, 1, 0x7B]).parameters() }
-        expectSDLError { _ = try JSONValue.parseObject(Array("[1,2]".utf8)) }
+        expectSDLError { _ = try RPCParameters.parse(Array("[1,2]".utf8)) }
     }
 
     @Test("random bytes never crash the frame parser, the assembler, BSON or RPC decoding")

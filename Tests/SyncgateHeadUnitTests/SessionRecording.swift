@@ -1,4 +1,5 @@
 import Foundation
+import SyncgateJSON
 import SyncgateSDL
 import SyncgateTestSupport
 
@@ -113,11 +114,11 @@ struct SessionRecording {
             // The JSON sits at the start of the first data frame, within the recorded 4,096 bytes.
             let jsonSize = Int(prefix[8]) << 24 | Int(prefix[9]) << 16 | Int(prefix[10]) << 8 | Int(prefix[11])
             let json = Array(prefix[12..<(12 + jsonSize)])
-            let params = try JSONValue.parseObject(json)
-            guard let name = params["syncFileName"]?.stringValue, let crc = params["crc"]?.intValue else {
+            let params = try RPCParameters.parse(json)
+            guard let name = params["syncFileName"]?.string, let crc = params["crc"]?.int64 else {
                 throw RecordingError("cannot regenerate a cut frame that is not a PutFile with a crc")
             }
-            let offset = Int(params["offset"]?.intValue ?? 0)
+            let offset = Int(params["offset"]?.int64 ?? 0)
             let bulkSize = total - 12 - jsonSize
             let bulk = SessionRecording.pattern(name, offset: offset, count: bulkSize)
             guard CRC32.checksum(bulk) == UInt32(crc) else {
@@ -151,7 +152,7 @@ struct SessionRecording {
             if corr == nil, let range = line[..<arrow.lowerBound].range(of: "corr=") {
                 corr = UInt32(line[range.upperBound...].prefix { $0.isNumber })
             }
-            guard let corr, let object = try? JSONValue.parseObject(Array(line[brace...].utf8)) else { continue }
+            guard let corr, let object = try? RPCParameters.parse(Array(line[brace...].utf8)) else { continue }
             answers[corr] = object
         }
         return answers

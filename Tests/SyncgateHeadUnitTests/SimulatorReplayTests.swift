@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import SyncgateJSON
 import SyncgateSDL
 import SyncgateTestSupport
 import Testing
@@ -105,8 +106,8 @@ struct SimulatorReplayTests {
                 if let expected = answers[core] {
                     var mine = params
                     var theirs = expected
-                    if let names = mine["filenames"]?.arrayValue { mine["filenames"] = .array(names.sorted { "\($0)" < "\($1)" }) }
-                    if let names = theirs["filenames"]?.arrayValue { theirs["filenames"] = .array(names.sorted { "\($0)" < "\($1)" }) }
+                    if let names = mine["filenames"]?.array { mine["filenames"] = .array(names.sorted { "\($0)" < "\($1)" }) }
+                    if let names = theirs["filenames"]?.array { theirs["filenames"] = .array(names.sorted { "\($0)" < "\($1)" }) }
                     #expect(mine == theirs, "corr \(core) (frame \(index)): simulator \(mine) vs Core \(theirs)")
                 } else {
                     // RegisterAppInterface: Core's answer is long; compare what matters.

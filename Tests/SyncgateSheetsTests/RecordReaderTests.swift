@@ -1,4 +1,5 @@
 import Foundation
+import SyncgateJSON
 import SyncgateTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateCore
+import SyncgateJSON
 import SyncgateTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import NIOHTTP1
+import SyncgateJSON
 import SyncgateTestSupport
 import Testing
 
@@ -50,7 +51,7 @@ struct SheetsParserFuzzTests {
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "Retry-After", value: "7")
         fuzzer.run { bytes in
-            _ = try? JSONValueParser.parse(bytes)
+            _ = try? JSONParser.parse(bytes)
             _ = SheetsErrorMapper.error(for: HTTPAnswer(status: 429, headers: headers, body: bytes), operation: "values.append", request: .write)
         }
     }

@@ -25,7 +25,7 @@ extension DestinationRun {
             // It asked to be left alone until then (Retry-After): no run tries it before, a one-shot sync included.
             awayAsRecorded.set()
             breaker.trip(DeliveryFailure(
-                message: "asked to be left alone until \(JSONText.time(until)) (Retry-After); the last error: \(record.lastError ?? "unavailable")",
+                message: "asked to be left alone until \(ReportJSON.time(until)) (Retry-After); the last error: \(record.lastError ?? "unavailable")",
                 failureClass: .retryable(), scope: .destination, code: record.errorCode, attempts: 0))
             return Readiness()
         }
@@ -42,7 +42,7 @@ extension DestinationRun {
             case .done(let answered, _):
                 contact.set()
                 if answered {
-                    logger.info("\(name): the destination answers again (it was \(record.state.rawValue) since \(JSONText.time(record.since)))")
+                    logger.info("\(name): the destination answers again (it was \(record.state.rawValue) since \(ReportJSON.time(record.since)))")
                 }
             case .waiting, .failed, .cancelled:
                 return Readiness()  // away: the loop opened the breaker with why

@@ -45,8 +45,8 @@ public enum SkipReason: Sendable, Hashable, CustomStringConvertible {
         case .upToDate: "up to date"
         case .touched: "up to date (touched)"
         case .failedPermanently(let error): "failed permanently: \(error) (fix it, then run syncgate retry)"
-        case .retryScheduled(let at): "retry scheduled at \(JSONText.time(at))"
-        case .gaveUp(let since): "gave up after failing since \(since.map { "\(JSONText.time($0))" } ?? "?") (run syncgate retry)"
+        case .retryScheduled(let at): "retry scheduled at \(ReportJSON.time(at))"
+        case .gaveUp(let since): "gave up after failing since \(since.map { "\(ReportJSON.time($0))" } ?? "?") (run syncgate retry)"
         case .tooNew(let minAge, _): "too new (min_age \(minAge.syncgateText))"
         }
     }

@@ -5,7 +5,7 @@ public enum EventJSON {
     public static func object(_ event: DeliveryEvent) -> [String: Any] {
         var object: [String: Any] = [
             "event": event.name, "path": event.file.path, "source": event.file.source,
-            "destination": event.destination, "size": event.size, "time": JSONText.time(event.time),
+            "destination": event.destination, "size": event.size, "time": ReportJSON.time(event.time),
         ]
         switch event.kind {
         case .queued(let reason):
@@ -41,15 +41,15 @@ public enum EventJSON {
             if let code = failure.code { object["code"] = Redactor.shared.redactCode(code) }
         case .skipped(let reason):
             object["reason"] = Redactor.shared.redact(reason.description)
-            if case .tooNew(_, let readyAt) = reason { object["ready_at"] = JSONText.time(readyAt) }
+            if case .tooNew(_, let readyAt) = reason { object["ready_at"] = ReportJSON.time(readyAt) }
         }
         return object
     }
 
-    public static func line(_ event: DeliveryEvent) -> String { JSONText.encode(object(event)) }
+    public static func line(_ event: DeliveryEvent) -> String { ReportJSON.encode(object(event)) }
 
     public static func summaryLine(_ summary: SyncSummary) -> String {
-        JSONText.encode([
+        ReportJSON.encode([
             "event": "summary", "files": summary.files, "planned": summary.planned, "uploaded": summary.uploaded,
             "already_present": summary.alreadyPresent, "up_to_date": summary.upToDate, "too_new": summary.tooNew, "failed": summary.failed,
             "failed_permanently": summary.failedPermanently, "failed_retryable": summary.failedRetryable,
@@ -62,7 +62,7 @@ public enum EventJSON {
             "held_back": summary.heldBack.map { ["source": $0.source, "reason": $0.reason, "gone": $0.gone] as [String: Any] },
             "destinations_away": summary.away.map { away -> [String: Any] in
                 var object: [String: Any] = [
-                    "name": away.name, "state": away.state.rawValue, "since": JSONText.time(away.since),
+                    "name": away.name, "state": away.state.rawValue, "since": ReportJSON.time(away.since),
                     "error": Redactor.shared.redact(away.error), "waiting": away.waiting,
                 ]
                 if let code = away.code { object["code"] = Redactor.shared.redactCode(code) }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Times as a person reads them in a report, in the local time zone: `09:12` today, `2026-11-23 09:12` on another
-/// day. JSON output uses ``JSONText/time(_:)`` (ISO 8601, UTC) instead.
+/// day. JSON output uses ``ReportJSON/time(_:)`` (ISO 8601, UTC) instead.
 public enum HumanTime {
     public static func text(_ date: Date, now: Date = Date()) -> String {
         let formatter = DateFormatter()

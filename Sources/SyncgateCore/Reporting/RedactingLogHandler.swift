@@ -37,11 +37,11 @@ public struct RedactingLogHandler: LogHandler {
         case .json:
             var object: [String: Any] = [:]
             for (key, value) in all { object[key] = Redactor.shared.redact("\(value)") }
-            object["time"] = JSONText.time(Date())
+            object["time"] = ReportJSON.time(Date())
             object["level"] = event.level.rawValue
             object["label"] = label
             object["message"] = Redactor.shared.redact("\(event.message)")
-            line = JSONText.encode(object) + "\n"
+            line = ReportJSON.encode(object) + "\n"
         }
         FileHandle.standardError.write(Data(line.utf8))
     }

@@ -117,9 +117,9 @@ public struct StatusReport: Sendable {
     public static func fileObject(_ entry: LedgerEntry) -> [String: Any] {
         var object: [String: Any] = [
             "path": entry.file.path, "source": entry.file.source, "destination": entry.destination,
-            "status": entry.status.rawValue, "attempts": entry.attempts, "last_attempt_at": JSONText.time(entry.lastAttemptAt),
+            "status": entry.status.rawValue, "attempts": entry.attempts, "last_attempt_at": ReportJSON.time(entry.lastAttemptAt),
             "last_error": entry.lastError.map { Redactor.shared.redact($0) } ?? NSNull(),
-            "error_class": entry.errorClass?.name ?? NSNull(), "next_retry_at": JSONText.time(entry.nextRetryAt),
+            "error_class": entry.errorClass?.name ?? NSNull(), "next_retry_at": ReportJSON.time(entry.nextRetryAt),
             "size": entry.size, "progress": entry.progress,
         ]
         if let code = entry.errorCode { object["error_code"] = Redactor.shared.redactCode(code) }
@@ -128,14 +128,14 @@ public struct StatusReport: Sendable {
             object["remote_name"] = receipt.remoteName
             if let etag = receipt.etag { object["etag"] = Redactor.shared.redact(etag) }
         }
-        if let synced = entry.syncedAt { object["synced_at"] = JSONText.time(synced) }
+        if let synced = entry.syncedAt { object["synced_at"] = ReportJSON.time(synced) }
         if let holder = entry.claimedBy {
             object["claimed_by"] = holder
-            object["lease_until"] = JSONText.time(entry.leaseUntil)
+            object["lease_until"] = ReportJSON.time(entry.leaseUntil)
         }
         if let removed = entry.removed {
             object["removed"] = removed.rawValue
-            object["removed_at"] = JSONText.time(entry.removedAt)
+            object["removed_at"] = ReportJSON.time(entry.removedAt)
         }
         return object
     }
@@ -143,25 +143,25 @@ public struct StatusReport: Sendable {
     static func destinationObject(_ d: DestinationLine) -> [String: Any] {
         var object: [String: Any] = [
             "name": d.name, "type": d.type, "state": d.state.rawValue, "synced": d.synced, "pending": d.pending,
-            "uploading": d.uploading, "failed": d.failed, "waiting": d.waiting, "last_success_at": JSONText.time(d.lastSuccess),
+            "uploading": d.uploading, "failed": d.failed, "waiting": d.waiting, "last_success_at": ReportJSON.time(d.lastSuccess),
             "removed": d.removed,
         ]
         if d.state != .available {
-            object["since"] = JSONText.time(d.since)
+            object["since"] = ReportJSON.time(d.since)
             object["last_error"] = d.lastError.map { Redactor.shared.redact($0) } ?? NSNull()
             if let code = d.errorCode { object["error_code"] = Redactor.shared.redactCode(code) }
-            if let next = d.nextProbe { object["next_probe_at"] = JSONText.time(next) }
+            if let next = d.nextProbe { object["next_probe_at"] = ReportJSON.time(next) }
         }
         return object
     }
 
     public var json: String {
         var object: [String: Any] = [
-            "generated_at": JSONText.time(generatedAt),
+            "generated_at": ReportJSON.time(generatedAt),
             "sync_running": syncRunning,
             "gateway_running": gatewayRunning,
             "last_run": lastRun.map { run -> Any in
-                ["started_at": JSONText.time(run.startedAt), "finished_at": JSONText.time(run.finishedAt),
+                ["started_at": ReportJSON.time(run.startedAt), "finished_at": ReportJSON.time(run.finishedAt),
                  "exit_code": run.exitCode.map { $0 as Any } ?? NSNull()] as [String: Any]
             } ?? NSNull(),
             "destinations": destinations.map(StatusReport.destinationObject),
@@ -174,7 +174,7 @@ public struct StatusReport: Sendable {
         ]
         object["held_back"] = heldBack.map { ["source": $0.source, "reason": $0.reason, "gone": $0.gone] as [String: Any] }
         object["needs_attention"] = needsAttention
-        return JSONText.encode(object, pretty: true)
+        return ReportJSON.encode(object, pretty: true)
     }
 
     // MARK: - Text

@@ -36,7 +36,7 @@ struct APIRoutes: Sendable {
                 try await Task.detached { try await gateway.retry(destination: selection.destination, paths: selection.paths) }.value
             }
             logger.info("retry requested over HTTP", metadata: ["destination": "\(selection.destination ?? "*")", "paths": "\(selection.paths.count)", "files": "\(n)"])
-            return Responses.json(JSONText.encode(["retried": n]) + "\n")
+            return Responses.json(ReportJSON.encode(["retried": n]) + "\n")
         }
         router.post("/api/forget") { request, _ -> Response in
             let selection = try await FileSelection.read(from: request)
@@ -44,7 +44,7 @@ struct APIRoutes: Sendable {
                 try await Task.detached { try await gateway.forget(destination: selection.destination, paths: selection.paths) }.value
             }
             logger.info("forget requested over HTTP", metadata: ["destination": "\(selection.destination ?? "*")", "paths": "\(selection.paths.count)", "files": "\(n)"])
-            return Responses.json(JSONText.encode(["forgotten": n]) + "\n")
+            return Responses.json(ReportJSON.encode(["forgotten": n]) + "\n")
         }
     }
 
