@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Wraps a destination with everything a plugin never does itself: retries with exponential backoff and jitter
 /// (artwork and other files with their own counts), Retry-After, permanent errors not retried, a per-attempt
@@ -284,22 +285,21 @@ public struct DeliveryLayer: Sendable {
 }
 
 /// Bytes done per file across a batch, by the file's index in it.
-final class ProgressTally: @unchecked Sendable {
-    private let lock = NSLock()
-    private var perFile: [Int64]
-    private var done: Int64 = 0
+final class ProgressTally: Sendable {
+    private let state: Mutex<(perFile: [Int64], done: Int64)>
     let total: Int64
 
     init(files: Int, total: Int64) {
-        self.perFile = [Int64](repeating: 0, count: files)
+        self.state = Mutex(([Int64](repeating: 0, count: files), 0))
         self.total = total
     }
 
     func set(_ index: Int, _ bytes: Int64) -> (Int64, Int64) {
-        lock.lock()
-        defer { lock.unlock() }
-        done += bytes - perFile[index]
-        perFile[index] = bytes
+        let done = state.withLock { state in
+            state.done += bytes - state.perFile[index]
+            state.perFile[index] = bytes
+            return state.done
+        }
         return (done, total)
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
+import Synchronization
 
 /// The operations of a running gateway: ongoing uploads with their progress, recently completed ones (kept for
 /// `recent.completed`) and recently failed ones (kept for `recent.failed`). Every change is published on
 /// ``changes()`` streams.
-public final class OperationList: @unchecked Sendable {
+public final class OperationList: Sendable {
     /// One file at one destination.
     public struct Operation: Sendable, Hashable {
         public var file: FileKey
@@ -22,14 +23,17 @@ public final class OperationList: @unchecked Sendable {
         public var recentlyFailed: [Operation]
     }
 
-    private let lock = NSLock()
     private let clock: any SyncClock
     private let keepCompleted: @Sendable (String) -> Duration
     private let keepFailed: @Sendable (String) -> Duration
-    private var ongoing: [String: Operation] = [:]
-    private var completed: [Operation] = []
-    private var failed: [Operation] = []
-    private var subscribers: [UUID: AsyncStream<DeliveryEvent>.Continuation] = [:]
+    private let state = Mutex(State())
+
+    private struct State {
+        var ongoing: [String: Operation] = [:]
+        var completed: [Operation] = []
+        var failed: [Operation] = []
+        var subscribers: [UUID: AsyncStream<DeliveryEvent>.Continuation] = [:]
+    }
 
     /// At most this many recently completed operations stay listed, and as many recently failed ones: the newest.
     /// A first sync settles thousands of files a second; without a bound the lists would hold every file of a
@@ -48,19 +52,19 @@ public final class OperationList: @unchecked Sendable {
     public func changes() -> AsyncStream<DeliveryEvent> {
         let (stream, continuation) = AsyncStream<DeliveryEvent>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
         let id = UUID()
-        lock.withLock { subscribers[id] = continuation }
+        state.withLock { $0.subscribers[id] = continuation }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
-            _ = self.lock.withLock { self.subscribers.removeValue(forKey: id) }
+            _ = self.state.withLock { $0.subscribers.removeValue(forKey: id) }
         }
         return stream
     }
 
     /// Ends every stream (after a run).
     public func close() {
-        let list = lock.withLock { () -> [AsyncStream<DeliveryEvent>.Continuation] in
-            let all = Array(subscribers.values)
-            subscribers.removeAll()
+        let list = state.withLock { state -> [AsyncStream<DeliveryEvent>.Continuation] in
+            let all = Array(state.subscribers.values)
+            state.subscribers.removeAll()
             return all
         }
         for continuation in list { continuation.finish() }
@@ -68,42 +72,42 @@ public final class OperationList: @unchecked Sendable {
 
     public func apply(_ event: DeliveryEvent) {
         let key = event.destination + "\u{0}" + event.file.source + "\u{0}" + event.file.path
-        let continuations = lock.withLock { () -> [AsyncStream<DeliveryEvent>.Continuation] in
+        let continuations = state.withLock { state -> [AsyncStream<DeliveryEvent>.Continuation] in
             switch event.kind {
             case .started(let attempt):
-                ongoing[key] = Operation(file: event.file, destination: event.destination, progress: 0, attempts: attempt, error: nil, time: event.time)
+                state.ongoing[key] = Operation(file: event.file, destination: event.destination, progress: 0, attempts: attempt, error: nil, time: event.time)
             case .progress(let bytes):
-                if var op = ongoing[key] {
+                if var op = state.ongoing[key] {
                     op.progress = event.size > 0 ? min(1, Double(bytes) / Double(event.size)) : 0
-                    ongoing[key] = op
+                    state.ongoing[key] = op
                 }
             case .retrying(let attempt, let error, _):
-                if var op = ongoing[key] {
+                if var op = state.ongoing[key] {
                     op.progress = 0
                     op.attempts = attempt
                     op.error = error.message
-                    ongoing[key] = op
+                    state.ongoing[key] = op
                 }
             case .synced(_, let attempts, _):
-                ongoing[key] = nil
-                completed.append(Operation(file: event.file, destination: event.destination, progress: 1, attempts: attempts, error: nil, time: event.time))
-                if completed.count >= 2 * OperationList.recentLimit { trim(&completed, keep: keepCompleted, now: clock.now()) }
+                state.ongoing[key] = nil
+                state.completed.append(Operation(file: event.file, destination: event.destination, progress: 1, attempts: attempts, error: nil, time: event.time))
+                if state.completed.count >= 2 * OperationList.recentLimit { Self.trim(&state.completed, keep: keepCompleted, now: clock.now()) }
             case .failed(let failure):
-                ongoing[key] = nil
-                failed.append(Operation(file: event.file, destination: event.destination, progress: 0, attempts: failure.attempts, error: failure.message, time: event.time))
-                if failed.count >= 2 * OperationList.recentLimit { trim(&failed, keep: keepFailed, now: clock.now()) }
+                state.ongoing[key] = nil
+                state.failed.append(Operation(file: event.file, destination: event.destination, progress: 0, attempts: failure.attempts, error: failure.message, time: event.time))
+                if state.failed.count >= 2 * OperationList.recentLimit { Self.trim(&state.failed, keep: keepFailed, now: clock.now()) }
             case .waiting:
-                ongoing[key] = nil
+                state.ongoing[key] = nil
             case .queued, .skipped:
                 break
             }
-            return Array(subscribers.values)
+            return Array(state.subscribers.values)
         }
         for continuation in continuations { continuation.yield(event) }
     }
 
     /// Drops the expired entries, then the oldest beyond ``recentLimit`` (the caller holds the lock).
-    private func trim(_ list: inout [Operation], keep: (String) -> Duration, now: Date) {
+    private static func trim(_ list: inout [Operation], keep: (String) -> Duration, now: Date) {
         list.removeAll { now.timeIntervalSince($0.time) > keep($0.destination).seconds }
         if list.count > OperationList.recentLimit { list.removeFirst(list.count - OperationList.recentLimit) }
     }
@@ -111,11 +115,11 @@ public final class OperationList: @unchecked Sendable {
     /// The lists now, with expired entries dropped.
     public func snapshot() -> Snapshot {
         let now = clock.now()
-        return lock.withLock {
-            trim(&completed, keep: keepCompleted, now: now)
-            trim(&failed, keep: keepFailed, now: now)
+        return state.withLock { state in
+            Self.trim(&state.completed, keep: keepCompleted, now: now)
+            Self.trim(&state.failed, keep: keepFailed, now: now)
             return Snapshot(
-                ongoing: ongoing.values.sorted { $0.time < $1.time }, recentlyCompleted: completed, recentlyFailed: failed
+                ongoing: state.ongoing.values.sorted { $0.time < $1.time }, recentlyCompleted: state.completed, recentlyFailed: state.failed
             )
         }
     }

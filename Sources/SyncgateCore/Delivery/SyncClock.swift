@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The clock the delivery layer reads and sleeps on for backoff. Injectable, so tests of backoff take no real time.
 public protocol SyncClock: Sendable {
@@ -16,38 +17,30 @@ public struct SystemClock: SyncClock {
 }
 
 /// A clock whose sleeps return at once and move its time forward, recording every sleep. For tests.
-public final class VirtualClock: SyncClock, @unchecked Sendable {
-    private let lock = NSLock()
-    private var current: Date
-    private var slept: [Duration] = []
+public final class VirtualClock: SyncClock, Sendable {
+    private let state: Mutex<(current: Date, slept: [Duration])>
 
-    public init(start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = start }
+    public init(start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { state = Mutex((start, [])) }
 
     public func now() -> Date {
-        lock.lock()
-        defer { lock.unlock() }
-        return current
+        state.withLock { $0.current }
     }
 
     public func sleep(for duration: Duration) async throws {
         try Task.checkCancellation()
-        lock.withLock {
-            current += duration.seconds
-            slept.append(duration)
+        state.withLock { state in
+            state.current += duration.seconds
+            state.slept.append(duration)
         }
         await Task.yield()
     }
 
     public func advance(by seconds: TimeInterval) {
-        lock.lock()
-        current += seconds
-        lock.unlock()
+        state.withLock { $0.current += seconds }
     }
 
     /// Every sleep so far, in order.
     public var sleeps: [Duration] {
-        lock.lock()
-        defer { lock.unlock() }
-        return slept
+        state.withLock { $0.slept }
     }
 }
