@@ -33,8 +33,24 @@ struct HTTPCall: Sendable {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(string: body)) }
-        let response = try await HTTPCall.client.execute(request, timeout: .seconds(30))
+        let response: HTTPClientResponse
+        do {
+            response = try await HTTPCall.client.execute(request, timeout: .seconds(30))
+        } catch where HTTPCall.isReset(error) {
+            // A kept-alive connection the server closed as idle (its idle limit passes while a loaded run holds the
+            // test's task) can be reset under a request sent on it before any answer: sent again once on a new
+            // connection, as a browser does.
+            print("HTTPCall: \(method) \(path): \(error) before any answer; sent again")
+            response = try await HTTPCall.client.execute(request, timeout: .seconds(30))
+        }
         let bytes = try await response.body.collect(upTo: 16 << 20)
         return Answer(status: Int(response.status.code), headers: response.headers, body: String(buffer: bytes))
+    }
+
+    /// Whether a request failed because its connection was reset or closed before any answer.
+    static func isReset(_ error: any Error) -> Bool {
+        if let error = error as? HTTPClientError, error == .remoteConnectionClosed { return true }
+        if let error = error as? IOError, error.errnoCode == ECONNRESET { return true }
+        return false
     }
 }
