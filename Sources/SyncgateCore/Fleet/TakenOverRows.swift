@@ -22,5 +22,4 @@ final class TakenOverRows: Sendable {
         keys.withLock { $0.remove(Key(file: file, destination: destination)) != nil }
     }
 
-    var count: Int { keys.withLock { $0.count } }
 }
