@@ -21,5 +21,4 @@ final class TakenOverRows: Sendable {
     func take(_ file: FileKey, destination: String) -> Bool {
         keys.withLock { $0.remove(Key(file: file, destination: destination)) != nil }
     }
-
 }
