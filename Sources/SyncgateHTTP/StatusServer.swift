@@ -127,7 +127,7 @@ public struct StatusServer: Sendable {
         }
         router.get("/metrics") { _, _ -> Response in
             let report = try await APIRoutes.answering("metrics", logger: logger) {
-                try await Blocking.run { try gateway.statusReport() }
+                try await gateway.statusReport()
             }
             return Responses.text(MetricsPage.render(report: report, figures: gateway.figures, ready: gateway.isReady), type: MetricsPage.contentType)
         }

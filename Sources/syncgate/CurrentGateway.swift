@@ -16,9 +16,9 @@ final class CurrentGateway: GatewayObservable, Sendable {
     }
 
     var isReady: Bool { current?.isReady ?? false }
-    func statusReport() throws -> StatusReport {
+    func statusReport() async throws -> StatusReport {
         guard let current else { throw NotRunning() }
-        return try current.statusReport()
+        return try await current.statusReport()
     }
     var operations: OperationList { current?.operations ?? idle }
     func events() -> AsyncStream<DeliveryEvent> {

@@ -23,7 +23,7 @@ struct ForgetCommand: AsyncParsableCommand {
             throw ValidationError("no destination named '\(destination)'")
         }
         let ledger = try global.openLedger(config)
-        let n = try ledger.forgetFailed(destination: destination, paths: paths)
+        let n = try await ledger.forgetFailed(destination: destination, paths: paths)
         Console.out("forgot \(n) failed entr\(n == 1 ? "y" : "ies")")
     }
 }

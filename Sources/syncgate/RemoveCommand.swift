@@ -35,7 +35,7 @@ struct RemoveCommand: AsyncParsableCommand {
         // A deleted file that is still in a source is missing at the destination now: the ledger forgets it.
         let deleted = names.filter { failures[$0] == nil }
         if !deleted.isEmpty, let ledger = try? Ledger(state: config.state) {
-            try? ledger.forgetRemote(destination: target.name, remoteNames: deleted)
+            try? await ledger.forgetRemote(destination: target.name, remoteNames: deleted)
         }
         if json {
             Console.out(ReportJSON.encode([

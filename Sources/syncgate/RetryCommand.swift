@@ -23,8 +23,8 @@ struct RetryCommand: AsyncParsableCommand {
         let summary = try await SyncRunner(global: global, json: json, dryRun: false).run(
             SyncOptions(onlyFailed: true, destinations: destination.map { [$0] } ?? []),
             before: { ledger in
-                let n = try ledger.requestRetry(destination: destination, paths: paths, at: Date())
-                let unblocked = paths.isEmpty ? try ledger.unblock(destination: destination, at: Date()) : 0
+                let n = try await ledger.requestRetry(destination: destination, paths: paths, at: Date())
+                let unblocked = paths.isEmpty ? try await ledger.unblock(destination: destination, at: Date()) : 0
                 if !json {
                     var note = "syncgate: retrying \(n) failed file(s)"
                     if unblocked > 0 { note += "; trying \(unblocked) blocked destination(s) again" }

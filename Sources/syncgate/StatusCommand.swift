@@ -47,13 +47,13 @@ struct StatusCommand: AsyncParsableCommand {
         }
         let ledger = try global.openLedger(config)
         if all {
-            try ledger.forEachEntry(destination: destination) { entry in
+            try await ledger.forEachEntry(destination: destination) { entry in
                 Console.out(ReportJSON.encode(StatusReport.fileObject(entry)))
                 if Console.isOutputClosed { throw ExitCode(141) }
             }
             return
         }
-        let report = try StatusReport.build(
+        let report = try await StatusReport.build(
             config: config, ledger: ledger, destination: destination, failedOnly: failed, paths: paths.map { relativePath($0, config: config) })
         if let prometheus {
             do {

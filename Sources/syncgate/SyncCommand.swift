@@ -48,7 +48,7 @@ struct SyncRunner {
 
     /// Runs a pass. `before` changes the ledger first (`retry`); with `handOverToGateway`, a gateway holding the state
     /// gets that change instead of a pass (it acts on it within a second) and the command ends there.
-    func run(_ options: SyncOptions, before: ((Ledger) throws -> Void)? = nil, handOverToGateway: Bool = false) async throws -> SyncSummary {
+    func run(_ options: SyncOptions, before: ((Ledger) async throws -> Void)? = nil, handOverToGateway: Bool = false) async throws -> SyncSummary {
         let logger = global.makeLogger()
         let json = self.json
         // Ctrl-C is handled from the start: a signal while the config loads (reading CA bundles, key files) stops
@@ -80,7 +80,7 @@ struct SyncRunner {
                 try lock.acquire()
             } catch let busy as StateLock.Busy {
                 if busy.isGateway, handOverToGateway, let before {
-                    try before(try global.openLedger(effective))
+                    try await before(try global.openLedger(effective))
                     Console.errorRaw("syncgate: the gateway (\(busy.holder.dropFirst("gateway ".count))) running on this state file takes it from here\n")
                     return SyncSummary()
                 }
@@ -95,7 +95,7 @@ struct SyncRunner {
         }
         defer { lock.release() }
         let ledger = try global.openLedger(effective)
-        try before?(ledger)
+        try await before?(ledger)
 
         let dryRun = self.dryRun
         let progressLine = (!json && !dryRun && Console.stderrIsTerminal && !global.quiet) ? ProgressLine() : nil

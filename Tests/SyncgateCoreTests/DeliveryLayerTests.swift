@@ -310,9 +310,9 @@ struct LongRetryAfterTests {
         #expect(failure.retryAfter == .seconds(1800))
         let ledger = try Ledger(path: dir.file("state.sqlite").path)
         let now = Date(timeIntervalSince1970: 1_800_000_000)
-        try ledger.recordPending([Ledger.Pending(file: item.key, destination: "d", size: 1, modificationTime: now, sha256: "x", contentChanged: false)], at: now)
-        try ledger.markFailed(item.key, destination: "d", failure: failure, retry: settings.retry, at: now)
-        #expect(try ledger.entry(item.key, destination: "d")?.nextRetryAt == now + 1800)
+        try await ledger.recordPending([Ledger.Pending(file: item.key, destination: "d", size: 1, modificationTime: now, sha256: "x", contentChanged: false)], at: now)
+        try await ledger.markFailed(item.key, destination: "d", failure: failure, retry: settings.retry, at: now)
+        await #expect(try ledger.entry(item.key, destination: "d")?.nextRetryAt == now + 1800)
     }
 }
 

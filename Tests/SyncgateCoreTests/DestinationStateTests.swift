@@ -6,9 +6,7 @@ import Testing
 /// Destinations come and go: an error about the destination (unreachable, credentials rejected, throttling) is
 /// one state of that destination, not a failure of each of its files. The real engine and ledger, with a
 /// destination that is away, blocked or throttling on command.
-// One test at a time: on PostgreSQL each ledger call blocks its thread for a round trip, and several such tests at
-// once hold up the two-thread cooperative pool that every other suite of the run needs.
-@Suite("destination states: unavailable, blocked, throttled", .serialized)
+@Suite("destination states: unavailable, blocked, throttled")
 struct DestinationStateTests {
     let dir: TemporaryDirectory
 
@@ -38,7 +36,7 @@ struct DestinationStateTests {
         for i in 0..<count { try dir.write("outbox/f\(i).txt", "file \(i)") }
     }
 
-    func entries(_ engine: SyncEngine) throws -> [LedgerEntry] { try engine.ledger.entries(destination: "car") }
+    func entries(_ engine: SyncEngine) async throws -> [LedgerEntry] { try await engine.ledger.entries(destination: "car") }
 
     @Test func anUnreachableDestinationLeavesEveryFilePendingAndTheNextRunSendsThemAll() async throws {
         defer { dir.remove() }
@@ -56,11 +54,11 @@ struct DestinationStateTests {
         #expect(summary.away.first?.waiting == 40)
         // Nothing more was tried once the first attempts met the error: at most the uploads already in flight.
         #expect(flaky.totalAttempts <= 4, "\(flaky.totalAttempts) attempts")
-        let rows = try entries(engine)
+        let rows = try await entries(engine)
         #expect(rows.count == 40)
         #expect(rows.allSatisfy { $0.status == .pending && $0.attempts == 0 && $0.nextRetryAt == nil && $0.firstFailedAt == nil },
                 "\(rows.filter { $0.status != .pending || $0.attempts != 0 }.prefix(2))")
-        let record = try #require(try engine.ledger.destinationRecords()["car"])
+        let record = try await #require(try engine.ledger.destinationRecords()["car"])
         #expect(record.state == .unavailable)
         #expect(record.lastError?.contains("connection refused") == true)
 
@@ -70,7 +68,7 @@ struct DestinationStateTests {
         #expect(summary.exitCode == 75)
         #expect(flaky.probes == 1)
         #expect(flaky.totalAttempts == before)
-        #expect(try engine.ledger.destinationRecords()["car"]?.since == record.since)
+        await #expect(try engine.ledger.destinationRecords()["car"]?.since == record.since)
 
         // It answers again: the next run sends everything that waited, at once.
         flaky.awayError = nil
@@ -78,8 +76,8 @@ struct DestinationStateTests {
         #expect(summary.exitCode == 0, "\(summary)")
         #expect(summary.uploaded == 40)
         #expect(flaky.probes == 2)
-        #expect(try entries(engine).allSatisfy { $0.status == .synced && $0.attempts == 1 })
-        #expect(try engine.ledger.destinationRecords()["car"]?.state == .available)
+        await #expect(try entries(engine).allSatisfy { $0.status == .synced && $0.attempts == 1 })
+        await #expect(try engine.ledger.destinationRecords()["car"]?.state == .available)
     }
 
     @Test func aDestinationFailingEveryAttemptIsUnavailableOnceNoTrialSucceedsWithinUnavailableWait() async throws {
@@ -95,12 +93,12 @@ struct DestinationStateTests {
         // About ten attempts open the breaker (and those in flight then end: up to the concurrency, twice); then one
         // trial per cool-down (1, 2, 4, 8, 8... s) until 30 s. Sixty attempts (ten files, six each) were allowed.
         #expect(flaky.totalAttempts <= CircuitBreaker.minimumAttempts + 2 * 4 + 6, "\(flaky.totalAttempts) attempts")
-        let record = try #require(try engine.ledger.destinationRecords()["car"])
+        let record = try await #require(try engine.ledger.destinationRecords()["car"])
         #expect(record.state == .unavailable)
         #expect(record.lastError?.contains("of the last") == true, "\(record.lastError ?? "")")
         #expect(record.lastError?.contains("unavailable_wait") == true, "\(record.lastError ?? "")")
         // The failures that opened the breaker are the destination's: no file carries a failure or a retry schedule.
-        #expect(try entries(engine).allSatisfy { $0.status == .pending && $0.nextRetryAt == nil })
+        await #expect(try entries(engine).allSatisfy { $0.status == .pending && $0.nextRetryAt == nil })
     }
 
     /// A flaky server (random 5xx on 30% of attempts) is not an absent one: every file goes in one run.
@@ -118,7 +116,7 @@ struct DestinationStateTests {
         #expect(summary.away.isEmpty, "\(summary.away)")
         #expect(summary.waiting == 0)
         #expect(summary.uploaded + summary.failedRetryable == 500, "\(summary)")
-        #expect(try engine.ledger.destinationRecords()["car"]?.state == .available)
+        await #expect(try engine.ledger.destinationRecords()["car"]?.state == .available)
         #expect(summary.uploaded >= 450, "\(summary.uploaded)")
     }
 
@@ -135,7 +133,7 @@ struct DestinationStateTests {
         #expect(summary.uploaded == 200)
         #expect(summary.failed == 0 && summary.waiting == 0)
         #expect(flaky.storedNames.count == 200)
-        #expect(try engine.ledger.destinationRecords()["car"]?.state ?? .available == .available)
+        await #expect(try engine.ledger.destinationRecords()["car"]?.state ?? .available == .available)
     }
 
     @Test func oneFileThatKeepsFailingIsTheFilesFailureNotTheDestinations() async throws {
@@ -150,7 +148,7 @@ struct DestinationStateTests {
         #expect(summary.failedRetryable == 1)
         #expect(summary.away.isEmpty)
         #expect(flaky.attemptCount("f3.txt") == 3)
-        #expect(try engine.ledger.destinationRecords()["car"]?.state == .available)
+        await #expect(try engine.ledger.destinationRecords()["car"]?.state == .available)
     }
 
     @Test func blockedWaitsForItsSettingsToChange() async throws {
@@ -165,7 +163,7 @@ struct DestinationStateTests {
         #expect(summary.failed == 0)
         #expect(summary.away.first?.state == .blocked)
         #expect(summary.away.first?.code == "SignatureDoesNotMatch")
-        #expect(try entries(engine).allSatisfy { $0.status == .pending && $0.attempts == 0 })
+        await #expect(try entries(engine).allSatisfy { $0.status == .pending && $0.attempts == 0 })
 
         // The same settings: not tried at all, still blocked.
         let attempts = flaky.totalAttempts
@@ -181,7 +179,7 @@ struct DestinationStateTests {
         #expect(summary.exitCode == 0, "\(summary)")
         #expect(summary.uploaded == 12)
         #expect(flaky.probes == 1)
-        #expect(try engine.ledger.destinationRecords()["car"]?.state == .available)
+        await #expect(try engine.ledger.destinationRecords()["car"]?.state == .available)
     }
 
     @Test func retryUnblocksADestinationWhoseSettingsDidNotChange() async throws {
@@ -193,7 +191,7 @@ struct DestinationStateTests {
         #expect(try await engine.run().exitCode == 1)
         flaky.awayError = nil  // fixed on the server's side: nothing changed here
         #expect(try await engine.run().exitCode == 1)
-        #expect(try engine.ledger.unblock(destination: "car", at: Date()) == 1)
+        await #expect(try engine.ledger.unblock(destination: "car", at: Date()) == 1)
         let summary = try await engine.run(SyncOptions(onlyFailed: true))
         #expect(summary.exitCode == 0, "\(summary)")
         #expect(summary.uploaded == 3)
@@ -216,7 +214,7 @@ struct DestinationStateTests {
         #expect(clock.sleeps.contains(.seconds(1)))
         let retried = events.events.filter { $0.name == "retrying" }
         #expect(retried.count == 2)
-        #expect(try entries(engine).allSatisfy { $0.status == .synced })
+        await #expect(try entries(engine).allSatisfy { $0.status == .synced })
     }
 
     @Test func throttlingLongerThanThrottleWaitLeavesTheRestPending() async throws {
@@ -229,7 +227,7 @@ struct DestinationStateTests {
         #expect(summary.exitCode == 75)
         #expect(summary.failed == 0)
         #expect(summary.waiting == 5)
-        let record = try #require(try engine.ledger.destinationRecords()["car"])
+        let record = try await #require(try engine.ledger.destinationRecords()["car"])
         #expect(record.state == .unavailable)
         #expect(record.lastError?.contains("throttle_wait") == true)
     }
@@ -245,7 +243,7 @@ struct DestinationStateTests {
         let engine = try engine(flaky, clock: clock)
         var summary = try await engine.run()
         #expect(summary.exitCode == 75)
-        let record = try #require(try engine.ledger.destinationRecords()["car"])
+        let record = try await #require(try engine.ledger.destinationRecords()["car"])
         let until = try #require(record.retryAfterUntil)
         #expect(abs(until.timeIntervalSince(clock.now()) - 9) < 1, "\(until) vs \(clock.now())")
         #expect(try #require(record.nextProbeAt) >= until)
@@ -266,7 +264,7 @@ struct DestinationStateTests {
         #expect(summary.exitCode == 0, "\(summary)")
         #expect(flaky.probes == 1)
         #expect(summary.uploaded == 5)
-        #expect(try engine.ledger.destinationRecords()["car"]?.retryAfterUntil == nil)
+        await #expect(try engine.ledger.destinationRecords()["car"]?.retryAfterUntil == nil)
     }
 
     @Test func throttleHalvesTheConcurrencyAndGrowsItBackOneByOne() {
@@ -296,16 +294,16 @@ struct DestinationStateTests {
             let file = FileKey(source: "outbox", path: "a.txt")
             let retry = RetrySettings(file: 1, artwork: 1, baseDelay: .seconds(1), maxDelay: .seconds(4), jitter: .none,
                                       maxRetryInterval: .seconds(3600), giveUpAfter: .seconds(7 * 86400))
-            try ledger.recordPending([Ledger.Pending(file: file, destination: "car", size: 1, modificationTime: t0, sha256: "x", contentChanged: false)], at: t0)
-            try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "busy", failureClass: .retryable(), attempts: 1), retry: retry, at: t0)
+            try await ledger.recordPending([Ledger.Pending(file: file, destination: "car", size: 1, modificationTime: t0, sha256: "x", contentChanged: false)], at: t0)
+            try await ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "busy", failureClass: .retryable(), attempts: 1), retry: retry, at: t0)
             // The car leaves an hour later and stays away 8 days.
-            try ledger.markAway("car", state: .unavailable, error: "connection refused", code: nil, fingerprint: nil, probeFailed: true,
+            try await ledger.markAway("car", state: .unavailable, error: "connection refused", code: nil, fingerprint: nil, probeFailed: true,
                                 probeIntervalMax: .seconds(60), at: t0 + 3600)
             let back = t0 + 3600 + 8 * 86400
-            try ledger.markAvailable("car", at: back)
+            try await ledger.markAvailable("car", at: back)
             // It fails again right after coming back: an hour of reachable failing, not 8 days: not given up.
-            try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "busy", failureClass: .retryable(), attempts: 1), retry: retry, at: back + 60)
-            let entry = try #require(try ledger.entry(file, destination: "car"))
+            try await ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "busy", failureClass: .retryable(), attempts: 1), retry: retry, at: back + 60)
+            let entry = try await #require(try ledger.entry(file, destination: "car"))
             #expect(entry.nextRetryAt != nil)
             #expect(abs((entry.firstFailedAt ?? .distantPast).timeIntervalSince(t0 + 8 * 86400)) < 0.001)
         }

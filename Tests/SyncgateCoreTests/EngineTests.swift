@@ -1,5 +1,5 @@
 import Foundation
-import SyncgateCore
+@testable import SyncgateCore
 import SyncgateLocal
 import SyncgateTestSupport
 import Testing
@@ -60,7 +60,7 @@ struct EngineTests {
         #expect(summary.uploaded == 1)
         #expect(flaky.attemptCount("a.txt") == 1)
         #expect(flaky.contents("deep/er/c.json") == Data("{\"v\": 2}".utf8))
-        let entries = try engine.ledger.entries()
+        let entries = try await engine.ledger.entries()
         #expect(entries.allSatisfy { $0.status == .synced })
         #expect(entries.count == 3)
     }
@@ -74,15 +74,15 @@ struct EngineTests {
         flaky.failDurability = true
         let engine = try engine(flaky)
         let ledger = engine.ledger
-        flaky.syncedInLedger = { Set(try ledger.entries().filter { $0.status == .synced }.map(\.file.path)) }
+        flaky.syncedInLedger = { Set(try ledger.blockingEntries().filter { $0.status == .synced }.map(\.file.path)) }
         // The flush fails: the run fails loudly and no row says synced.
         await #expect(throws: (any Error).self) { try await engine.run() }
-        #expect(try engine.ledger.entries().allSatisfy { $0.status != .synced })
+        await #expect(try engine.ledger.entries().allSatisfy { $0.status != .synced })
         // It works again: everything ends synced, and every synced file had been flushed first.
         flaky.failDurability = false
         let summary = try await engine.run()
         #expect(summary.exitCode == 0)
-        let entries = try engine.ledger.entries()
+        let entries = try await engine.ledger.entries()
         #expect(entries.count == 300 && entries.allSatisfy { $0.status == .synced })
         let flushed = flaky.durableSnapshots.reduce(into: Set<String>()) { $0.formUnion($1) }
         #expect(flushed == Set(files.keys))
@@ -119,7 +119,7 @@ struct EngineTests {
         #expect(summary.exitCode == 75)
         #expect(summary.failedRetryable == 1)
         #expect(flaky.attemptCount("a.txt") == 2)
-        let entry = try #require(try engine.ledger.entry(FileKey(source: "outbox", path: "a.txt"), destination: "car"))
+        let entry = try await #require(try engine.ledger.entry(FileKey(source: "outbox", path: "a.txt"), destination: "car"))
         #expect(entry.status == .failed)
         #expect(entry.attempts == 2)
         #expect(entry.lastError?.contains("Busy") == true)
@@ -156,7 +156,7 @@ struct EngineTests {
         summary = try await engine.run()
         #expect(summary.exitCode == 1)
         #expect(flaky.attemptCount("bad.txt") == 1)
-        let entry = try #require(try engine.ledger.entry(FileKey(source: "outbox", path: "bad.txt"), destination: "car"))
+        let entry = try await #require(try engine.ledger.entry(FileKey(source: "outbox", path: "bad.txt"), destination: "car"))
         #expect(entry.errorClass == .permanent)
         #expect(entry.lastError == "Refused: refused bad.txt")
     }
@@ -183,7 +183,7 @@ struct EngineTests {
         let summary = try await engine.run(SyncOptions(dryRun: true), observe: { events.append($0) })
         #expect(summary.planned == 1)
         #expect(flaky.storedNames.isEmpty)
-        #expect(try engine.ledger.entries().isEmpty)
+        await #expect(try engine.ledger.entries().isEmpty)
         #expect(events.events.map(\.name) == ["queued"])
     }
 
@@ -236,7 +236,7 @@ struct EngineTests {
         #expect(summary.upToDate == 3)
         #expect(flaky.contents("x.txt") == Data("from one".utf8))
         #expect(flaky.contents("w.txt") == nil)
-        let failed = try engine.ledger.entries(statuses: [.failed])
+        let failed = try await engine.ledger.entries(statuses: [.failed])
         #expect(Set(failed.map { "\($0.file.source)/\($0.file.path)" }) == ["two/x.txt", "one/w.txt", "two/w.txt"])
         #expect(failed.allSatisfy { $0.errorCode == "name-clash" && ($0.lastError ?? "").contains("would all be stored as") })
     }
@@ -252,7 +252,7 @@ struct EngineTests {
         let summary = try await engine.run()
         #expect(summary.uploaded == 4, "c.txt to flat, all three to copy")
         #expect(summary.failed == 2)
-        let failed = try engine.ledger.entries(destination: "flat", statuses: [.failed])
+        let failed = try await engine.ledger.entries(destination: "flat", statuses: [.failed])
         #expect(Set(failed.map(\.file.path)) == ["a/b.txt", "a_b.txt"])
         #expect(failed.allSatisfy { $0.errorCode == "name-clash" })
         #expect(try dir.read("copy/a/b.txt") == Data("folder".utf8))
@@ -327,7 +327,7 @@ struct LedgerBatchOrderTests {
         let ledger = try Ledger(path: config.statePath)
         let summary = try await SyncEngine(config: config, ledger: ledger).run()
         #expect(summary.uploaded == count)
-        let counts = try ledger.counts()["copy"] ?? [:]
+        let counts = try await ledger.counts()["copy"] ?? [:]
         #expect(counts[.synced] == count, "\(counts)")
         #expect(counts[.uploading] == nil && counts[.pending] == nil, "\(counts)")
     }
@@ -353,7 +353,7 @@ struct HashWhileSendingTests {
         let engine = SyncEngine(config: config, ledger: ledger)
         #expect(try await engine.run().uploaded == 2)
         for path in ["a.txt", "deep/b.bin"] {
-            let entry = try #require(try ledger.entry(FileKey(source: "outbox", path: path), destination: "copy"))
+            let entry = try await #require(try ledger.entry(FileKey(source: "outbox", path: path), destination: "copy"))
             #expect(entry.sha256 == (try FileHasher.sha256(path: dir.file("outbox/" + path).path)), "\(path)")
             #expect(entry.receipt?.sha256 == entry.sha256)
         }

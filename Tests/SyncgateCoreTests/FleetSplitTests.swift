@@ -54,12 +54,12 @@ struct FleetSplitTests {
     func delivered(_ paths: [String]) -> [String] { paths.filter { (try? dir.read("archive/" + $0)) != nil } }
 
     /// Two instances on `location`, both registered, and the view they then share.
-    func twoInstances(_ location: StateLocation) throws -> (a: Ledger, b: Ledger, view: FleetView) {
+    func twoInstances(_ location: StateLocation) async throws -> (a: Ledger, b: Ledger, view: FleetView) {
         let a = try Ledger(state: location, leaseSeconds: 30)
         let b = try Ledger(state: location, leaseSeconds: 30)
-        _ = try a.fleetView()
-        let viewB = try #require(try b.fleetView())
-        let view = try #require(try a.fleetView())
+        _ = try await a.fleetView()
+        let viewB = try await #require(try b.fleetView())
+        let view = try await #require(try a.fleetView())
         #expect(view.members == viewB.members && view.members.count == 2)
         return (a, b, view)
     }
@@ -69,7 +69,7 @@ struct FleetSplitTests {
         defer { dir.remove() }
         let paths = try writeFiles()
         try await LedgerEngine.postgres.withStates(dir) { state, _ in
-            let (a, b, viewA) = try twoInstances(try await state("fleet"))
+            let (a, b, viewA) = try await twoInstances(try await state("fleet"))
             let shareA = paths.filter { viewA.owns(source: "outbox", path: $0) }
 
             async let runA = engine(a).run()
@@ -81,9 +81,9 @@ struct FleetSplitTests {
             #expect(summaryA.files + summaryB.files == Self.fileCount)
             #expect(summaryA.files > 0 && summaryB.files > 0)
             #expect(delivered(paths).count == Self.fileCount)
-            let rows = try a.entries()
+            let rows = try await a.entries()
             #expect(rows.count == Self.fileCount && rows.allSatisfy { $0.status == .synced && $0.claimedBy == nil })
-            #expect(try a.fleetWalked(viewA, destinations: ["archive"]))
+            await #expect(try a.fleetWalked(viewA, destinations: ["archive"]))
         }
     }
 
@@ -92,7 +92,7 @@ struct FleetSplitTests {
         defer { dir.remove() }
         let paths = try writeFiles()
         try await LedgerEngine.postgres.withStates(dir) { state, _ in
-            let (a, b, view) = try twoInstances(try await state("fleet"))
+            let (a, b, view) = try await twoInstances(try await state("fleet"))
             let shareA = paths.filter { view.owns(source: "outbox", path: $0) }
             #expect(shareA.count < Self.fileCount)
 
@@ -101,7 +101,7 @@ struct FleetSplitTests {
             let deadline = Date().addingTimeInterval(60)
             while delivered(paths).count < shareA.count, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
             #expect(delivered(paths) == shareA, "A sent its share first, and only it")
-            #expect(try !a.fleetWalked(view, destinations: ["archive"]), "B has not walked its share")
+            await #expect(try !a.fleetWalked(view, destinations: ["archive"]), "B has not walked its share")
             b.leaveFleet()
             let summary = try await run.value
             #expect(summary.exitCode == 0)
@@ -116,22 +116,22 @@ struct FleetSplitTests {
         try await LedgerEngine.postgres.withStates(dir) { state, _ in
             let location = try await state("fleet")
             let a = try Ledger(state: location, leaseSeconds: 30)
-            let alone = try #require(try a.fleetView())
+            let alone = try await #require(try a.fleetView())
             #expect(alone.isAlone)
-            try a.noteWalked(alone, destinations: ["archive"])
-            #expect(try !a.fleetChanged(since: alone, destinations: ["archive"]))
+            try await a.noteWalked(alone, destinations: ["archive"])
+            await #expect(try !a.fleetChanged(since: alone, destinations: ["archive"]))
             let b = try Ledger(state: location, leaseSeconds: 30)
-            let both = try #require(try b.fleetView())
-            #expect(try a.fleetChanged(since: alone, destinations: ["archive"]), "B joined: A's share moved")
-            #expect(try !b.fleetChanged(since: both, destinations: ["archive"]))
-            try b.noteWalked(both, destinations: ["archive"])
+            let both = try await #require(try b.fleetView())
+            await #expect(try a.fleetChanged(since: alone, destinations: ["archive"]), "B joined: A's share moved")
+            await #expect(try !b.fleetChanged(since: both, destinations: ["archive"]))
+            try await b.noteWalked(both, destinations: ["archive"])
             // A walks its share of the new view; then B leaving changes nothing: its share of that view is walked.
-            try a.noteWalked(try #require(try a.fleetView()), destinations: ["archive"])
-            #expect(try a.fleetWalked(both, destinations: ["archive"]))
+            try await a.noteWalked(try #require(try a.fleetView()), destinations: ["archive"])
+            await #expect(try a.fleetWalked(both, destinations: ["archive"]))
             b.leaveFleet()
-            #expect(try !a.fleetChanged(since: both, destinations: ["archive"]))
-            #expect(try a.fleetChanged(since: both, destinations: ["archive", "bucket"]), "B walked no share for the bucket")
-            #expect(try a.fleetView()?.isAlone == true)
+            await #expect(try !a.fleetChanged(since: both, destinations: ["archive"]))
+            await #expect(try a.fleetChanged(since: both, destinations: ["archive", "bucket"]), "B walked no share for the bucket")
+            await #expect(try a.fleetView()?.isAlone == true)
         }
     }
 }

@@ -47,7 +47,7 @@ struct FleetTakeoverTests {
             // The dying instance claimed two files and sent one of them; then it was killed before it recorded
             // anything more (no attempt start, no outcome).
             var dying: Ledger? = try Ledger(state: location, leaseSeconds: 1)
-            #expect(try dying?.recordPending([try pending("sent.txt"), try pending("unsent.txt")], at: Date()) == [true, true])
+            await #expect(try dying?.recordPending([try pending("sent.txt"), try pending("unsent.txt")], at: Date()) == [true, true])
             let store = HoldingDestination.Store()
             store.place("sent.txt")
             dying = nil
@@ -59,7 +59,7 @@ struct FleetTakeoverTests {
             #expect(store.uploads == ["fresh.txt": 1, "unsent.txt": 1], "sent.txt was already there: not sent again")
             #expect(store.asked == ["sent.txt", "unsent.txt"], "only the taken-over files were looked for")
             for name in names {
-                #expect(try survivor.entry(FileKey(source: "outbox", path: name), destination: "store")?.status == .synced, "\(name)")
+                await #expect(try survivor.entry(FileKey(source: "outbox", path: name), destination: "store")?.status == .synced, "\(name)")
             }
         }
     }

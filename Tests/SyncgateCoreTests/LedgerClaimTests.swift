@@ -31,40 +31,40 @@ struct LedgerClaimTests {
             let b = try Ledger(state: location, leaseSeconds: 30)
             #expect(a.instanceID != b.instanceID)
             #expect(a.sharesWork && b.sharesWork)
-            #expect(try a.recordPending([pending(1), pending(2)], at: t0) == [true, true])
-            #expect(try b.recordPending([pending(1), pending(2), pending(3)], at: t0) == [false, false, true])
-            #expect(try a.entry(key(1), destination: "bucket")?.claimedBy == a.instanceID)
-            #expect(try a.entry(key(3), destination: "bucket")?.claimedBy == b.instanceID)
+            await #expect(try a.recordPending([pending(1), pending(2)], at: t0) == [true, true])
+            await #expect(try b.recordPending([pending(1), pending(2), pending(3)], at: t0) == [false, false, true])
+            await #expect(try a.entry(key(1), destination: "bucket")?.claimedBy == a.instanceID)
+            await #expect(try a.entry(key(3), destination: "bucket")?.claimedBy == b.instanceID)
             // A claim does not stop its own holder recording the row again.
-            #expect(try a.recordPending([pending(1)], at: t0 + 1) == [true])
+            await #expect(try a.recordPending([pending(1)], at: t0 + 1) == [true])
 
             // B starting a sync resets only what it may: A's upload in flight stays A's.
-            try a.markUploading(key(1), destination: "bucket", at: t0 + 1)
-            try b.markUploading(key(3), destination: "bucket", at: t0 + 1)
-            #expect(try b.resetInterrupted(at: t0 + 2) == 1)
-            #expect(try a.entry(key(1), destination: "bucket")?.status == .uploading)
-            #expect(try a.entry(key(1), destination: "bucket")?.claimedBy == a.instanceID)
-            #expect(try a.entry(key(3), destination: "bucket")?.status == .pending)
-            #expect(try b.othersClaims(destinations: ["bucket"]).live == 2)
-            #expect(try b.othersClaims(destinations: ["elsewhere"]).live == 0)
+            try await a.markUploading(key(1), destination: "bucket", at: t0 + 1)
+            try await b.markUploading(key(3), destination: "bucket", at: t0 + 1)
+            await #expect(try b.resetInterrupted(at: t0 + 2) == 1)
+            await #expect(try a.entry(key(1), destination: "bucket")?.status == .uploading)
+            await #expect(try a.entry(key(1), destination: "bucket")?.claimedBy == a.instanceID)
+            await #expect(try a.entry(key(3), destination: "bucket")?.status == .pending)
+            await #expect(try b.othersClaims(destinations: ["bucket"]).live == 2)
+            await #expect(try b.othersClaims(destinations: ["elsewhere"]).live == 0)
 
             // An outcome releases the claim; a row delivered since it was planned new is not taken again.
-            try a.markSynced(key(1), destination: "bucket", receipt: Receipt(remoteName: "f1.bin"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 3)
-            let synced = try #require(try a.entry(key(1), destination: "bucket"))
+            try await a.markSynced(key(1), destination: "bucket", receipt: Receipt(remoteName: "f1.bin"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 3)
+            let synced = try await #require(try a.entry(key(1), destination: "bucket"))
             #expect(synced.status == .synced && synced.claimedBy == nil && synced.leaseUntil == nil)
-            #expect(try b.recordPending([pending(1)], at: t0 + 4) == [false])
-            #expect(try b.entry(key(1), destination: "bucket")?.status == .synced)
-            #expect(try b.recordPending([pending(1, unlessSynced: false)], at: t0 + 4) == [true], "a changed file is sent again")
+            await #expect(try b.recordPending([pending(1)], at: t0 + 4) == [false])
+            await #expect(try b.entry(key(1), destination: "bucket")?.status == .synced)
+            await #expect(try b.recordPending([pending(1, unlessSynced: false)], at: t0 + 4) == [true], "a changed file is sent again")
 
             // An outcome B writes on a row A holds is not written: the row is A's.
-            try b.markSynced(key(2), destination: "bucket", receipt: Receipt(remoteName: "f2.bin"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 5)
-            #expect(try a.entry(key(2), destination: "bucket")?.status == .pending)
-            #expect(try a.entry(key(2), destination: "bucket")?.claimedBy == a.instanceID)
+            try await b.markSynced(key(2), destination: "bucket", receipt: Receipt(remoteName: "f2.bin"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 5)
+            await #expect(try a.entry(key(2), destination: "bucket")?.status == .pending)
+            await #expect(try a.entry(key(2), destination: "bucket")?.claimedBy == a.instanceID)
 
             // The end of A's run frees what it did not send.
-            try a.releaseClaims(destination: "bucket")
-            #expect(try a.entry(key(2), destination: "bucket")?.claimedBy == nil)
-            #expect(try b.recordPending([pending(2)], at: t0 + 6) == [true])
+            try await a.releaseClaims(destination: "bucket")
+            await #expect(try a.entry(key(2), destination: "bucket")?.claimedBy == nil)
+            await #expect(try b.recordPending([pending(2)], at: t0 + 6) == [true])
         }
     }
 
@@ -76,24 +76,24 @@ struct LedgerClaimTests {
             var dying: Ledger? = try Ledger(state: location, leaseSeconds: 1)
             let living = try Ledger(state: location, leaseSeconds: 1)
             let other = try Ledger(state: location, leaseSeconds: 30)
-            #expect(try dying?.recordPending([pending(1)], at: t0) == [true])
-            try dying?.markUploading(key(1), destination: "bucket", at: t0)
-            #expect(try living.recordPending([pending(2)], at: t0) == [true])
-            let firstLease = try #require(try other.entry(key(2), destination: "bucket")?.leaseUntil)
+            await #expect(try dying?.recordPending([pending(1)], at: t0) == [true])
+            try await dying?.markUploading(key(1), destination: "bucket", at: t0)
+            await #expect(try living.recordPending([pending(2)], at: t0) == [true])
+            let firstLease = try await #require(try other.entry(key(2), destination: "bucket")?.leaseUntil)
             // The dying instance stops renewing (its process ends); the living one renews every third of a lease.
             dying = nil
-            #expect(try other.recordPending([pending(1), pending(2)], at: t0) == [false, false])
-            #expect(try other.resetInterrupted(at: t0) == 0, "a lease that still runs is its holder's")
+            await #expect(try other.recordPending([pending(1), pending(2)], at: t0) == [false, false])
+            await #expect(try other.resetInterrupted(at: t0) == 0, "a lease that still runs is its holder's")
             try await Task.sleep(for: .milliseconds(2500))
-            let claims = try other.othersClaims()
+            let claims = try await other.othersClaims()
             #expect(claims.expired == 1 && claims.live == 1, "\(claims)")
-            let renewed = try #require(try other.entry(key(2), destination: "bucket")?.leaseUntil)
+            let renewed = try await #require(try other.entry(key(2), destination: "bucket")?.leaseUntil)
             #expect(renewed > firstLease + 1, "the live lease was renewed (\(firstLease) -> \(renewed))")
-            #expect(try other.resetInterrupted(at: t0 + 1) == 1, "the dead instance's upload is pending again")
-            let free = try #require(try other.entry(key(1), destination: "bucket"))
+            await #expect(try other.resetInterrupted(at: t0 + 1) == 1, "the dead instance's upload is pending again")
+            let free = try await #require(try other.entry(key(1), destination: "bucket"))
             #expect(free.status == .pending && free.claimedBy == nil)
-            #expect(try other.recordPending([pending(1), pending(2)], at: t0 + 2) == [true, false])
-            #expect(try other.entry(key(1), destination: "bucket")?.claimedBy == other.instanceID)
+            await #expect(try other.recordPending([pending(1), pending(2)], at: t0 + 2) == [true, false])
+            await #expect(try other.entry(key(1), destination: "bucket")?.claimedBy == other.instanceID)
         }
     }
 
@@ -106,21 +106,21 @@ struct LedgerClaimTests {
             let location = try await state("fleet")
             var leader: Ledger? = try Ledger(state: location)
             let other = try Ledger(state: location)
-            #expect(leader?.leads("car", needsOneWriter: true) == true)
-            #expect(leader?.leads("car", needsOneWriter: true) == true, "asking again keeps the lead")
-            #expect(!other.leads("car", needsOneWriter: true))
-            #expect(other.leads("sheet", needsOneWriter: true), "each destination has its own leader")
-            #expect(other.leads("car", needsOneWriter: false), "a destination without the need is everyone's")
+            #expect(await leader?.leads("car", needsOneWriter: true) == true)
+            #expect(await leader?.leads("car", needsOneWriter: true) == true, "asking again keeps the lead")
+            #expect(!(await other.leads("car", needsOneWriter: true)))
+            #expect(await other.leads("sheet", needsOneWriter: true), "each destination has its own leader")
+            #expect(await other.leads("car", needsOneWriter: false), "a destination without the need is everyone's")
             leader = nil
             var handedOver = false
             for _ in 0..<50 where !handedOver {
-                handedOver = other.leads("car", needsOneWriter: true)
+                handedOver = await other.leads("car", needsOneWriter: true)
                 if !handedOver { try await Task.sleep(for: .milliseconds(100)) }
             }
             #expect(handedOver)
         }
         let sqlite = try Ledger(path: dir.file("state.sqlite").path)
-        #expect(sqlite.leads("car", needsOneWriter: true), "SQLite's one instance leads every destination")
+        #expect(await sqlite.leads("car", needsOneWriter: true), "SQLite's one instance leads every destination")
     }
 
     /// `status` on a shared ledger: the uploads in flight of the whole fleet, each with the instance that holds it.
@@ -139,11 +139,11 @@ struct LedgerClaimTests {
             let lock = StateLock(state: config.state)
             try lock.acquire()
             defer { lock.release() }
-            #expect(try a.recordPending([pending(1)], at: t0) == [true])
-            #expect(try b.recordPending([pending(2)], at: t0) == [true])
-            try a.markUploading(key(1), destination: "bucket", at: t0)
-            try b.markUploading(key(2), destination: "bucket", at: t0)
-            let report = try StatusReport.build(config: config, ledger: a, destination: nil, failedOnly: false, now: t0)
+            await #expect(try a.recordPending([pending(1)], at: t0) == [true])
+            await #expect(try b.recordPending([pending(2)], at: t0) == [true])
+            try await a.markUploading(key(1), destination: "bucket", at: t0)
+            try await b.markUploading(key(2), destination: "bucket", at: t0)
+            let report = try await StatusReport.build(config: config, ledger: a, destination: nil, failedOnly: false, now: t0)
             #expect(Set(report.ongoing.compactMap(\.claimedBy)) == [a.instanceID, b.instanceID])
             #expect(report.text.contains("bucket  f1.bin  0%  (\(a.instanceID))"), "\(report.text)")
             #expect(report.text.contains("bucket  f2.bin  0%  (\(b.instanceID))"), "\(report.text)")
@@ -154,20 +154,20 @@ struct LedgerClaimTests {
     }
 
     /// SQLite: one instance at a time (the lock file), so the claims a killed run left never hold up the next.
-    @Test func sqliteClaimsNeverStandInTheWay() throws {
+    @Test func sqliteClaimsNeverStandInTheWay() async throws {
         defer { dir.remove() }
         let path = dir.file("state.sqlite").path
         var first: Ledger? = try Ledger(path: path)
         #expect(first?.sharesWork == false)
-        #expect(try first?.recordPending([pending(1)], at: t0) == [true])
-        try first?.markUploading(key(1), destination: "bucket", at: t0)
+        await #expect(try first?.recordPending([pending(1)], at: t0) == [true])
+        try await first?.markUploading(key(1), destination: "bucket", at: t0)
         first = nil
         let next = try Ledger(path: path)
-        #expect(try next.entry(key(1), destination: "bucket")?.claimedBy != nil)
-        #expect(try next.resetInterrupted(at: t0 + 1) == 1)
-        #expect(try next.entry(key(1), destination: "bucket")?.claimedBy == nil)
-        #expect(try next.recordPending([pending(1)], at: t0 + 2) == [true])
-        try next.markSynced(key(1), destination: "bucket", receipt: Receipt(remoteName: "f1.bin"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 3)
-        #expect(try next.entry(key(1), destination: "bucket")?.claimedBy == nil)
+        await #expect(try next.entry(key(1), destination: "bucket")?.claimedBy != nil)
+        await #expect(try next.resetInterrupted(at: t0 + 1) == 1)
+        await #expect(try next.entry(key(1), destination: "bucket")?.claimedBy == nil)
+        await #expect(try next.recordPending([pending(1)], at: t0 + 2) == [true])
+        try await next.markSynced(key(1), destination: "bucket", receipt: Receipt(remoteName: "f1.bin"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 3)
+        await #expect(try next.entry(key(1), destination: "bucket")?.claimedBy == nil)
     }
 }

@@ -44,7 +44,7 @@ struct LedgerFencingTests {
         try await withProxiedDatabase { proxied, _, proxy, _ in
             let t = ContinuousClock.now
             let ledger = try Ledger(state: proxied, leaseSeconds: 30, statementTimeout: 2)
-            #expect(try ledger.recordPending([pending(1)], at: t0) == [true])
+            await #expect(try ledger.recordPending([pending(1)], at: t0) == [true])
             print("stalled: ledger open after \(ContinuousClock.now - t)")
 
             // The server stops answering; the connections stay open (no reset, no FIN).
@@ -53,7 +53,7 @@ struct LedgerFencingTests {
             var caught: (any Error)?
             do {
                 // On a thread of its own: the wait is seconds long, and the cooperative pool's threads are few.
-                _ = try await OffThePool.run { try ledger.entry(key(1), destination: "bucket") }
+                _ = try await OffThePool.run { try ledger.blockingEntry(key(1), destination: "bucket") }
             } catch {
                 caught = error
             }
@@ -67,14 +67,14 @@ struct LedgerFencingTests {
 
             // A new connection to a server that does not answer has a deadline too (10 s).
             let again = ContinuousClock.now
-            await #expect(throws: LedgerError.self) { try await OffThePool.run { try ledger.entry(key(1), destination: "bucket") } }
+            await #expect(throws: LedgerError.self) { try await OffThePool.run { try ledger.blockingEntry(key(1), destination: "bucket") } }
             #expect(ContinuousClock.now - again < .seconds(60))
             print("stalled: first read failed in \(took), a new connection in \(ContinuousClock.now - again)")
 
             // The server answers again: the ledger connects afresh and works.
             try proxy.pass()
             let back = ContinuousClock.now
-            #expect(try await OffThePool.run { try ledger.entry(key(1), destination: "bucket")?.status } == .pending)
+            #expect(try await OffThePool.run { try ledger.blockingEntry(key(1), destination: "bucket")?.status } == .pending)
             print("stalled: read again after \(ContinuousClock.now - back)")
         }
     }
@@ -86,10 +86,10 @@ struct LedgerFencingTests {
         try await LedgerEngine.postgres.withStates(dir) { state, _ in
             let ledger = try Ledger(state: try await state("timeout"), leaseSeconds: 30, statementTimeout: 1)
             let error = await #expect(throws: LedgerError.self) {
-                try await OffThePool.run { try ledger.read { db in try db.execute("SELECT pg_sleep(20)", []) } }
+                try await OffThePool.run { try ledger.blockingRead { db in try db.execute("SELECT pg_sleep(20)", []) } }
             }
             #expect(error?.temporary == true && error?.message.contains("past its deadline") == true, "\(String(describing: error))")
-            #expect(try ledger.read { db in try db.fetchOne("SELECT 1", [])?.int(0) } == 1)
+            await #expect(try ledger.read { db in try db.fetchOne("SELECT 1", [])?.int(0) } == 1)
         }
     }
 
@@ -102,14 +102,14 @@ struct LedgerFencingTests {
             let a = try Ledger(state: location, leaseSeconds: 4)
             let b = try Ledger(state: location, leaseSeconds: 60)
             let blocker = try Ledger(state: location, leaseSeconds: 60)
-            #expect(try a.recordPending([pending(1)], at: t0) == [true])
-            #expect(try b.recordPending([pending(2)], at: t0) == [true])
-            let firstLease = try #require(try b.entry(key(1), destination: "bucket")?.leaseUntil)
+            await #expect(try a.recordPending([pending(1)], at: t0) == [true])
+            await #expect(try b.recordPending([pending(2)], at: t0) == [true])
+            let firstLease = try await #require(try b.entry(key(1), destination: "bucket")?.leaseUntil)
 
             // Another session holds B's row locked; A's write on it waits for that lock, holding A's writer.
             let locked = DispatchSemaphore(value: 0)
             let blocking = Thread {
-                try? blocker.write { db in
+                try? blocker.blockingWrite { db in
                     _ = try db.fetchAll("SELECT path FROM files WHERE path = 'f2.bin' FOR UPDATE", [])
                     locked.signal()
                     Thread.sleep(forTimeInterval: 12)
@@ -118,7 +118,7 @@ struct LedgerFencingTests {
             blocking.start()
             try await OffThePool.run { locked.wait() }
             let stuckWrite = Thread {
-                try? a.markSynced(key(2), destination: "bucket", receipt: Receipt(remoteName: "f2.bin"), size: 10, modificationTime: t0, sha256: "aa", at: t0)
+                try? a.apply([.synced(key(2), destination: "bucket", receipt: Receipt(remoteName: "f2.bin"), size: 10, modificationTime: t0, sha256: "aa", at: t0)])
             }
             stuckWrite.start()
 
@@ -127,15 +127,15 @@ struct LedgerFencingTests {
             let deadline = ContinuousClock.now + .seconds(10)
             while ContinuousClock.now < deadline, !renewed {
                 try await Task.sleep(for: .milliseconds(200))
-                let lease = try b.entry(key(1), destination: "bucket")?.leaseUntil
+                let lease = try await b.entry(key(1), destination: "bucket")?.leaseUntil
                 renewed = lease.map { $0.timeIntervalSince(firstLease) > 1.5 } ?? false
             }
             #expect(renewed, "A's lease was not renewed while its writer was stuck")
             #expect(a.fenceRefusal(destination: "bucket", needsOneWriter: false, token: a.fenceToken()) == nil)
             // The stuck write ends with the lock, refused: the row is B's.
             while stuckWrite.isExecuting { try await Task.sleep(for: .milliseconds(200)) }
-            #expect(try b.entry(key(2), destination: "bucket")?.claimedBy == b.instanceID)
-            #expect(try b.entry(key(2), destination: "bucket")?.status == .pending)
+            await #expect(try b.entry(key(2), destination: "bucket")?.claimedBy == b.instanceID)
+            await #expect(try b.entry(key(2), destination: "bucket")?.status == .pending)
         }
     }
 
@@ -145,7 +145,7 @@ struct LedgerFencingTests {
             let a = try Ledger(state: proxied, leaseSeconds: 9, statementTimeout: 2)
             let b = try Ledger(state: direct, leaseSeconds: 60)
             let token = a.fenceToken()
-            #expect(try a.recordPending([pending(1)], at: t0) == [true])
+            await #expect(try a.recordPending([pending(1)], at: t0) == [true])
             #expect(a.fenceRefusal(destination: "bucket", needsOneWriter: false, token: token) == nil, "a fresh claim holds")
 
             try proxy.set(["mode": "blackhole"])
@@ -162,7 +162,7 @@ struct LedgerFencingTests {
             let lapsedAt = Date().addingTimeInterval(-(since - fence.window).seconds)
             #expect(refusal?.contains("could not renew its leases") == true, "\(refusal ?? "the fence never lapsed")")
             // The lease that A's last renewal wrote has not ended when A stopped (same host: one wall clock).
-            let row = try #require(try b.entry(key(1), destination: "bucket"))
+            let row = try await #require(try b.entry(key(1), destination: "bucket"))
             #expect(row.claimedBy == a.instanceID)
             let leaseEnd = try #require(row.leaseUntil)
             #expect(lapsedAt < leaseEnd, "A stopped at \(lapsedAt), its lease ended at \(leaseEnd)")
@@ -186,11 +186,11 @@ struct LedgerFencingTests {
             let location = try PostgresStateLocation.parse(url)
             let a = try Ledger(state: .postgres(location), leaseSeconds: 30)
             let b = try Ledger(state: .postgres(location), leaseSeconds: 30)
-            #expect(a.leads("sheet", needsOneWriter: true))
-            #expect(!b.leads("sheet", needsOneWriter: true), "one leader at a time")
+            #expect(await a.leads("sheet", needsOneWriter: true))
+            #expect(!(await b.leads("sheet", needsOneWriter: true)), "one leader at a time")
             let first = try #require(a.leadership?.epoch("sheet"))
-            #expect(try a.recordPending([pending(1, destination: "sheet"), pending(2, destination: "sheet")], at: t0) == [true, true])
-            try a.markUploading(key(1), destination: "sheet", at: t0)
+            await #expect(try a.recordPending([pending(1, destination: "sheet"), pending(2, destination: "sheet")], at: t0) == [true, true])
+            try await a.markUploading(key(1), destination: "sheet", at: t0)
 
             // A's lead ends on the server (its session is ended) without A noticing; B takes the lead.
             let ended = try await server.psql("""
@@ -201,7 +201,7 @@ struct LedgerFencingTests {
             #expect(ended == "1")
             var led = false
             for _ in 0..<100 where !led {
-                led = b.leads("sheet", needsOneWriter: true)
+                led = await b.leads("sheet", needsOneWriter: true)
                 if !led { try await Task.sleep(for: .milliseconds(100)) }
             }
             #expect(led, "B did not take the lead")
@@ -211,18 +211,18 @@ struct LedgerFencingTests {
             #expect(b.leadReadyIn("sheet") > .zero)
 
             // A, stale, writes an outcome on a row it still holds: refused, and nothing changed.
-            let refused = #expect(throws: LedgerError.self) {
-                try a.markSynced(key(1), destination: "sheet", receipt: Receipt(remoteName: "f1"), size: 10, modificationTime: t0, sha256: "aa", at: t0)
+            let refused = await #expect(throws: LedgerError.self) {
+                try await a.markSynced(key(1), destination: "sheet", receipt: Receipt(remoteName: "f1"), size: 10, modificationTime: t0, sha256: "aa", at: t0)
             }
             #expect(refused?.temporary == true && refused?.message.contains("no longer leads sheet") == true, "\(String(describing: refused))")
-            #expect(try b.entry(key(1), destination: "sheet")?.status == .uploading)
-            #expect(throws: LedgerError.self) { try a.recordPending([pending(3, destination: "sheet")], at: t0) }
-            #expect(try b.entry(key(3), destination: "sheet") == nil)
+            #expect(try await b.entry(key(1), destination: "sheet")?.status == .uploading)
+            await #expect(throws: LedgerError.self) { try await a.recordPending([pending(3, destination: "sheet")], at: t0) }
+            #expect(try await b.entry(key(3), destination: "sheet") == nil)
             // A knows too at its next renewal (every quarter of a lease), before it sends anything.
             a.leadership?.confirm()
             #expect(a.fenceRefusal(destination: "sheet", needsOneWriter: true, token: a.fenceToken()) != nil)
             // B, the leader, writes.
-            #expect(try b.recordPending([pending(3, destination: "sheet")], at: t0) == [true])
+            await #expect(try b.recordPending([pending(3, destination: "sheet")], at: t0) == [true])
             #expect(b.leadership?.epoch("sheet") == second)
         }
     }

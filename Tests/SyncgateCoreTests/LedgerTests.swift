@@ -1,5 +1,6 @@
 import Foundation
 import SyncgateCore
+import Synchronization
 import SyncgateTestSupport
 import Testing
 
@@ -16,31 +17,31 @@ struct LedgerTests {
 
     init() throws { dir = try TemporaryDirectory("sg-ledger") }
 
-    func pending(_ ledger: Ledger, sha: String = "aa", changed: Bool = false) throws {
-        try ledger.recordPending([Ledger.Pending(file: file, destination: "car", size: 10, modificationTime: t0, sha256: sha, contentChanged: changed)], at: t0)
+    func pending(_ ledger: Ledger, sha: String = "aa", changed: Bool = false) async throws {
+        try await ledger.recordPending([Ledger.Pending(file: file, destination: "car", size: 10, modificationTime: t0, sha256: sha, contentChanged: changed)], at: t0)
     }
 
     @Test(arguments: LedgerEngine.testable) func pendingUploadingSynced(engine: LedgerEngine) async throws {
         defer { dir.remove() }
         try await engine.withStates(dir) { state, _ in
             let ledger = try Ledger(state: try await state("state"))
-            try pending(ledger)
-            #expect(try ledger.entry(file, destination: "car")?.status == .pending)
-            try ledger.markUploading(file, destination: "car", at: t0 + 1)
-            var e = try #require(try ledger.entry(file, destination: "car"))
+            try await pending(ledger)
+            await #expect(try ledger.entry(file, destination: "car")?.status == .pending)
+            try await ledger.markUploading(file, destination: "car", at: t0 + 1)
+            var e = try await #require(try ledger.entry(file, destination: "car"))
             #expect(e.status == .uploading)
             #expect(e.attempts == 1)
             #expect(e.lastAttemptAt == t0 + 1)
-            try ledger.markSynced(file, destination: "car", receipt: Receipt(remoteName: "a_b.png", etag: "e1"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 2)
-            e = try #require(try ledger.entry(file, destination: "car"))
+            try await ledger.markSynced(file, destination: "car", receipt: Receipt(remoteName: "a_b.png", etag: "e1"), size: 10, modificationTime: t0, sha256: "aa", at: t0 + 2)
+            e = try await #require(try ledger.entry(file, destination: "car"))
             #expect(e.status == .synced)
             #expect(e.receipt?.remoteName == "a_b.png")
             #expect(e.receipt?.etag == "e1")
             #expect(e.syncedAt == t0 + 2)
             #expect(e.lastError == nil)
-            #expect(try ledger.counts()["car"]?[.synced] == 1)
-            #expect(try ledger.lastSuccess()["car"] == t0 + 2)
-            #expect(try ledger.recentlySynced(since: t0).map(\.file) == [file])
+            await #expect(try ledger.counts()["car"]?[.synced] == 1)
+            await #expect(try ledger.lastSuccess()["car"] == t0 + 2)
+            await #expect(try ledger.recentlySynced(since: t0).map(\.file) == [file])
         }
     }
 
@@ -67,27 +68,27 @@ struct LedgerTests {
                 uploading(0, at: 9),                                                        // a start left open
             ]
             for ledger in [batched, alone] {
-                try ledger.recordPending(files.map { Ledger.Pending(file: $0, destination: "car", size: 4, modificationTime: t0, sha256: "ab", contentChanged: false) }, at: t0)
+                try await ledger.recordPending(files.map { Ledger.Pending(file: $0, destination: "car", size: 4, modificationTime: t0, sha256: "ab", contentChanged: false) }, at: t0)
             }
             try batched.apply(updates)
             for update in updates { try alone.apply([update]) }
             for file in files {
-                let a = try #require(try batched.entry(file, destination: "car"))
-                let b = try #require(try alone.entry(file, destination: "car"))
+                let a = try await #require(try batched.entry(file, destination: "car"))
+                let b = try await #require(try alone.entry(file, destination: "car"))
                 #expect(a == b, "\(file.path)")
             }
             if engine == .postgres {
                 // A shared ledger: a start on a synced row nobody holds (released by its outcome) is not written; a
                 // new claim (recordPending) comes first (issue 31: a woken instance never sets a synced row back).
-                #expect(try batched.entry(files[0], destination: "car")?.attempts == 1)
-                #expect(try batched.entry(files[0], destination: "car")?.status == .synced)
+                await #expect(try batched.entry(files[0], destination: "car")?.attempts == 1)
+                await #expect(try batched.entry(files[0], destination: "car")?.status == .synced)
             } else {
-                #expect(try batched.entry(files[0], destination: "car")?.attempts == 2)
-                #expect(try batched.entry(files[0], destination: "car")?.status == .uploading)
+                await #expect(try batched.entry(files[0], destination: "car")?.attempts == 2)
+                await #expect(try batched.entry(files[0], destination: "car")?.status == .uploading)
             }
-            #expect(try batched.entry(files[3], destination: "car")?.attempts == 2)
-            #expect(try batched.entry(files[3], destination: "car")?.lastAttemptAt == t0 + 5)
-            #expect(try batched.entry(files[5], destination: "car")?.attempts == 0)
+            await #expect(try batched.entry(files[3], destination: "car")?.attempts == 2)
+            await #expect(try batched.entry(files[3], destination: "car")?.lastAttemptAt == t0 + 5)
+            await #expect(try batched.entry(files[5], destination: "car")?.attempts == 0)
         }
     }
 
@@ -95,27 +96,27 @@ struct LedgerTests {
         defer { dir.remove() }
         try await engine.withStates(dir) { state, _ in
             let ledger = try Ledger(state: try await state("state"))
-            try pending(ledger)
+            try await pending(ledger)
             let failure = DeliveryFailure(message: "503 busy", failureClass: .retryable(), code: "http-503", attempts: 2)
-            try ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0)
-            var e = try #require(try ledger.entry(file, destination: "car"))
+            try await ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0)
+            var e = try await #require(try ledger.entry(file, destination: "car"))
             #expect(e.status == .failed)
             #expect(e.lastError == "503 busy")
             #expect(e.errorClass == .retryable())
             #expect(e.failedRuns == 1)
             #expect(e.nextRetryAt == t0 + 60)
-            #expect(try ledger.nextRetryDue(destination: "car") == t0 + 60)
-            try ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0 + 100)
-            e = try #require(try ledger.entry(file, destination: "car"))
+            await #expect(try ledger.nextRetryDue(destination: "car") == t0 + 60)
+            try await ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0 + 100)
+            e = try await #require(try ledger.entry(file, destination: "car"))
             #expect(e.nextRetryAt == t0 + 100 + 120)
-            for run in 3...12 { try ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0 + Double(run * 1000)) }
-            e = try #require(try ledger.entry(file, destination: "car"))
+            for run in 3...12 { try await ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0 + Double(run * 1000)) }
+            e = try await #require(try ledger.entry(file, destination: "car"))
             #expect(e.nextRetryAt == t0 + 12000 + 3600)
-            try ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0 + 8 * 86400)
-            e = try #require(try ledger.entry(file, destination: "car"))
+            try await ledger.markFailed(file, destination: "car", failure: failure, retry: retry, at: t0 + 8 * 86400)
+            e = try await #require(try ledger.entry(file, destination: "car"))
             #expect(e.nextRetryAt == nil, "given up after give_up_after")
             #expect(e.firstFailedAt == t0)
-            #expect(try ledger.recentlyFailed(since: t0).map(\.file) == [file])
+            await #expect(try ledger.recentlyFailed(since: t0).map(\.file) == [file])
         }
     }
 
@@ -123,13 +124,13 @@ struct LedgerTests {
         defer { dir.remove() }
         try await engine.withStates(dir) { state, _ in
             let ledger = try Ledger(state: try await state("state"))
-            try pending(ledger)
-            try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "INVALID_DATA", failureClass: .permanent, attempts: 1), retry: retry, at: t0)
-            let e = try #require(try ledger.entry(file, destination: "car"))
+            try await pending(ledger)
+            try await ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "INVALID_DATA", failureClass: .permanent, attempts: 1), retry: retry, at: t0)
+            let e = try await #require(try ledger.entry(file, destination: "car"))
             #expect(e.errorClass == .permanent)
             #expect(e.nextRetryAt == nil)
-            #expect(try ledger.requestRetry(destination: "car", paths: [], at: t0 + 5) == 1)
-            #expect(try ledger.entry(file, destination: "car")?.status == .pending)
+            await #expect(try ledger.requestRetry(destination: "car", paths: [], at: t0 + 5) == 1)
+            await #expect(try ledger.entry(file, destination: "car")?.status == .pending)
         }
     }
 
@@ -137,16 +138,16 @@ struct LedgerTests {
         defer { dir.remove() }
         try await engine.withStates(dir) { state, _ in
             let ledger = try Ledger(state: try await state("state"))
-            try pending(ledger)
-            try ledger.markUploading(file, destination: "car", at: t0)
-            #expect(try ledger.resetInterrupted(at: t0 + 1) == 1)
-            #expect(try ledger.entry(file, destination: "car")?.status == .pending)
-            #expect(try ledger.entry(file, destination: "car")?.attempts == 1)
+            try await pending(ledger)
+            try await ledger.markUploading(file, destination: "car", at: t0)
+            await #expect(try ledger.resetInterrupted(at: t0 + 1) == 1)
+            await #expect(try ledger.entry(file, destination: "car")?.status == .pending)
+            await #expect(try ledger.entry(file, destination: "car")?.attempts == 1)
             try ledger.apply([.uploading(file, destination: "car", at: t0 + 2), .waiting(file, destination: "car", uncount: true, at: t0 + 3)])
-            #expect(try ledger.entry(file, destination: "car")?.attempts == 1, "an attempt cut short by the destination is not counted")
-            try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "x", failureClass: .permanent, attempts: 1), retry: retry, at: t0)
-            #expect(try ledger.forgetFailed(destination: nil, paths: ["a/b.png"]) == 1)
-            #expect(try ledger.entry(file, destination: "car") == nil)
+            await #expect(try ledger.entry(file, destination: "car")?.attempts == 1, "an attempt cut short by the destination is not counted")
+            try await ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "x", failureClass: .permanent, attempts: 1), retry: retry, at: t0)
+            await #expect(try ledger.forgetFailed(destination: nil, paths: ["a/b.png"]) == 1)
+            await #expect(try ledger.entry(file, destination: "car") == nil)
         }
     }
 
@@ -154,10 +155,10 @@ struct LedgerTests {
         defer { dir.remove() }
         try await engine.withStates(dir) { state, _ in
             let ledger = try Ledger(state: try await state("state"))
-            try pending(ledger)
-            try ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "x", failureClass: .retryable(), attempts: 1), retry: retry, at: t0)
-            try pending(ledger, sha: "bb", changed: true)
-            let e = try #require(try ledger.entry(file, destination: "car"))
+            try await pending(ledger)
+            try await ledger.markFailed(file, destination: "car", failure: DeliveryFailure(message: "x", failureClass: .retryable(), attempts: 1), retry: retry, at: t0)
+            try await pending(ledger, sha: "bb", changed: true)
+            let e = try await #require(try ledger.entry(file, destination: "car"))
             #expect(e.failedRuns == 0)
             #expect(e.firstFailedAt == nil)
             #expect(e.sha256 == "bb")
@@ -171,14 +172,14 @@ struct LedgerTests {
             do {
                 let ledger = try Ledger(state: location)
                 #expect(ledger.schemaChange == .created(Ledger.schemaVersion))
-                try pending(ledger)
-                try ledger.noteRunStarted(at: t0)
-                try ledger.noteRunFinished(at: t0 + 3, exitCode: 75)
+                try await pending(ledger)
+                try await ledger.noteRunStarted(at: t0)
+                try await ledger.noteRunFinished(at: t0 + 3, exitCode: 75)
             }
             let again = try Ledger(state: location)
             #expect(again.schemaChange == .current(Ledger.schemaVersion))
-            #expect(try again.entries().count == 1)
-            let run = try #require(try again.lastRun())
+            await #expect(try again.entries().count == 1)
+            let run = try await #require(try again.lastRun())
             #expect(run.startedAt == t0 && run.finishedAt == t0 + 3 && run.exitCode == 75)
         }
     }
@@ -190,18 +191,18 @@ struct LedgerTests {
             let location = try await state("state")
             let ledger = try Ledger(state: location)
             let other = try Ledger(state: location)
-            try pending(ledger)
-            try ledger.markAway("car", state: .unavailable, error: "connection refused", code: "refused", fingerprint: nil,
+            try await pending(ledger)
+            try await ledger.markAway("car", state: .unavailable, error: "connection refused", code: "refused", fingerprint: nil,
                                 probeFailed: true, probeIntervalMax: .seconds(300), at: t0)
-            var record = try #require(try ledger.destinationRecords()["car"])
+            var record = try await #require(try ledger.destinationRecords()["car"])
             #expect(record.state == .unavailable)
             #expect(record.failedProbes == 1)
             #expect(record.nextProbeAt == t0 + 2)
-            try ledger.markAway("car", state: .blocked, error: "denied", code: nil, fingerprint: "fp", probeFailed: false,
+            try await ledger.markAway("car", state: .blocked, error: "denied", code: nil, fingerprint: "fp", probeFailed: false,
                                 probeIntervalMax: .seconds(300), at: t0 + 10)
-            #expect(try ledger.unblock(destination: "car", at: t0 + 20) == 1)
-            try ledger.markAvailable("car", at: t0 + 30)
-            record = try #require(try ledger.destinationRecords()["car"])
+            await #expect(try ledger.unblock(destination: "car", at: t0 + 20) == 1)
+            try await ledger.markAvailable("car", at: t0 + 30)
+            record = try await #require(try ledger.destinationRecords()["car"])
             #expect(record.state == .available)
             #expect(record.lastSeenAt == t0 + 30)
 
@@ -214,20 +215,20 @@ struct LedgerTests {
             #expect(try store.load("big.bin") == nil)
 
             #expect(try ledger.markRemoved([file], at: t0 + 40) == 1)
-            #expect(try ledger.removedCounts()["car"] == 1)
-            #expect(try ledger.counts()["car"] == nil, "a file gone from its source is not counted")
+            await #expect(try ledger.removedCounts()["car"] == 1)
+            await #expect(try ledger.counts()["car"] == nil, "a file gone from its source is not counted")
             try ledger.clearRemoved([file])
-            #expect(try ledger.removedCounts()["car"] == nil)
+            await #expect(try ledger.removedCounts()["car"] == nil)
             try ledger.markMoved([file], at: t0 + 50)
-            #expect(try ledger.entry(file, destination: "car")?.removed == .moved)
-            #expect(try ledger.dropRemoved(destination: "car", before: t0 + 60, keepingDeletions: true) == 1)
+            await #expect(try ledger.entry(file, destination: "car")?.removed == .moved)
+            await #expect(try ledger.dropRemoved(destination: "car", before: t0 + 60, keepingDeletions: true) == 1)
 
             // Another process's retry or forget changes the counter the gateway watches; its own do not.
-            let seen = try ledger.changeCounter()
-            try pending(other)
-            try other.markFailed(file, destination: "car", failure: DeliveryFailure(message: "x", failureClass: .permanent, attempts: 1), retry: retry, at: t0)
-            #expect(try other.requestRetry(destination: nil, paths: [], at: t0 + 70) == 1)
-            #expect(try ledger.changeCounter() != seen)
+            let seen = try await ledger.changeCounter()
+            try await pending(other)
+            try await other.markFailed(file, destination: "car", failure: DeliveryFailure(message: "x", failureClass: .permanent, attempts: 1), retry: retry, at: t0)
+            await #expect(try other.requestRetry(destination: nil, paths: [], at: t0 + 70) == 1)
+            await #expect(try ledger.changeCounter() != seen)
         }
     }
 
@@ -247,7 +248,7 @@ struct LedgerTests {
                                                modificationTime: t0, sha256: nil, contentChanged: false))
                 }
             }
-            try ledger.recordPending(rows, at: t0)
+            try await ledger.recordPending(rows, at: t0)
             let bytewise = paths.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
             var walked: [String] = []
             var destinations: [String] = []
@@ -276,10 +277,10 @@ struct LedgerTests {
                 }
             }
             #expect(after == ["n/02498", "n/02498", "n/02499", "n/02499"] + bytewise.filter { $0 > "n/02499" }.flatMap { [$0, $0] })
-            var counted = 0
-            try ledger.forEachEntry(destination: "archive") { _ in counted += 1 }
-            #expect(counted == paths.count)
-            #expect(try ledger.entries(paths: ["Ä", "a b"]).map(\.file.path) == ["a b", "a b", "Ä", "Ä"])
+            let counted = Mutex(0)
+            try await ledger.forEachEntry(destination: "archive") { _ in counted.withLock { $0 += 1 } }
+            #expect(counted.withLock { $0 } == paths.count)
+            await #expect(try ledger.entries(paths: ["Ä", "a b"]).map(\.file.path) == ["a b", "a b", "Ä", "Ä"])
         }
     }
 
@@ -291,7 +292,7 @@ struct LedgerTests {
             do {
                 let ledger = try Ledger(state: location)
                 #expect(ledger.schemaChange == .created(7))
-                try pending(ledger)
+                try await pending(ledger)
             }
             // Back to schema 3: the removal columns of schema 4, the claims and instances of schema 5 and the
             // judgement tables of schema 6 and the leaders of schema 7 gone.
@@ -304,10 +305,10 @@ struct LedgerTests {
                 """, on: location, server: server)
             let upgraded = try Ledger(state: location)
             #expect(upgraded.schemaChange == .upgraded(from: 3, to: 7))
-            #expect(try upgraded.entry(file, destination: "car")?.claimedBy == nil)
-            #expect(try upgraded.entry(file, destination: "car")?.removed == nil)
+            await #expect(try upgraded.entry(file, destination: "car")?.claimedBy == nil)
+            await #expect(try upgraded.entry(file, destination: "car")?.removed == nil)
             try upgraded.markRemoved([file], at: t0)
-            #expect(try upgraded.entry(file, destination: "car")?.removed == .source)
+            await #expect(try upgraded.entry(file, destination: "car")?.removed == .source)
 
             _ = try await LedgerEngine.rawSQL("UPDATE syncgate_meta SET value = '9' WHERE key = 'schema'", on: location, server: server)
             do {

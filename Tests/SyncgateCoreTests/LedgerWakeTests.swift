@@ -23,26 +23,26 @@ struct LedgerWakeTests {
         let stop = Flag()
         let rounds = Int(ProcessInfo.processInfo.environment["SYNCGATE_WAKE_ROUNDS"] ?? "") ?? 3
 
-        // The writer: claims, starts and outcomes, as a run records them, on threads of their own.
+        // The writers: claims, starts and outcomes, as a run records them.
         let writers = (0..<3).map { w in
-            Task { try await OffThePool.run {
+            Task {
                 var n = 0
                 while !stop.isSet {
                     n += 1
                     let key = FileKey(source: "outbox", path: "w\(w)/f\(n).bin")
                     let destination = n % 2 == 0 ? "sheet" : "bucket"
                     do {
-                        _ = try ledger.recordPending([Ledger.Pending(file: key, destination: destination, size: 1, modificationTime: t0, sha256: "aa",
+                        _ = try await ledger.recordPending([Ledger.Pending(file: key, destination: destination, size: 1, modificationTime: t0, sha256: "aa",
                                                                      contentChanged: false, unlessSynced: true)], at: t0)
-                        try ledger.markUploading(key, destination: destination, at: t0)
-                        try ledger.markSynced(key, destination: destination, receipt: Receipt(remoteName: key.path), size: 1, modificationTime: t0,
+                        try await ledger.markUploading(key, destination: destination, at: t0)
+                        try await ledger.markSynced(key, destination: destination, receipt: Receipt(remoteName: key.path), size: 1, modificationTime: t0,
                                               sha256: "aa", at: t0)
                     } catch {
-                        usleep(50_000)  // PostgreSQL away: a temporary error, tried again
+                        try? await Task.sleep(for: .milliseconds(50))  // PostgreSQL away: a temporary error, tried again
                     }
-                    _ = ledger.leads("sheet", needsOneWriter: true)
+                    _ = await ledger.leads("sheet", needsOneWriter: true)
                 }
-            } }
+            }
         }
         for round in 1...rounds {
             try await Task.sleep(for: .milliseconds(Int.random(in: 300...1500)))
@@ -55,11 +55,11 @@ struct LedgerWakeTests {
         }
         try await Task.sleep(for: .seconds(2))
         stop.set()
-        for writer in writers { try await writer.value }
+        for writer in writers { await writer.value }
         // It goes on: a write after the last restart lands.
         var landed = false
         for _ in 0..<40 where !landed {
-            landed = (try? ledger.recordPending([Ledger.Pending(file: FileKey(source: "outbox", path: "last.bin"), destination: "bucket", size: 1,
+            landed = await (try? ledger.recordPending([Ledger.Pending(file: FileKey(source: "outbox", path: "last.bin"), destination: "bucket", size: 1,
                                                                  modificationTime: t0, sha256: "aa", contentChanged: false)], at: t0)) != nil
             if !landed { try await Task.sleep(for: .milliseconds(250)) }
         }

@@ -7,9 +7,7 @@ import Testing
 /// A sync plans and delivers in waves where remote names cannot clash (``PlanningPass``): what it holds stays a few
 /// waves however many files it sends, each wave is recorded pending before its uploads, and the ledger is read
 /// beside the walk one short transaction per wave. Waves are made tiny here so that a handful of files spans many.
-// One test at a time: on PostgreSQL each ledger call blocks its thread for a round trip, and several such tests at
-// once hold up the two-thread cooperative pool that every other suite of the run needs.
-@Suite("planning in waves", .serialized)
+@Suite("planning in waves")
 struct PlanningWaveTests {
     let dir: TemporaryDirectory
 
@@ -56,7 +54,7 @@ struct PlanningWaveTests {
             let watch = Watch()
             let summary = try await engine.run(options(wave: 8)) { event in
                 guard case .started = event.kind else { return }
-                let entries = (try? ledger.entries()) ?? []
+                let entries = (try? ledger.blockingEntries()) ?? []
                 watch.lock.withLock {
                     watch.rowsAtStart.append(entries.count)
                     watch.statusAtStart[event.file.path] = entries.first { $0.file == event.file }?.status
@@ -64,7 +62,7 @@ struct PlanningWaveTests {
             }
             #expect(summary.uploaded == 60)
             #expect(car.storedNames.count == 60)
-            #expect(try ledger.entries().allSatisfy { $0.status == .synced })
+            await #expect(try ledger.entries().allSatisfy { $0.status == .synced })
             // Recording runs at most one wave ahead of sending (the next wave is staged while one is sent): when the
             // i-th upload starts, the waves up to its own are in the ledger, perhaps the next one, and no later one
             // (the last wave holds 4). What the run holds does not grow with the number of files.
@@ -113,10 +111,10 @@ struct PlanningWaveTests {
         let engine = try FlatNamesDestination.engineWithCopy(in: dir)
         let summary = try await engine.run(options(wave: 4))
         #expect(summary.uploaded == 40 + 42, "the 40 others to flat, all 42 to copy")
-        let failed = try engine.ledger.entries(destination: "flat", statuses: [.failed])
+        let failed = try await engine.ledger.entries(destination: "flat", statuses: [.failed])
         #expect(Set(failed.map(\.file.path)) == ["a/b.txt", "a_b.txt"])
         #expect(failed.allSatisfy { $0.errorCode == "name-clash" })
-        #expect(try engine.ledger.entries(destination: "copy").count == 42)
+        await #expect(try engine.ledger.entries(destination: "copy").count == 42)
         #expect(try dir.read("copy/a_b.txt") == Data("flat".utf8))
     }
 
@@ -168,7 +166,7 @@ struct PlanningWaveTests {
             if watch.lock.withLock({ watch.synced += 1; return watch.synced }) == 6 { cancellation.cancel() }
         }
         #expect(summary.interrupted)
-        let entries = try engine.ledger.entries()
+        let entries = try await engine.ledger.entries()
         #expect(!entries.contains { $0.status == .uploading }, "\(entries.map(\.status))")
         let synced = entries.filter { $0.status == .synced }.count
         #expect(synced >= 6 && synced < 40, "\(synced)")
@@ -177,7 +175,7 @@ struct PlanningWaveTests {
 
         let rest = try await engine.run(options(wave: 4))
         #expect(rest.uploaded == 40 - synced, "\(rest)")
-        #expect(try engine.ledger.entries().filter { $0.status == .synced }.count == 40)
+        await #expect(try engine.ledger.entries().filter { $0.status == .synced }.count == 40)
         #expect(car.storedNames.count == 40)
     }
 
@@ -193,7 +191,7 @@ struct PlanningWaveTests {
                                                   modificationTime: now, sha256: nil, contentChanged: false))
                 }
             }
-            try ledger.recordPending(pending, at: now)
+            try await ledger.recordPending(pending, at: now)
             func walk(_ source: String, after: String?) throws -> [String] {
                 try ledger.withRows(source: source, after: after) { rows in
                     var seen: [String] = []

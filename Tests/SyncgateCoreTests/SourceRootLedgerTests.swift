@@ -35,20 +35,20 @@ struct SourceRootLedgerTests {
         try await engine.withStates(dir) { state, _ in
             let ledger = try Ledger(state: try await state("state"))
             let hour: TimeInterval = 3600
-            #expect(try ledger.remoteDeletions(destination: "mirror", within: hour, before: t0) == 0)
-            try ledger.noteRemoteDeletions(40, destination: "mirror", at: t0, window: hour)
-            try ledger.noteRemoteDeletions(30, destination: "mirror", at: t0 + 600, window: hour)
-            try ledger.noteRemoteDeletions(7, destination: "bucket", at: t0 + 600, window: hour)
-            try ledger.noteRemoteDeletions(0, destination: "mirror", at: t0 + 700, window: hour)
-            try ledger.noteRemoteDeletions(3, destination: "mirror", at: t0 + 600, window: hour)  // the same moment: added
-            #expect(try ledger.remoteDeletions(destination: "mirror", within: hour, before: t0 + 700) == 73)
-            #expect(try ledger.remoteDeletions(destination: "bucket", within: hour, before: t0 + 700) == 7)
+            await #expect(try ledger.remoteDeletions(destination: "mirror", within: hour, before: t0) == 0)
+            try await ledger.noteRemoteDeletions(40, destination: "mirror", at: t0, window: hour)
+            try await ledger.noteRemoteDeletions(30, destination: "mirror", at: t0 + 600, window: hour)
+            try await ledger.noteRemoteDeletions(7, destination: "bucket", at: t0 + 600, window: hour)
+            try await ledger.noteRemoteDeletions(0, destination: "mirror", at: t0 + 700, window: hour)
+            try await ledger.noteRemoteDeletions(3, destination: "mirror", at: t0 + 600, window: hour)  // the same moment: added
+            await #expect(try ledger.remoteDeletions(destination: "mirror", within: hour, before: t0 + 700) == 73)
+            await #expect(try ledger.remoteDeletions(destination: "bucket", within: hour, before: t0 + 700) == 7)
             // An hour after the first batch, only the second counts.
-            #expect(try ledger.remoteDeletions(destination: "mirror", within: hour, before: t0 + hour + 1) == 33)
+            await #expect(try ledger.remoteDeletions(destination: "mirror", within: hour, before: t0 + hour + 1) == 33)
             // A write prunes that destination's rows older than the window: they are gone even for a wider look.
-            try ledger.noteRemoteDeletions(5, destination: "mirror", at: t0 + hour + 1, window: hour)
-            #expect(try ledger.remoteDeletions(destination: "mirror", within: 10 * hour, before: t0 + hour + 1) == 38)
-            #expect(try ledger.remoteDeletions(destination: "bucket", within: 10 * hour, before: t0 + hour + 1) == 7, "another destination's rows stay")
+            try await ledger.noteRemoteDeletions(5, destination: "mirror", at: t0 + hour + 1, window: hour)
+            await #expect(try ledger.remoteDeletions(destination: "mirror", within: 10 * hour, before: t0 + hour + 1) == 38)
+            await #expect(try ledger.remoteDeletions(destination: "bucket", within: 10 * hour, before: t0 + hour + 1) == 7, "another destination's rows stay")
         }
     }
 }

@@ -13,7 +13,7 @@ struct AccessTests {
     /// Whether `report.csv` is still failed (a refused retry or forget left it alone).
     static func stillFailed(_ gateway: TestGateway) async throws -> Bool {
         try await gateway.settle()
-        return try gateway.ledger.entries().first { $0.file.path == "report.csv" }?.status == .failed
+        return try await gateway.ledger.entries().first { $0.file.path == "report.csv" }?.status == .failed
     }
 
     @Test func loopbackWithoutATokenRefusesChangesFromOtherOriginsAndRebindingHosts() async throws {

@@ -92,11 +92,11 @@ struct EventStreamTests {
         try await Task.sleep(for: .milliseconds(600))
         #expect(notices() == 0, "byte progress changes nothing status counts")
 
-        _ = try gateway.ledger.forgetFailed(destination: nil, paths: [])
+        _ = try await gateway.ledger.forgetFailed(destination: nil, paths: [])
         #expect(await EventStreamTests.eventually { notices() == 1 })
 
         let commits = 200
-        for _ in 0..<commits { _ = try gateway.ledger.forgetFailed(destination: nil, paths: []) }
+        for _ in 0..<commits { _ = try await gateway.ledger.forgetFailed(destination: nil, paths: []) }
         #expect(await EventStreamTests.eventually { notices() >= 2 }, "the last commit of a burst is announced")
         try await Task.sleep(for: .milliseconds(600))
         #expect(notices() < 1 + commits, "\(notices()) notices for \(commits) commits")

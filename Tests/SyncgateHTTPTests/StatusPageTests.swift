@@ -77,7 +77,7 @@ struct StatusPageTests {
         // A change written to the ledger with no delivery event (another process's `forget`, or a batch written
         // after its events): the page reads the report again.
         #expect(try await browser.evaluate(StatusPageTests.count("vault", "synced")) as? String == "0")
-        try gateway.ledger.markSynced(FileKey(source: "outbox", path: "c.txt"), destination: "vault",
+        try await gateway.ledger.markSynced(FileKey(source: "outbox", path: "c.txt"), destination: "vault",
                                       receipt: Receipt(remoteName: "c.txt"), size: 7, modificationTime: Date(), sha256: nil, at: Date())
         try await browser.waitFor(StatusPageTests.count("vault", "synced") + " === '1'")
 
@@ -164,7 +164,7 @@ struct StatusPageTests {
         _ = try await browser.evaluate("document.getElementById('token-input').value = 'wrong-token-0123456789'")
         try await browser.click("#token-form button[type=submit]")
         try await browser.waitFor("!document.getElementById('token-form').hidden && document.querySelector('#token-form label').textContent.includes('refused')")
-        #expect(try gateway.ledger.entries().first { $0.file.path == "report.csv" }?.status == .failed)
+        await #expect(try gateway.ledger.entries().first { $0.file.path == "report.csv" }?.status == .failed)
 
         try await browser.click(failedRow + " button.retry")
         _ = try await browser.evaluate("document.getElementById('token-input').value = '\(token)'")

@@ -51,7 +51,7 @@ struct StatusServerTests {
         // Exactly the text `status --json` prints, read a moment apart: only the time it was read differs.
         func withoutTime(_ text: String) -> [Substring] { text.split(separator: "\n").filter { !$0.contains("\"generated_at\"") } }
         #expect(answer.body.hasSuffix("}\n"))
-        #expect(withoutTime(answer.body) == withoutTime(try gateway.statusReport().json))
+        await #expect(withoutTime(answer.body) == withoutTime(try gateway.statusReport().json))
         #expect(answer.body.contains("\"generated_at\""))
         let served = try #require(answer.json as? [String: Any])
         let archive = try #require((served["destinations"] as? [[String: Any]])?.first)
@@ -91,13 +91,13 @@ struct StatusServerTests {
         #expect(answer.status == 200)
         #expect(answer.json as? [String: Int] == ["retried": 1])
         try await gateway.settle()
-        #expect(try gateway.ledger.entries().first { $0.file.path == "report.csv" }?.status == .failed)
+        await #expect(try gateway.ledger.entries().first { $0.file.path == "report.csv" }?.status == .failed)
 
         try FileManager.default.removeItem(at: gateway.dir.file("archive/report.csv"))
         answer = try await http.post("/api/retry", json: #"{"paths": ["report.csv"]}"#)
         #expect(answer.json as? [String: Int] == ["retried": 1])
         try await gateway.settle()
-        #expect(try gateway.ledger.entries().allSatisfy { $0.status == .synced })
+        await #expect(try gateway.ledger.entries().allSatisfy { $0.status == .synced })
         #expect(try gateway.dir.read("archive/report.csv") == Data("id,name\n1,x\n".utf8))
 
         // Nothing failed any more: a retry of everything (an empty body) finds nothing.
@@ -118,7 +118,7 @@ struct StatusServerTests {
         answer = try await http.post("/api/forget", json: "{}")
         #expect(answer.status == 200)
         #expect(answer.json as? [String: Int] == ["forgotten": 1])
-        let rows = try gateway.ledger.entries()
+        let rows = try await gateway.ledger.entries()
         #expect(rows.map(\.file.path).sorted() == ["a.txt", "b.txt"])
         #expect(rows.allSatisfy { $0.status == .synced })
         try await server.stop()
@@ -139,7 +139,7 @@ struct StatusServerTests {
         let get = try await http.get("/api/forget")
         #expect([404, 405].contains(get.status))
         #expect(try await http.get("/nothing-here").status == 404)
-        #expect(try gateway.ledger.entries().filter { $0.status == .failed }.count == 1)
+        await #expect(try gateway.ledger.entries().filter { $0.status == .failed }.count == 1)
         try await server.stop()
     }
 

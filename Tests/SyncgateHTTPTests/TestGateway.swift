@@ -75,8 +75,8 @@ final class TestGateway: GatewayObservable, @unchecked Sendable {
 
     var isReady: Bool { lock.withLock { ready } }
 
-    func statusReport() throws -> StatusReport {
-        try StatusReport.build(config: config, ledger: ledger, destination: nil, failedOnly: false)
+    func statusReport() async throws -> StatusReport {
+        try await StatusReport.build(config: config, ledger: ledger, destination: nil, failedOnly: false)
     }
 
     var operations: OperationList { engine.operations }
@@ -88,15 +88,15 @@ final class TestGateway: GatewayObservable, @unchecked Sendable {
     /// As `syncgate retry` does: failed files (and, with no path, blocked destinations) are due now, and a pass of
     /// the failed files starts at once; returns the files that were failed.
     func retry(destination: String?, paths: [String]) async throws -> Int {
-        let n = try ledger.requestRetry(destination: destination, paths: paths, at: Date())
-        if paths.isEmpty { _ = try ledger.unblock(destination: destination, at: Date()) }
+        let n = try await ledger.requestRetry(destination: destination, paths: paths, at: Date())
+        if paths.isEmpty { _ = try await ledger.unblock(destination: destination, at: Date()) }
         let task = Task { try await self.runPass(SyncOptions(onlyFailed: true, destinations: destination.map { [$0] } ?? [])) }
         lock.withLock { retryPasses.append(task) }
         return n
     }
 
     func forget(destination: String?, paths: [String]) async throws -> Int {
-        try ledger.forgetFailed(destination: destination, paths: paths)
+        try await ledger.forgetFailed(destination: destination, paths: paths)
     }
 
     var figures: GatewayFigures {

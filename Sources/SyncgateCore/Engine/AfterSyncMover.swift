@@ -34,7 +34,8 @@ struct AfterSyncMover {
     }
 
     /// Runs over every source some of whose files are deleted after delivery; returns the files deleted and the
-    /// failures (one line each).
+    /// failures (one line each). Blocks its thread (it reads the ledger, hashes files and unlinks them): a task
+    /// runs it on the ledger's threads (``Ledger/offThread(_:)``).
     func run(cancellation: CancellationHandle) throws -> (moved: Int, failures: [String]) {
         AfterSyncMover.running.lock()
         defer { AfterSyncMover.running.unlock() }
@@ -121,7 +122,7 @@ struct AfterSyncMover {
             else { continue }
             let key = FileKey(source: other.name, path: path)
             for destination in config.destinations(forSource: other.name, relativePath: path) {
-                guard let entry = try ledger.entry(key, destination: destination), entry.status == .synced,
+                guard let entry = try ledger.blockingEntry(key, destination: destination), entry.status == .synced,
                       entry.size == candidate.size, FileStat.sameModificationTime(entry.modificationTime, candidate.modificationTime)
                 else {
                     logger.debug("\(candidate.key.source): \(candidate.key.path) kept: source \(other.name) has not delivered it to \(destination) yet")

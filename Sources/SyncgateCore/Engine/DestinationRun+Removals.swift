@@ -18,7 +18,7 @@ extension DestinationRun {
             try await deleteRemoved()
         }
         if !options.dryRun {
-            try ledger.dropRemoved(destination: name, before: clock.now() - settings.recentCompleted.seconds, keepingDeletions: settings.deleteRemote)
+            try await ledger.dropRemoved(destination: name, before: clock.now() - settings.recentCompleted.seconds, keepingDeletions: settings.deleteRemote)
         }
     }
 
@@ -30,13 +30,13 @@ extension DestinationRun {
         let name = destination.name
         // Nothing of a source held back is deleted (``SourceJudge``), whenever its files were marked removed.
         let held = holds.sources
-        let rows = try ledger.remoteDeletions(destination: name).filter { !held.contains($0.file.source) }
+        let rows = try await ledger.remoteDeletions(destination: name).filter { !held.contains($0.file.source) }
         guard !rows.isEmpty else { return }
         let limit = options.maxDelete ?? destination.settings.maxDelete
         // A gateway counts what it deleted in the last hour too, so that files removed a few at a time between its
         // passes cannot go past max_delete; `sync` (and its --max-delete) counts this run alone.
         let recent = options.isGatewayPass && options.maxDelete == nil
-            ? try ledger.remoteDeletions(destination: name, within: DestinationRun.deleteWindow, before: clock.now()) : 0
+            ? try await ledger.remoteDeletions(destination: name, within: DestinationRun.deleteWindow, before: clock.now()) : 0
         guard rows.count <= limit - recent else {
             // The run's summary says it; a gateway, which prints none, logs it.
             if options.isGatewayPass {
@@ -46,13 +46,14 @@ extension DestinationRun {
             return
         }
         // Names still used by files in the sources (a file of another source, or one that maps to the same name).
-        var inUse = Set<String>()
-        if namesCanClash {
+        let inUse: Set<String> = !namesCanClash ? [] : try await ledger.offThread { [ledger] in
             try ledger.withRows(destination: name) { stream in
+                var names = Set<String>()
                 while let key = stream.key {
-                    if stream.removed == nil, let remote = try? plugin.remoteName(forRelativePath: key.path) { inUse.insert(remote) }
+                    if stream.removed == nil, let remote = try? plugin.remoteName(forRelativePath: key.path) { names.insert(remote) }
                     try stream.advance()
                 }
+                return names
             }
         }
         var kept: [FileKey] = []
@@ -61,7 +62,7 @@ extension DestinationRun {
             guard let remote = row.receipt?.remoteName ?? (try? plugin.remoteName(forRelativePath: row.file.path)) else { continue }
             if inUse.contains(remote) { kept.append(row.file) } else { byName[remote, default: []].append(row.file) }
         }
-        try ledger.noteRemoteRemoval(kept, destination: name, how: .remoteKept, at: clock.now())
+        try await ledger.noteRemoteRemoval(kept, destination: name, how: .remoteKept, at: clock.now())
         let names = byName.keys.sorted()
         var deleted: [FileKey] = []
         var failed = 0
@@ -91,8 +92,8 @@ extension DestinationRun {
                 break
             }
         }
-        try ledger.noteRemoteRemoval(deleted, destination: name, how: .remoteDeleted, at: clock.now())
-        try ledger.noteRemoteDeletions(deleted.count, destination: name, at: clock.now(), window: DestinationRun.deleteWindow)
+        try await ledger.noteRemoteRemoval(deleted, destination: name, how: .remoteDeleted, at: clock.now())
+        try await ledger.noteRemoteDeletions(deleted.count, destination: name, at: clock.now(), window: DestinationRun.deleteWindow)
         tally.update {
             $0.remoteDeleted += deleted.count
             $0.remoteDeleteFailed += failed

@@ -137,7 +137,7 @@ final class DestinationRun: @unchecked Sendable {
 
         // Touched files with the same bytes: refresh the stat so the next run does not hash them again.
         for file in outcome.touched {
-            try ledger.refreshMetadata(file.key, destination: destination.name, size: file.size, modificationTime: file.modificationTime, at: now)
+            try await ledger.refreshMetadata(file.key, destination: destination.name, size: file.size, modificationTime: file.modificationTime, at: now)
         }
 
         // Record everything that will be attempted as pending, in one transaction, before any upload. While the
@@ -146,7 +146,7 @@ final class DestinationRun: @unchecked Sendable {
             if case .skip = plan.action { return false }
             return away == nil || plan.entry?.status != .failed
         }
-        let taken = try ledger.recordPending(toRecord.map { plan in
+        let taken = try await ledger.recordPending(toRecord.map { plan in
             var unlessSynced = true
             if case .upload(let reason) = plan.action, reason == .changed || reason == .missingAtDestination { unlessSynced = false }
             return Ledger.Pending(
@@ -206,7 +206,7 @@ final class DestinationRun: @unchecked Sendable {
             case .skip:
                 break  // counted and reported while planning
             case .fail(let failure):
-                try ledger.markFailed(plan.file.key, destination: destination.name, failure: failure, retry: retry, at: clock.now())
+                try await ledger.markFailed(plan.file.key, destination: destination.name, failure: failure, retry: retry, at: clock.now())
                 tally.update { summary in
                     summary.failed += 1
                     if failure.failureClass.isRetryable { summary.failedRetryable += 1 } else { summary.failedPermanently += 1 }
@@ -318,31 +318,31 @@ final class DestinationRun: @unchecked Sendable {
     private func finish() async throws {
         var failure: (any Error)? = nil
         if let recorder = delivery?.recorder {
-            recorder.flush()
+            await recorder.flush()
             failure = recorder.firstError
         }
         if !options.isGatewayPass { await destination.destination.finish() }
         // Rows this instance recorded but did not send (the destination away, the run interrupted) are free again.
-        if failure == nil, !options.dryRun { try ledger.releaseClaims(destination: destination.name) }
-        if failure == nil, !options.dryRun { try recordState() }
+        if failure == nil, !options.dryRun { try await ledger.releaseClaims(destination: destination.name) }
+        if failure == nil, !options.dryRun { try await recordState() }
         if let failure { throw failure }
     }
 
     /// Writes the destination's state: away (with why, and the files that wait for it) or available again.
-    private func recordState() throws {
+    private func recordState() async throws {
         let now = clock.now()
         guard let away = breaker.failure else {
-            if contact.isSet { try ledger.markAvailable(destination.name, at: now) }
+            if contact.isSet { try await ledger.markAvailable(destination.name, at: now) }
             return
         }
         let state: DestinationState = away.failureClass.isRetryable ? .unavailable : .blocked
         if !awayAsRecorded.isSet {
-            try ledger.markAway(destination.name, state: state, error: away.message, code: away.code,
+            try await ledger.markAway(destination.name, state: state, error: away.message, code: away.code,
                                 fingerprint: state == .blocked ? destination.fingerprint : nil, probeFailed: true,
                                 probeIntervalMax: destination.settings.probeIntervalMax, retryAfter: away.failureClass.retryAfter, at: now)
         }
-        let since = try ledger.destinationRecords()[destination.name]?.since ?? now
-        let waiting = try ledger.counts()[destination.name].map { ($0[.pending] ?? 0) + ($0[.uploading] ?? 0) } ?? 0
+        let since = try await ledger.destinationRecords()[destination.name]?.since ?? now
+        let waiting = try await ledger.counts()[destination.name].map { ($0[.pending] ?? 0) + ($0[.uploading] ?? 0) } ?? 0
         tally.update {
             $0.away.append(SyncSummary.AwayDestination(name: destination.name, state: state, since: since, error: away.message,
                                                        code: away.code, waiting: waiting))

@@ -75,13 +75,14 @@ final class LedgerRecorder: Sendable {
             case .started:
                 // Where a resend could duplicate, the attempt must be on disk before the upload starts: one
                 // transaction with what gathered. Elsewhere it joins the next batch.
-                try write(taking: [.uploading(event.file, destination: destination, at: event.time)], force: attemptMarksMustBeDurable)
+                try await write(taking: [.uploading(event.file, destination: destination, at: event.time)], force: attemptMarksMustBeDurable)
             case .retrying(_, let failure, _):
-                try write(taking: [.retryNote(event.file, destination: destination, error: failure.message, at: event.time)], force: false)
+                try await write(taking: [.retryNote(event.file, destination: destination, error: failure.message, at: event.time)], force: false)
             case .synced(let receipt, _, let uploaded):
                 settled(event.file)
-                let modificationTime = try event.item?.modificationTime ?? ledger.entry(event.file, destination: destination)?.modificationTime
-                try write(taking: [.synced(event.file, destination: destination, receipt: receipt, size: event.size,
+                let recorded = event.item == nil ? try await ledger.entry(event.file, destination: destination)?.modificationTime : nil
+                let modificationTime = event.item?.modificationTime ?? recorded
+                try await write(taking: [.synced(event.file, destination: destination, receipt: receipt, size: event.size,
                                            modificationTime: modificationTime ?? event.time, sha256: receipt.sha256, at: event.time)], force: false)
                 tally.update { summary in
                     if uploaded {
@@ -94,9 +95,9 @@ final class LedgerRecorder: Sendable {
             case .failed(let failure):
                 settled(event.file)
                 if failure.isCancellation {
-                    try write(taking: [.interrupted(event.file, destination: destination, at: event.time)], force: false)
+                    try await write(taking: [.interrupted(event.file, destination: destination, at: event.time)], force: false)
                 } else {
-                    try write(taking: [.failed(event.file, destination: destination, failure: failure, retry: retry, at: event.time)], force: false)
+                    try await write(taking: [.failed(event.file, destination: destination, failure: failure, retry: retry, at: event.time)], force: false)
                     tally.update { summary in
                         summary.failed += 1
                         if failure.failureClass.isRetryable { summary.failedRetryable += 1 } else { summary.failedPermanently += 1 }
@@ -106,7 +107,7 @@ final class LedgerRecorder: Sendable {
                 settled(event.file)
                 // A file that waited before any attempt is pending already; one whose attempt was cut short is set
                 // back to pending with that attempt not counted.
-                if attemptCut { try write(taking: [.waiting(event.file, destination: destination, uncount: true, at: event.time)], force: false) }
+                if attemptCut { try await write(taking: [.waiting(event.file, destination: destination, uncount: true, at: event.time)], force: false) }
                 tally.update { $0.waiting += 1 }
             case .queued, .progress, .skipped:
                 break
@@ -118,7 +119,7 @@ final class LedgerRecorder: Sendable {
         observe(event)
     }
 
-    private func write(taking updates: [Ledger.Update], force: Bool) throws {
+    private func write(taking updates: [Ledger.Update], force: Bool) async throws {
         let (due, later): (Bool, Bool) = state.withLock { state in
             state.batch += updates
             guard !force, !state.writerScheduled else { return (false, false) }
@@ -147,7 +148,8 @@ final class LedgerRecorder: Sendable {
             }
         }
         if force {
-            try writeLock.withLock { _ in try takeAndWrite() }
+            // On the ledger's threads: the uploading task waits for its write, its cooperative thread does not.
+            try await ledger.offThread { [self] in try writeLock.withLock { _ in try takeAndWrite() } }
         } else if due {
             // A batch that is merely due is written on the recorder's own queue, not on the uploading task's
             // thread: the destination's flush (a `syncfs`) and SQLite then overlap with the next uploads instead
@@ -179,10 +181,10 @@ final class LedgerRecorder: Sendable {
     }
 
     /// Writes whatever gathered (at the end of a destination's run).
-    func flush() {
-        writer.sync {}  // a write queued earlier goes first
+    func flush() async {
         do {
-            try write(taking: [], force: true)
+            try await ledger.offThread { [self] in writer.sync {} }  // a write queued earlier goes first
+            try await write(taking: [], force: true)
         } catch {
             fail(error)
         }

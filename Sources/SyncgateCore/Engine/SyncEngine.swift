@@ -55,8 +55,8 @@ public final class SyncEngine: Sendable {
         let destinations = await destinationsLedHere(options)
         let recorded = !options.dryRun && !options.isGatewayPass
         if recorded {
-            try ledger.resetInterrupted(at: clock.now())
-            try ledger.noteRunStarted(at: clock.now())
+            try await ledger.resetInterrupted(at: clock.now())
+            try await ledger.noteRunStarted(at: clock.now())
         }
         let first = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
         var removedFiles = first.removed
@@ -66,14 +66,14 @@ public final class SyncEngine: Sendable {
         }
         tally.update { $0.removedFromSources = removedFiles }
         if !options.dryRun && !cancellation.isCancelled && !config.sourcesDeletingAfterSync.isEmpty {
-            try moveDeliveredFiles(cancellation: cancellation, tally: tally)
+            try await moveDeliveredFiles(cancellation: cancellation, tally: tally)
         }
 
         var summary = tally.value
         summary.interrupted = cancellation.isCancelled
         summary.away.sort { $0.name < $1.name }
         summary.seconds = (ContinuousClock.now - started).seconds
-        if recorded { try ledger.noteRunFinished(at: clock.now(), exitCode: summary.exitCode) }
+        if recorded { try await ledger.noteRunFinished(at: clock.now(), exitCode: summary.exitCode) }
         return summary
     }
 
@@ -83,11 +83,15 @@ public final class SyncEngine: Sendable {
     private func destinationsLedHere(_ options: SyncOptions) async -> [DestinationConfig] {
         var destinations = config.destinations.filter { options.destinations.isEmpty || options.destinations.contains($0.name) }
         guard !options.dryRun else { return destinations }
-        destinations = destinations.filter { destination in
-            let leads = ledger.leads(destination.name, needsOneWriter: destination.destination.needsOneWriter)
-            if !leads { logger.debug("\(destination.name): another instance leads this destination; left to it") }
-            return leads
+        var led: [DestinationConfig] = []
+        for destination in destinations {
+            if await ledger.leads(destination.name, needsOneWriter: destination.destination.needsOneWriter) {
+                led.append(destination)
+            } else {
+                logger.debug("\(destination.name): another instance leads this destination; left to it")
+            }
         }
+        destinations = led
         if let wait = destinations.map({ ledger.leadReadyIn($0.name) }).max(), wait > .zero {
             logger.info("waiting \(wait.syncgateText) for the lead of the previous leader to end before sending")
             try? await Task.sleep(for: wait)
@@ -113,8 +117,12 @@ public final class SyncEngine: Sendable {
         var extraPasses = 0
         while !cancellation.isCancelled, extraPasses < 100 {
             let again: String?
-            let claims = try ledger.othersClaims(destinations: names)
-            if try outcome.walkAgain || outcome.split.map({ try ledger.fleetChanged(since: $0.view, destinations: $0.destinations) }) == true {
+            let claims = try await ledger.othersClaims(destinations: names)
+            var fleetChanged = outcome.walkAgain
+            if !fleetChanged, let split = outcome.split {
+                fleetChanged = try await ledger.fleetChanged(since: split.view, destinations: split.destinations)
+            }
+            if fleetChanged {
                 again = "the fleet changed while its shares were walked: walking again"
             } else if claims.expired > 0 {
                 again = "\(claims.expired) file(s) held by an instance whose lease ended: taking them over"
@@ -123,14 +131,15 @@ public final class SyncEngine: Sendable {
             }
             if let again {
                 logger.info("\(again)")
-                try ledger.resetInterrupted(at: clock.now())
+                try await ledger.resetInterrupted(at: clock.now())
                 outcome = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
                 removedFiles += outcome.removed
                 extraPasses += 1
                 idleSince = ContinuousClock.now
                 continue
             }
-            let othersWalking = try outcome.split.map { try !ledger.fleetWalked($0.view, destinations: $0.destinations) } ?? false
+            var othersWalking = false
+            if let split = outcome.split { othersWalking = try await !ledger.fleetWalked(split.view, destinations: split.destinations) }
             guard claims.live > 0 || othersWalking, ContinuousClock.now - idleSince < .seconds(ledger.leaseSeconds * 1.5 + 2) else { break }
             try await Task.sleep(for: .milliseconds(250))
         }
@@ -138,8 +147,9 @@ public final class SyncEngine: Sendable {
     }
 
     /// Deletes from their sources the files whose settings say so once delivered (a move; ``AfterSyncMover``).
-    private func moveDeliveredFiles(cancellation: CancellationHandle, tally: SummaryTally) throws {
-        let (moved, failures) = try AfterSyncMover(config: config, ledger: ledger, clock: clock, logger: logger).run(cancellation: cancellation)
+    private func moveDeliveredFiles(cancellation: CancellationHandle, tally: SummaryTally) async throws {
+        let mover = AfterSyncMover(config: config, ledger: ledger, clock: clock, logger: logger)
+        let (moved, failures) = try await ledger.offThread { try mover.run(cancellation: cancellation) }
         tally.update {
             $0.moved += moved
             $0.moveFailures += failures
@@ -164,7 +174,7 @@ public final class SyncEngine: Sendable {
         _ destinations: [DestinationConfig], options: SyncOptions, cancellation: CancellationHandle, tally: SummaryTally,
         observe: @escaping @Sendable (DeliveryEvent) -> Void, warn: @escaping @Sendable (ScanWarning) -> Void
     ) async throws -> PassOutcome {
-        let records = options.dryRun ? [:] : try ledger.destinationRecords()
+        let records = options.dryRun ? [:] : try await ledger.destinationRecords()
 
         // Each destination gets ready beside the planning: one probe of a destination that was away, the listing of
         // one whose listing is the truth (a head unit). Neither holds up the others.
@@ -189,7 +199,7 @@ public final class SyncEngine: Sendable {
                 }
             }
         }
-        let split = try fleetSplit(planners, options: options)
+        let split = try await fleetSplit(planners, options: options)
         let feed = WaveFeed(destinations: planners.count)
         let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: ledger.sharesWork ? min(options.waveSize, SyncEngine.sharedWaveSize) : options.waveSize, paths: options.paths,
                                     share: split?.share, splitSources: split?.sources ?? [], detectsRemovals: !options.dryRun,
@@ -201,7 +211,7 @@ public final class SyncEngine: Sendable {
             Task.detached {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(500))
-                    if !Task.isCancelled, let view = try? fleetLedger.fleetView() { split.share.update(view) }
+                    if !Task.isCancelled, let view = try? await fleetLedger.fleetView() { split.share.update(view) }
                 }
             }
         }
@@ -233,7 +243,7 @@ public final class SyncEngine: Sendable {
                 outcome.walkAgain = true
                 tally.update { $0.fleetChangedDuringWalk = true }
             } else {
-                try ledger.noteWalked(split.share.start, destinations: split.destinations)
+                try await ledger.noteWalked(split.share.start, destinations: split.destinations)
                 outcome.split = (split.share.start, split.destinations)
             }
         }
@@ -245,9 +255,9 @@ public final class SyncEngine: Sendable {
     /// share only. A source feeding a destination planned whole (its names can clash) or needing one writer (its
     /// leader plans it alone) is walked whole. Nil when nothing is split: SQLite, a dry run, a run of chosen files
     /// or of chosen destinations (`sync --destination`: the others' shares of the rest would go unwalked).
-    private func fleetSplit(_ planners: [DestinationPlanner], options: SyncOptions) throws -> (share: FleetShare, sources: Set<String>, destinations: Set<String>)? {
+    private func fleetSplit(_ planners: [DestinationPlanner], options: SyncOptions) async throws -> (share: FleetShare, sources: Set<String>, destinations: Set<String>)? {
         guard ledger.sharesWork, !options.dryRun, options.paths == nil, options.isGatewayPass || options.destinations.isEmpty,
-              let view = try ledger.fleetView() else { return nil }
+              let view = try await ledger.fleetView() else { return nil }
         let planned = Set(planners.map(\.destination.name))
         let splittable = Set(planners.filter { $0.deliversInWaves && !$0.destination.destination.needsOneWriter }.map(\.destination.name))
         var sources = Set<String>()
@@ -262,7 +272,8 @@ public final class SyncEngine: Sendable {
     }
 
     /// Plans one destination's files without changing anything (hashes only files whose size or time changed).
-    /// Every file gets a plan, in the byte order of (source, path).
+    /// Every file gets a plan, in the byte order of (source, path). Reads the ledger on the calling thread, which
+    /// it blocks (a tool's or a test's, not a task of a run).
     public func plan(_ destination: DestinationConfig, files: [ScannedFile], options: SyncOptions, remoteNames: Set<ExactString>?) throws -> [PlannedDelivery] {
         let ordered = SyncEngine.inKeyOrder(files)
         let planner = DestinationPlanner(destination, config: config, options: options, remoteNames: remoteNames, keepSkipped: true, now: clock.now()) { _ in }

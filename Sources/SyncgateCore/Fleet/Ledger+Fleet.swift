@@ -7,9 +7,9 @@ import Foundation
 extension Ledger {
     /// Registers (or renews) this instance and returns the live instances as it sees them: nil on SQLite, where one
     /// instance works at a time and walks everything.
-    public func fleetView() throws -> FleetView? {
+    public func fleetView() async throws -> FleetView? {
         guard sharesWork else { return nil }
-        let members: [String] = try write(notify: false) { db in
+        let members: [String] = try await write(notify: false) { [self] db in
             let now = db.dialect.now
             try db.execute("""
                 INSERT INTO instances (id, alive_until, left_at) VALUES (?, \(now) + ?, NULL)
@@ -25,8 +25,8 @@ extension Ledger {
     }
 
     /// The instances alive now, and per instance and destination the signature of the view it walked last.
-    private func fleetState() throws -> (live: Set<String>, walks: [String: [String: String]]) {
-        try read { db in
+    private func fleetState() async throws -> (live: Set<String>, walks: [String: [String: String]]) {
+        try await read { [self] db in
             var live: Set<String> = [instanceID]
             try db.forEachRow("SELECT id FROM instances WHERE left_at IS NULL AND alive_until >= \(db.dialect.now)", []) { row in
                 if let id = row.string(0) { live.insert(id) }
@@ -43,18 +43,18 @@ extension Ledger {
     /// Whether the fleet changed since `view` in a way that may leave part of a walk for `destinations` split by
     /// `view` undone: an instance joined (the shares moved), or one of `view`'s instances is gone (left, or its
     /// lease ended) without having walked its share of `view` for each of them.
-    public func fleetChanged(since view: FleetView, destinations: Set<String>) throws -> Bool {
+    public func fleetChanged(since view: FleetView, destinations: Set<String>) async throws -> Bool {
         guard sharesWork, !destinations.isEmpty else { return false }
-        let (live, walks) = try fleetState()
+        let (live, walks) = try await fleetState()
         let members = Set(view.members)
         if !live.subtracting(members).isEmpty { return true }
         return members.subtracting(live).contains { gone in destinations.contains { walks[gone]?[$0] != view.signature } }
     }
 
     /// Whether every other instance of `view` walked its share of it for each of `destinations`.
-    public func fleetWalked(_ view: FleetView, destinations: Set<String>) throws -> Bool {
+    public func fleetWalked(_ view: FleetView, destinations: Set<String>) async throws -> Bool {
         guard sharesWork, !view.isAlone, !destinations.isEmpty else { return true }
-        let walks = try fleetState().walks
+        let walks = try await fleetState().walks
         return view.members.allSatisfy { member in
             member == instanceID || destinations.allSatisfy { walks[member]?[$0] == view.signature }
         }
@@ -62,9 +62,9 @@ extension Ledger {
 
     /// Notes that this instance walked its share of `view` in full for `destinations` (their files are recorded,
     /// and claimed where this instance sends them).
-    public func noteWalked(_ view: FleetView, destinations: Set<String>) throws {
+    public func noteWalked(_ view: FleetView, destinations: Set<String>) async throws {
         guard sharesWork, !destinations.isEmpty else { return }
-        try write(notify: false) { db in
+        try await write(notify: false) { [self] db in
             for destination in destinations.sorted() {
                 try db.execute("""
                     INSERT INTO instance_walks (instance, destination, view) VALUES (?, ?, ?)

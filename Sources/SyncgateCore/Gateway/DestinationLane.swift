@@ -90,9 +90,9 @@ final class DestinationLane: Sendable {
             }
             guard let work else { return }
             if case .idle = work {
-                await wakeup.wait(until: nextTimer())
+                await wakeup.wait(until: await nextTimer())
                 if state.withLock({ $0.stopping }) { return }
-                if timerIsDue() { wantFullPassQuietly() }
+                if await timerIsDue() { wantFullPassQuietly() }
                 continue
             }
             await pass(work, cancellation: handle)
@@ -135,11 +135,11 @@ final class DestinationLane: Sendable {
     /// The next time something falls due without a file event: a failed file's retry, or a probe of the
     /// destination while it is away (for both, a full pass), or, with `tooNew`, a file that was too new being old
     /// enough (a pass over it).
-    private func nextTimer(tooNew includeTooNew: Bool = true) -> ContinuousClock.Instant? {
+    private func nextTimer(tooNew includeTooNew: Bool = true) async -> ContinuousClock.Instant? {
         let ledger = engine.ledger
         var due: [Date] = []
-        if let retry = try? ledger.nextRetryDue(destination: destination.name) { due.append(retry) }
-        if let record = try? ledger.destinationRecords()[destination.name], record.state == .unavailable, let probe = record.nextProbeAt {
+        if let retry = try? await ledger.nextRetryDue(destination: destination.name) { due.append(retry) }
+        if let record = try? await ledger.destinationRecords()[destination.name], record.state == .unavailable, let probe = record.nextProbeAt {
             due.append(probe)
         }
         // A time that fell due before the last full pass started was that pass's to act on (a failed file no longer
@@ -152,8 +152,8 @@ final class DestinationLane: Sendable {
         return .now + .milliseconds(max(0, Int64(earliest.timeIntervalSince(engine.clock.now()) * 1000)) + 10)
     }
 
-    private func timerIsDue() -> Bool {
-        guard let next = nextTimer(tooNew: false) else { return false }
+    private func timerIsDue() async -> Bool {
+        guard let next = await nextTimer(tooNew: false) else { return false }
         return next <= .now + .milliseconds(20)
     }
 

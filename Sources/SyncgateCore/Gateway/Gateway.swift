@@ -43,8 +43,8 @@ public final class Gateway: GatewayObservable, Sendable {
     /// full pass (everything pending, failed and due, or new since the last run), then works as work comes.
     /// `watching` says the sources' watches are set (for ``isReady``), `settling` how many files they hold.
     public func run(settling: @escaping @Sendable () -> Int = { 0 }) async throws {
-        try ledger.resetInterrupted(at: engine.clock.now())
-        try ledger.noteRunStarted(at: engine.clock.now())
+        try await ledger.resetInterrupted(at: engine.clock.now())
+        try await ledger.noteRunStarted(at: engine.clock.now())
         state.withLock { $0.settling = settling }
         await withTaskGroup(of: Void.self) { group in
             for lane in lanes.values { group.addTask { await lane.run() } }
@@ -53,7 +53,7 @@ public final class Gateway: GatewayObservable, Sendable {
         }
         for destination in config.destinations { await destination.finishIfBuilt() }
         ledger.leaveFleet()
-        try? ledger.noteRunFinished(at: engine.clock.now(), exitCode: ExitStatus.success)
+        try? await ledger.noteRunFinished(at: engine.clock.now(), exitCode: ExitStatus.success)
         hub.close()
     }
 
@@ -94,43 +94,53 @@ public final class Gateway: GatewayObservable, Sendable {
     /// lock was released (it died, or its session ended), this gateway takes the lead and makes a full pass there
     /// within a third of a lease, not at its next rescan.
     private func watchLedger() async {
-        var seen = (try? ledger.changeCounter()) ?? 0
+        var seen = (try? await ledger.changeCounter()) ?? 0
         // Time between checks is measured on the monotonic clock (the loop sleeps in real time).
         var lastClaimCheck = ContinuousClock.now
         while !isStopped {
             try? await Task.sleep(for: .seconds(1))
             if ledger.sharesWork, ContinuousClock.now - lastClaimCheck >= .seconds(ledger.leaseSeconds / 3) {
                 lastClaimCheck = ContinuousClock.now
-                if let claims = try? ledger.othersClaims(), claims.expired > 0, !isStopped {
-                    _ = try? ledger.resetInterrupted(at: engine.clock.now())
+                if let claims = try? await ledger.othersClaims(), claims.expired > 0, !isStopped {
+                    _ = try? await ledger.resetInterrupted(at: engine.clock.now())
                     rescanAll(reason: "\(claims.expired) file(s) held by an instance whose lease ended")
-                } else if ledger.lastWalkedViews.contains(where: { (try? ledger.fleetChanged(since: $0.value, destinations: [$0.key])) == true }), !isStopped {
+                } else if await fleetChangedUnderAWalk(), !isStopped {
                     rescanAll(reason: "the fleet changed: walking this instance's new share")
                 }
                 for destination in config.destinations where destination.destination.needsOneWriter && !isStopped {
-                    guard !ledger.holdsLead(destination.name), ledger.leads(destination.name, needsOneWriter: true) else { continue }
+                    guard !ledger.holdsLead(destination.name), await ledger.leads(destination.name, needsOneWriter: true) else { continue }
                     logger.info("\(destination.name): took the lead (the previous leader's lock was released); full pass")
                     lanes[destination.name]?.wantFullPass()
                 }
             }
-            guard let now = try? ledger.changeCounter(), now != seen else { continue }
+            guard let now = try? await ledger.changeCounter(), now != seen else { continue }
             seen = now
             if !isStopped { rescanAll(reason: "the ledger was changed by another syncgate (retry or forget)") }
         }
+    }
+
+    /// Whether the fleet changed under a walk this instance made of its share, for one of the destinations walked.
+    private func fleetChangedUnderAWalk() async -> Bool {
+        for (destination, view) in ledger.lastWalkedViews where (try? await ledger.fleetChanged(since: view, destinations: [destination])) == true {
+            return true
+        }
+        return false
     }
 
     // MARK: - GatewayObservable
 
     public var isReady: Bool { state.withLock { $0.ready && !$0.stopped } }
 
-    public func statusReport() throws -> StatusReport {
-        var report = try StatusReport.build(config: config, ledger: ledger, destination: nil, failedOnly: false, now: engine.clock.now())
+    public func statusReport() async throws -> StatusReport {
+        var report = try await StatusReport.build(config: config, ledger: ledger, destination: nil, failedOnly: false, now: engine.clock.now())
         report.syncRunning = true
         report.gatewayRunning = true
         report.heldBack = engine.holds.current
-        report.ongoing = engine.operations.snapshot().ongoing.compactMap { operation in
-            try? ledger.entry(operation.file, destination: operation.destination)
+        var ongoing: [LedgerEntry] = []
+        for operation in engine.operations.snapshot().ongoing {
+            if let entry = try? await ledger.entry(operation.file, destination: operation.destination) { ongoing.append(entry) }
         }
+        report.ongoing = ongoing
         return report
     }
 
@@ -141,14 +151,14 @@ public final class Gateway: GatewayObservable, Sendable {
     public func recorded() -> AsyncStream<Void> { ledger.commits() }
 
     public func retry(destination: String?, paths: [String]) async throws -> Int {
-        let count = try ledger.requestRetry(destination: destination, paths: paths, at: engine.clock.now())
-        if paths.isEmpty { try ledger.unblock(destination: destination, at: engine.clock.now()) }
+        let count = try await ledger.requestRetry(destination: destination, paths: paths, at: engine.clock.now())
+        if paths.isEmpty { try await ledger.unblock(destination: destination, at: engine.clock.now()) }
         for (name, lane) in lanes where destination == nil || destination == name { lane.wantFullPass() }
         return count
     }
 
     public func forget(destination: String?, paths: [String]) async throws -> Int {
-        try ledger.forgetFailed(destination: destination, paths: paths)
+        try await ledger.forgetFailed(destination: destination, paths: paths)
     }
 
     public var figures: GatewayFigures {

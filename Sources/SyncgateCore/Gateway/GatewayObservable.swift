@@ -6,7 +6,7 @@ public protocol GatewayObservable: Sendable {
     /// Config loaded, ledger open, watches set (`/readyz`).
     var isReady: Bool { get }
     /// The report `syncgate status --json` prints, read now (`/api/status`).
-    func statusReport() throws -> StatusReport
+    func statusReport() async throws -> StatusReport
     /// Uploads in flight with their progress, recently completed and recently failed (kept as `recent:` says).
     var operations: OperationList { get }
     /// Every delivery event from now on, as `sync --json` prints them (`/api/events`); ends when the gateway stops

@@ -2,8 +2,8 @@ import Foundation
 
 extension Ledger {
     /// Every destination's record, by name (destinations never tried have none: they count as available).
-    public func destinationRecords() throws -> [String: DestinationRecord] {
-        try read { db in
+    public func destinationRecords() async throws -> [String: DestinationRecord] {
+        try await read { db in
             var result: [String: DestinationRecord] = [:]
             for row in try db.fetchAll("""
                 SELECT name, state, since, last_error, error_code, failed_probes, next_probe_at, fingerprint, last_seen_at,
@@ -27,8 +27,8 @@ extension Ledger {
     /// Records that a destination answered. When it was unavailable or blocked, the failure clocks of its failed
     /// files move on by the time it was away: `give_up_after` counts only time in which the destination was
     /// reachable and refused the file.
-    public func markAvailable(_ name: String, at now: Date) throws {
-        try write { db in
+    public func markAvailable(_ name: String, at now: Date) async throws {
+        try await write { db in
             let previous = try db.fetchOne("SELECT state, since FROM destinations WHERE name = ?", [name])
             let t = now.timeIntervalSince1970
             if let previous, previous.string(0) != DestinationState.available.rawValue {
@@ -57,9 +57,9 @@ extension Ledger {
     /// Retry-After, holds every later run off until it has passed (``DestinationRecord/retryAfterUntil``), and the
     /// next probe with them.
     public func markAway(_ name: String, state: DestinationState, error: String, code: String?, fingerprint: String?,
-                         probeFailed: Bool, probeIntervalMax: Duration, retryAfter: Duration? = nil, at now: Date) throws {
+                         probeFailed: Bool, probeIntervalMax: Duration, retryAfter: Duration? = nil, at now: Date) async throws {
         precondition(state != .available, "markAvailable records a destination that answered")
-        try write { db in
+        try await write { db in
             let t = now.timeIntervalSince1970
             let previous = try db.fetchOne("SELECT state, since, failed_probes FROM destinations WHERE name = ?", [name])
             let same = previous.map { $0.string(0) == state.rawValue } ?? false
@@ -82,8 +82,8 @@ extension Ledger {
     /// Makes blocked destinations (one, or all when nil) be tried again by the next run, whatever their settings
     /// (`syncgate retry`). Returns how many were blocked.
     @discardableResult
-    public func unblock(destination: String?, at now: Date) throws -> Int {
-        try write { db in
+    public func unblock(destination: String?, at now: Date) async throws -> Int {
+        try await write { [self] db in
             var sql = "UPDATE destinations SET fingerprint = NULL, next_probe_at = ?, updated_at = ? WHERE state = 'blocked'"
             var arguments: [any LedgerBindable] = [now.timeIntervalSince1970, now.timeIntervalSince1970]
             if let destination {
@@ -97,8 +97,8 @@ extension Ledger {
     }
 
     /// The earliest automatic retry of a failed file at a destination (nil: none scheduled).
-    public func nextRetryDue(destination: String) throws -> Date? {
-        try read { db in
+    public func nextRetryDue(destination: String) async throws -> Date? {
+        try await read { db in
             try db.fetchOne("SELECT MIN(next_retry_at) FROM files WHERE destination = ? AND status = \(FileStatus.failed.sql) AND next_retry_at IS NOT NULL AND removed IS NULL",
                             [destination])?.double(0).map { Date(timeIntervalSince1970: $0) }
         }
@@ -107,8 +107,8 @@ extension Ledger {
     /// A number that changes whenever another connection (another syncgate process: `retry`, `forget`) commits a
     /// change to the ledger (SQLite's `data_version`; on PostgreSQL a count of such changes kept in the ledger): a
     /// gateway looks at it to act on such changes at once.
-    public func changeCounter() throws -> Int {
-        try database.changeCounter()
+    public func changeCounter() async throws -> Int {
+        try await offThread { [database] in try database.changeCounter() }
     }
 
     // MARK: - Runs
@@ -120,16 +120,16 @@ extension Ledger {
         public var exitCode: Int?
     }
 
-    public func noteRunStarted(at now: Date) throws {
-        try setMeta(["last_run_started_at": String(now.timeIntervalSince1970)], clearing: ["last_run_finished_at", "last_run_exit"])
+    public func noteRunStarted(at now: Date) async throws {
+        try await setMeta(["last_run_started_at": String(now.timeIntervalSince1970)], clearing: ["last_run_finished_at", "last_run_exit"])
     }
 
-    public func noteRunFinished(at now: Date, exitCode: Int32) throws {
-        try setMeta(["last_run_finished_at": String(now.timeIntervalSince1970), "last_run_exit": String(exitCode)], clearing: [])
+    public func noteRunFinished(at now: Date, exitCode: Int32) async throws {
+        try await setMeta(["last_run_finished_at": String(now.timeIntervalSince1970), "last_run_exit": String(exitCode)], clearing: [])
     }
 
-    public func lastRun() throws -> RunRecord? {
-        try read { db in
+    public func lastRun() async throws -> RunRecord? {
+        try await read { db in
             var values: [String: String] = [:]
             for row in try db.fetchAll("SELECT key, value FROM syncgate_meta WHERE key LIKE 'last_run_%'", []) {
                 if let key = row.string(0), let value = row.string(1) { values[key] = value }
@@ -141,8 +141,8 @@ extension Ledger {
         }
     }
 
-    private func setMeta(_ values: [String: String], clearing: [String]) throws {
-        try write { db in
+    private func setMeta(_ values: [String: String], clearing: [String]) async throws {
+        try await write { db in
             for key in clearing { try db.execute("DELETE FROM syncgate_meta WHERE key = ?", [key]) }
             for (key, value) in values {
                     try db.execute("INSERT INTO syncgate_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",

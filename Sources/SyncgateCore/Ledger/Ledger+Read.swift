@@ -5,8 +5,13 @@ extension Ledger {
 
     /// All rows (of one destination when given), ordered by destination, source and path; with `statuses`, only
     /// rows of files still in their source.
-    public func entries(destination: String? = nil, statuses: Set<FileStatus>? = nil) throws -> [LedgerEntry] {
-        try read { db in
+    public func entries(destination: String? = nil, statuses: Set<FileStatus>? = nil) async throws -> [LedgerEntry] {
+        try await offThread { [self] in try blockingEntries(destination: destination, statuses: statuses) }
+    }
+
+    /// ``entries(destination:statuses:)`` on the calling thread (see ``blockingRead(_:)``).
+    func blockingEntries(destination: String? = nil, statuses: Set<FileStatus>? = nil) throws -> [LedgerEntry] {
+        try blockingRead { db in
             var sql = "SELECT \(Ledger.columns) FROM files"
             var clauses: [String] = []
             var arguments: [any LedgerBindable] = []
@@ -50,23 +55,28 @@ extension Ledger {
     /// The rows `condition` selects, in primary key order, as a stream read inside one read.
     func withRows<T>(where condition: ((SQLDialect) -> String)?, _ arguments: [String], columns: String = Ledger.columnsWithoutReceipt,
                      _ body: (LedgerRowStream) throws -> T) throws -> T {
-        try read { db in
+        try blockingRead { db in
             let stream = LedgerRowStream(try db.keyOrderedFiles(columns: columns, condition: condition?(db.dialect), arguments))
             try stream.advance()
             return try body(stream)
         }
     }
 
-    public func entry(_ file: FileKey, destination: String) throws -> LedgerEntry? {
-        try read { db in
+    public func entry(_ file: FileKey, destination: String) async throws -> LedgerEntry? {
+        try await offThread { [self] in try blockingEntry(file, destination: destination) }
+    }
+
+    /// ``entry(_:destination:)`` on the calling thread (see ``blockingRead(_:)``).
+    func blockingEntry(_ file: FileKey, destination: String) throws -> LedgerEntry? {
+        try blockingRead { db in
             try db.fetchOne("SELECT \(Ledger.columns) FROM files WHERE source = ? AND path = ? AND destination = ?",
                             [file.source, file.path, destination]).map(Ledger.entry)
         }
     }
 
     /// Counts per destination and status, of files still in their source.
-    public func counts() throws -> [String: [FileStatus: Int]] {
-        try read { db in
+    public func counts() async throws -> [String: [FileStatus: Int]] {
+        try await read { db in
             var result: [String: [FileStatus: Int]] = [:]
             for row in try db.fetchAll("SELECT destination, status, COUNT(*) AS n FROM files WHERE removed IS NULL GROUP BY destination, status", []) {
                 guard let destination = row.string(0), let status = row.string(1).flatMap(FileStatus.init(rawValue:)) else { continue }
@@ -77,8 +87,8 @@ extension Ledger {
     }
 
     /// The latest `synced_at` per destination.
-    public func lastSuccess() throws -> [String: Date] {
-        try read { db in
+    public func lastSuccess() async throws -> [String: Date] {
+        try await read { db in
             var result: [String: Date] = [:]
             for row in try db.fetchAll("SELECT destination, MAX(synced_at) AS t FROM files WHERE synced_at IS NOT NULL GROUP BY destination", []) {
                 if let destination = row.string(0), let t = row.double(1) { result[destination] = Date(timeIntervalSince1970: t) }
@@ -88,25 +98,25 @@ extension Ledger {
     }
 
     /// Rows synced since `since`, newest first (at most `limit`).
-    public func recentlySynced(since: Date, limit: Int = 1000) throws -> [LedgerEntry] {
-        try read { db in
+    public func recentlySynced(since: Date, limit: Int = 1000) async throws -> [LedgerEntry] {
+        try await read { db in
             try db.fetchAll("SELECT \(Ledger.columns) FROM files WHERE status = \(FileStatus.synced.sql) AND synced_at >= ? ORDER BY synced_at DESC LIMIT ?",
                             [since.timeIntervalSince1970, limit]).map(Ledger.entry)
         }
     }
 
     /// Rows that failed with an attempt since `since`, newest first (at most `limit`).
-    public func recentlyFailed(since: Date, limit: Int = 1000) throws -> [LedgerEntry] {
-        try read { db in
+    public func recentlyFailed(since: Date, limit: Int = 1000) async throws -> [LedgerEntry] {
+        try await read { db in
             try db.fetchAll("SELECT \(Ledger.columns) FROM files WHERE status = \(FileStatus.failed.sql) AND removed IS NULL AND COALESCE(last_attempt_at, updated_at) >= ? ORDER BY COALESCE(last_attempt_at, updated_at) DESC LIMIT ?",
                             [since.timeIntervalSince1970, limit]).map(Ledger.entry)
         }
     }
 
     /// The rows of files with these relative paths (in any source), at every destination, in key order.
-    public func entries(paths: [String]) throws -> [LedgerEntry] {
+    public func entries(paths: [String]) async throws -> [LedgerEntry] {
         guard !paths.isEmpty else { return [] }
-        return try read { db in
+        return try await read { db in
             var result: [LedgerEntry] = []
             for path in Set(paths).sorted() {
                 try db.forEachRow("SELECT \(Ledger.columns) FROM files WHERE path = ? ORDER BY source, path, destination", [path]) { row in
@@ -118,8 +128,13 @@ extension Ledger {
     }
 
     /// Every row (of one destination when given), receipt included, handed to `body` one at a time in key order:
-    /// nothing is held, however many rows there are (`status --all --json`).
-    public func forEachEntry(destination: String? = nil, _ body: (LedgerEntry) throws -> Void) throws {
+    /// nothing is held, however many rows there are (`status --all --json`). The rows are read, and `body` runs, on
+    /// the ledger's threads.
+    public func forEachEntry(destination: String? = nil, _ body: @escaping @Sendable (LedgerEntry) throws -> Void) async throws {
+        try await offThread { [self] in try blockingForEachEntry(destination: destination, body) }
+    }
+
+    private func blockingForEachEntry(destination: String?, _ body: (LedgerEntry) throws -> Void) throws {
         try withRows(where: destination == nil ? nil : { "\($0.unindexed("destination")) = ?" }, destination.map { [$0] } ?? [],
                      columns: Ledger.columns) { stream in
             while let entry = stream.entry() {

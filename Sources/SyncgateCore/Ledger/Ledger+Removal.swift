@@ -8,7 +8,7 @@ extension Ledger {
     @discardableResult
     public func markRemoved(_ files: [FileKey], at now: Date) throws -> Int {
         guard !files.isEmpty else { return 0 }
-        return try write { db in
+        return try blockingWrite { db in
             let statement = """
                 UPDATE files SET removed = 'source', removed_at = ?, updated_at = ? WHERE source = ? AND path = ? AND removed IS NULL
                 """
@@ -40,7 +40,7 @@ extension Ledger {
 
     private func clearMarks(_ files: [FileKey], of kinds: String, markedBefore: Date? = nil) throws {
         guard !files.isEmpty else { return }
-        try write { db in
+        try blockingWrite { db in
             let statement = """
                 UPDATE files SET removed = NULL, removed_at = NULL WHERE source = ? AND path = ? AND removed IN (\(kinds))\(markedBefore == nil ? "" : " AND removed_at < ?")
                 """
@@ -57,7 +57,7 @@ extension Ledger {
     /// it, would survive a power cut.
     public func markMoved(_ files: [FileKey], at now: Date) throws {
         guard !files.isEmpty else { return }
-        try durably { db in
+        try blockingDurably { db in
             let statement = """
                 UPDATE files SET removed = 'moved', removed_at = ?, updated_at = ? WHERE source = ? AND path = ?
                 """
@@ -69,8 +69,8 @@ extension Ledger {
 
     /// Rows of a destination whose file is gone from its source while a copy may still be there (it was delivered
     /// once): what `delete_remote` deletes. Receipts included (the name the copy was stored under).
-    public func remoteDeletions(destination: String) throws -> [LedgerEntry] {
-        try read { db in
+    public func remoteDeletions(destination: String) async throws -> [LedgerEntry] {
+        try await read { db in
             try db.fetchAll("""
                 SELECT \(Ledger.columns) FROM files WHERE destination = ? AND removed = 'source' AND synced_at IS NOT NULL
                 ORDER BY source, path
@@ -80,9 +80,9 @@ extension Ledger {
 
     /// Records what `delete_remote` did with a row's copy (``Removal/remoteDeleted`` or ``Removal/remoteKept``);
     /// the row is dropped `recent.completed` later.
-    public func noteRemoteRemoval(_ files: [FileKey], destination: String, how: Removal, at now: Date) throws {
+    public func noteRemoteRemoval(_ files: [FileKey], destination: String, how: Removal, at now: Date) async throws {
         guard !files.isEmpty else { return }
-        try write { db in
+        try await write { db in
             let statement = """
                 UPDATE files SET removed = ?, removed_at = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ? AND removed = 'source'
                 """
@@ -95,8 +95,8 @@ extension Ledger {
     /// Drops a destination's rows marked removed before `before`, except, with `keepingDeletions`, those whose copy
     /// `delete_remote` has still to delete. Returns how many.
     @discardableResult
-    public func dropRemoved(destination: String, before: Date, keepingDeletions: Bool) throws -> Int {
-        try write(notify: false) { db in
+    public func dropRemoved(destination: String, before: Date, keepingDeletions: Bool) async throws -> Int {
+        try await write(notify: false) { db in
             try db.execute("""
                 DELETE FROM files WHERE destination = ? AND removed IS NOT NULL AND removed_at < ?
                     AND NOT (? AND removed = 'source' AND synced_at IS NOT NULL)
@@ -110,8 +110,8 @@ extension Ledger {
     }
 
     /// Rows marked removed per destination (still in the ledger: `status` shows them apart).
-    public func removedCounts() throws -> [String: Int] {
-        try read { db in
+    public func removedCounts() async throws -> [String: Int] {
+        try await read { db in
             var result: [String: Int] = [:]
             for row in try db.fetchAll("SELECT destination, COUNT(*) AS n FROM files WHERE removed IS NOT NULL GROUP BY destination", []) {
                 if let destination = row.string(0) { result[destination] = row.int(1) ?? 0 }

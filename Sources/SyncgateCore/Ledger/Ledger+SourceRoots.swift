@@ -6,7 +6,7 @@ extension Ledger {
     /// Every source's root as its last complete, accepted walk found it, by source name (a source never walked to
     /// its end has none).
     public func sourceRoots() throws -> [String: SourceRoot] {
-        try read { db in
+        try blockingRead { db in
             var result: [String: SourceRoot] = [:]
             for row in try db.fetchAll("SELECT source, device, inode, files, walked_at FROM source_roots", []) {
                 let root = SourceRoot(source: row.string(0) ?? "", device: row.string(1) ?? "", inode: row.string(2) ?? "",
@@ -19,7 +19,7 @@ extension Ledger {
 
     /// Records a source's root (its identity and the files a complete walk found), replacing what was recorded.
     public func recordSourceRoot(_ root: SourceRoot) throws {
-        try write { db in
+        try blockingWrite { db in
             try db.execute("""
                 INSERT INTO source_roots (source, device, inode, files, walked_at) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (source) DO UPDATE SET device = excluded.device, inode = excluded.inode, files = excluded.files,
@@ -30,8 +30,8 @@ extension Ledger {
 
     /// Records that `count` copies were deleted at a destination at `now` (a batch of `delete_remote`), and drops the
     /// records of that destination older than `window` before `now`.
-    public func noteRemoteDeletions(_ count: Int, destination: String, at now: Date, window: TimeInterval) throws {
-        try write { db in
+    public func noteRemoteDeletions(_ count: Int, destination: String, at now: Date, window: TimeInterval) async throws {
+        try await write { db in
             try db.execute("DELETE FROM remote_deletions WHERE destination = ? AND deleted_at < ?",
                            [destination, now.timeIntervalSince1970 - window])
             guard count > 0 else { return }
@@ -44,8 +44,8 @@ extension Ledger {
     }
 
     /// How many copies were deleted at a destination in the `window` before `now`.
-    public func remoteDeletions(destination: String, within window: TimeInterval, before now: Date) throws -> Int {
-        try read { db in
+    public func remoteDeletions(destination: String, within window: TimeInterval, before now: Date) async throws -> Int {
+        try await read { db in
             // Summed here: the rows of one window are few, and SUM's type differs between the engines.
             try db.fetchAll("SELECT count FROM remote_deletions WHERE destination = ? AND deleted_at >= ?",
                             [destination, now.timeIntervalSince1970 - window]).reduce(0) { $0 + ($1.int(0) ?? 0) }

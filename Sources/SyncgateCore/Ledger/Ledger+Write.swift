@@ -32,10 +32,10 @@ extension Ledger {
     /// and so is one another instance delivered since it was planned when `unlessSynced` says the plan expected it
     /// undelivered. Those are not this instance's to send (see ``recordPendingShared(_:at:in:)``).
     @discardableResult
-    public func recordPending(_ rows: [Pending], at now: Date) throws -> [Bool] {
+    public func recordPending(_ rows: [Pending], at now: Date) async throws -> [Bool] {
         guard !rows.isEmpty else { return [] }
         let start = ContinuousClock.now
-        let taken: [Bool] = try write { db in
+        let taken: [Bool] = try await write { [self] db in
             if sharesWork {
                 try checkEpochs(Set(rows.map(\.destination)), in: db)
                 return try recordPendingShared(rows, at: now, in: db)
@@ -68,8 +68,8 @@ extension Ledger {
     }
 
     /// Updates metadata of a synced row whose file was touched but holds the same bytes.
-    public func refreshMetadata(_ file: FileKey, destination: String, size: Int64, modificationTime: Date, at now: Date) throws {
-        try write { db in
+    public func refreshMetadata(_ file: FileKey, destination: String, size: Int64, modificationTime: Date, at now: Date) async throws {
+        try await write { db in
             try db.execute("UPDATE files SET size = ?, mtime = ?, updated_at = ? WHERE source = ? AND path = ? AND destination = ?",
                            [size, modificationTime.timeIntervalSince1970, now.timeIntervalSince1970, file.source, file.path, destination])
         }
@@ -109,7 +109,9 @@ extension Ledger {
         }
     }
 
-    /// Applies updates in one transaction, with the effect of applying them one by one in order.
+    /// Applies updates in one transaction, with the effect of applying them one by one in order. Blocks the calling
+    /// thread: the recorder writes its batches from a queue of its own (``LedgerRecorder``); a task goes through
+    /// ``offThread(_:)``.
     ///
     /// An attempt's start directly followed by that file's success (the usual pair in a batch) is written as one
     /// row change: the synced row with the attempt counted. Each row change costs SQLite a primary-key search and
@@ -118,7 +120,7 @@ extension Ledger {
         guard !updates.isEmpty else { return }
         let changes = Ledger.foldingAttemptStarts(updates)
         let onlyProgress = updates.allSatisfy { if case .progress = $0 { true } else { false } }
-        try write(notify: !onlyProgress) { db in
+        try blockingWrite(notify: !onlyProgress) { db in
             try checkEpochs(Set(updates.map(\.destination)), in: db)
             for change in changes { try Ledger.apply(change.update, in: db, attemptStartedAt: change.attemptStartedAt, claimant: instanceID) }
         }
@@ -155,23 +157,24 @@ extension Ledger {
         return changes.compactMap { $0 }
     }
 
-    public func markUploading(_ file: FileKey, destination: String, at now: Date) throws {
-        try apply([.uploading(file, destination: destination, at: now)])
+    public func markUploading(_ file: FileKey, destination: String, at now: Date) async throws {
+        try await offThread { try self.apply([.uploading(file, destination: destination, at: now)]) }
     }
 
+    /// Blocks the calling thread, as ``apply(_:)`` does.
     public func markProgress(_ file: FileKey, destination: String, bytes: Int64) throws {
         try apply([.progress(file, destination: destination, bytes: bytes)])
     }
 
-    public func markSynced(_ file: FileKey, destination: String, receipt: Receipt, size: Int64, modificationTime: Date, sha256: String?, at now: Date) throws {
-        try apply([.synced(file, destination: destination, receipt: receipt, size: size, modificationTime: modificationTime, sha256: sha256, at: now)])
+    public func markSynced(_ file: FileKey, destination: String, receipt: Receipt, size: Int64, modificationTime: Date, sha256: String?, at now: Date) async throws {
+        try await offThread { try self.apply([.synced(file, destination: destination, receipt: receipt, size: size, modificationTime: modificationTime, sha256: sha256, at: now)]) }
     }
 
     /// Records a failure that ends this run's attempts. A retryable one gets its next retry time from the number of
     /// runs it has failed in (growing up to `max_retry_interval`, none after `give_up_after`); a permanent one is
     /// not retried automatically.
-    public func markFailed(_ file: FileKey, destination: String, failure: DeliveryFailure, retry: RetrySettings, at now: Date) throws {
-        try apply([.failed(file, destination: destination, failure: failure, retry: retry, at: now)])
+    public func markFailed(_ file: FileKey, destination: String, failure: DeliveryFailure, retry: RetrySettings, at now: Date) async throws {
+        try await offThread { try self.apply([.failed(file, destination: destination, failure: failure, retry: retry, at: now)]) }
     }
 
     /// One encoder for every receipt (making one per row cost more than the encoding).
@@ -242,8 +245,8 @@ extension Ledger {
     /// that this instance held, are touched: another instance's uploads in flight are its own. On SQLite (one
     /// instance at a time) every such row is.
     @discardableResult
-    public func resetInterrupted(at now: Date) throws -> Int {
-        try write { db in
+    public func resetInterrupted(at now: Date) async throws -> Int {
+        try await write { [self] db in
             let free = sharesWork ? " AND (claimed_by IS NULL OR claimed_by = ? OR lease_until < \(db.dialect.now))" : ""
             let arguments: [any LedgerBindable] = sharesWork ? [instanceID] : []
             if sharesWork {
@@ -264,16 +267,16 @@ extension Ledger {
 
     /// Drops this instance's claims on the rows of `destination` (its run there has ended: what it did not send is
     /// free for any instance).
-    public func releaseClaims(destination: String) throws {
-        try write(notify: false) { db in
+    public func releaseClaims(destination: String) async throws {
+        try await write(notify: false) { [self] db in
             try db.execute("UPDATE files SET claimed_by = NULL, lease_until = NULL WHERE claimed_by = ? AND destination = ?", [instanceID, destination])
         }
     }
 
     /// What other instances hold of the rows of `destinations` (all when empty): how many claims whose lease still
     /// runs, and how many whose lease ended (their holder is gone: the rows are free to take).
-    public func othersClaims(destinations: Set<String> = []) throws -> (live: Int, expired: Int) {
-        try read { db in
+    public func othersClaims(destinations: Set<String> = []) async throws -> (live: Int, expired: Int) {
+        try await read { [self] db in
             var live = 0, expired = 0
             try db.forEachRow("SELECT destination, CASE WHEN lease_until < \(db.dialect.now) THEN 1 ELSE 0 END FROM files WHERE claimed_by IS NOT NULL AND claimed_by <> ?",
                               [instanceID]) { row in

@@ -86,9 +86,10 @@ public final class Ledger: Sendable {
 
     /// Whether this instance may work on `destination` now: always, unless the ledger is shared and the destination
     /// needs one writer (``Destination/needsOneWriter``), when only its leader may.
-    public func leads(_ destination: String, needsOneWriter: Bool) -> Bool {
+    /// Asking takes a round trip to PostgreSQL (the leader's advisory lock), made on the ledger's threads.
+    public func leads(_ destination: String, needsOneWriter: Bool) async -> Bool {
         guard needsOneWriter, let leadership else { return true }
-        let leads = leadership.lead(destination)
+        let leads = (try? await offThread { leadership.lead(destination) }) ?? false
         if leads { leases.start() }
         return leads
     }
@@ -157,15 +158,42 @@ public final class Ledger: Sendable {
 
     // MARK: - Plumbing
 
-    func read<T>(_ body: (any LedgerConnection) throws -> T) throws -> T {
+    /// A read transaction, run on the ledger's own threads (``LedgerThreads``): the calling task waits, its thread
+    /// does not.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any LedgerConnection) throws -> T) async throws -> T {
+        try await LedgerThreads.run { try self.blockingRead(body) }
+    }
+
+    /// A write transaction (see ``blockingWrite(notify:_:)``), run on the ledger's own threads.
+    @discardableResult
+    func write<T: Sendable>(notify: Bool = true, _ body: @escaping @Sendable (any LedgerConnection) throws -> T) async throws -> T {
+        try await LedgerThreads.run { try self.blockingWrite(notify: notify, body) }
+    }
+
+    /// A durable write (see ``blockingDurably(_:)``), run on the ledger's own threads.
+    @discardableResult
+    func durably<T: Sendable>(_ body: @escaping @Sendable (any LedgerConnection) throws -> T) async throws -> T {
+        try await LedgerThreads.run { try self.blockingDurably(body) }
+    }
+
+    /// Runs blocking ledger work (several blocking calls, or a stream read with a body of the caller's) on the
+    /// ledger's own threads.
+    func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await LedgerThreads.run(body)
+    }
+
+    /// A read on the calling thread, which blocks until it is done: only for code on a thread of its own (the
+    /// planning thread, the recorder's queue, ``LedgerThreads``), never for a task of the cooperative pool.
+    func blockingRead<T>(_ body: (any LedgerConnection) throws -> T) throws -> T {
         try database.read(body)
     }
 
     /// Writes in one transaction, then makes sure the file written is still the state file: a write made after it
     /// was deleted or replaced is saved with the rest (``checkIdentity()``), and the caller learns of the loss.
-    /// `notify: false` for a write that changes nothing `status` counts (an upload's byte progress).
+    /// `notify: false` for a write that changes nothing `status` counts (an upload's byte progress). Blocks the
+    /// calling thread (see ``blockingRead(_:)``).
     @discardableResult
-    func write<T>(notify: Bool = true, _ body: (any LedgerConnection) throws -> T) throws -> T {
+    func blockingWrite<T>(notify: Bool = true, _ body: (any LedgerConnection) throws -> T) throws -> T {
         let result = try database.write(durable: false, body)
         try checkIdentity()
         if notify { committed.fire() }
@@ -173,9 +201,10 @@ public final class Ledger: Sendable {
     }
 
     /// A write made durable before it returns (SQLite syncs its write-ahead log at this commit, where the ledger's
-    /// other commits leave that to the next checkpoint; a PostgreSQL commit is durable anyway).
+    /// other commits leave that to the next checkpoint; a PostgreSQL commit is durable anyway). Blocks the calling
+    /// thread (see ``blockingRead(_:)``).
     @discardableResult
-    func durably<T>(_ body: (any LedgerConnection) throws -> T) throws -> T {
+    func blockingDurably<T>(_ body: (any LedgerConnection) throws -> T) throws -> T {
         let result = try database.write(durable: true, body)
         try checkIdentity()
         committed.fire()

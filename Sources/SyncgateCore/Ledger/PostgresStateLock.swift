@@ -100,9 +100,9 @@ final class PostgresStateLock: Sendable {
 extension Ledger {
     /// Who holds the state lock of this PostgreSQL ledger (`pid N`, `gateway pid N`), asked on one of the ledger's
     /// own connections (the status page asks at every change); nil when nobody does, or for an SQLite ledger.
-    func postgresLockHolder() throws -> String? {
+    func postgresLockHolder() async throws -> String? {
         guard case .postgres = state else { return nil }
-        return try read { db in
+        return try await read { db in
             try db.fetchOne(PostgresStateLock.holderQuery, [])?.string(0).map(PostgresStateLock.holder(applicationName:))
         }
     }

@@ -50,11 +50,11 @@ public struct StatusReport: Sendable {
 
     public static func build(
         config: GatewayConfig, ledger: Ledger, destination: String?, failedOnly: Bool, paths: [String] = [], now: Date = Date()
-    ) throws -> StatusReport {
-        let counts = try ledger.counts()
-        let removed = try ledger.removedCounts()
-        let last = try ledger.lastSuccess()
-        let records = try ledger.destinationRecords()
+    ) async throws -> StatusReport {
+        let counts = try await ledger.counts()
+        let removed = try await ledger.removedCounts()
+        let last = try await ledger.lastSuccess()
+        let records = try await ledger.destinationRecords()
         let chosen = config.destinations.filter { destination == nil || $0.name == destination }
         let lines = chosen.map { d in
             let record = records[d.name]
@@ -72,9 +72,9 @@ public struct StatusReport: Sendable {
         let files: [LedgerEntry]
         if paths.isEmpty {
             let statuses: Set<FileStatus> = failedOnly ? [.failed] : [.pending, .uploading, .failed]
-            files = try ledger.entries(destination: destination, statuses: statuses).filter { names.contains($0.destination) }
+            files = try await ledger.entries(destination: destination, statuses: statuses).filter { names.contains($0.destination) }
         } else {
-            files = try ledger.entries(paths: paths).filter { names.contains($0.destination) }
+            files = try await ledger.entries(paths: paths).filter { names.contains($0.destination) }
         }
         let running: Bool
         let gatewayRunning: Bool
@@ -83,24 +83,24 @@ public struct StatusReport: Sendable {
             running = StateLock.isHeld(state: config.state)
             gatewayRunning = running && StateLock.gatewayHolds(state: config.state)
         case .postgres:
-            let holder = try ledger.postgresLockHolder()
+            let holder = try await ledger.postgresLockHolder()
             running = holder != nil
             gatewayRunning = holder?.hasPrefix("gateway ") ?? false
         }
-        let ongoing = running ? try ledger.entries(destination: destination, statuses: [.uploading]).filter { names.contains($0.destination) } : []
+        let ongoing = running ? try await ledger.entries(destination: destination, statuses: [.uploading]).filter { names.contains($0.destination) } : []
         // One read per list over the longest window, each destination then keeping its own: the cost does not grow
         // with destinations times rows.
         let windows = Dictionary(chosen.map { ($0.name, ($0.settings.recentCompleted.seconds, $0.settings.recentFailed.seconds)) }) { a, _ in a }
         let longestCompleted = windows.values.map(\.0).max() ?? 0
         let longestFailed = windows.values.map(\.1).max() ?? 0
-        let completed = try ledger.recentlySynced(since: now - longestCompleted, limit: recentLimit).filter { entry in
+        let completed = try await ledger.recentlySynced(since: now - longestCompleted, limit: recentLimit).filter { entry in
             windows[entry.destination].map { now.timeIntervalSince(entry.syncedAt ?? .distantPast) <= $0.0 } ?? false
         }
-        let failed = try ledger.recentlyFailed(since: now - longestFailed, limit: recentLimit).filter { entry in
+        let failed = try await ledger.recentlyFailed(since: now - longestFailed, limit: recentLimit).filter { entry in
             windows[entry.destination].map { now.timeIntervalSince(entry.lastAttemptAt ?? entry.updatedAt) <= $0.1 } ?? false
         }
         return StatusReport(
-            generatedAt: now, lastRun: try ledger.lastRun(), destinations: lines, files: files, ongoing: ongoing,
+            generatedAt: now, lastRun: try await ledger.lastRun(), destinations: lines, files: files, ongoing: ongoing,
             recentlyCompleted: completed, recentlyFailed: failed, syncRunning: running, listsPaths: !paths.isEmpty,
             gatewayRunning: gatewayRunning
         )

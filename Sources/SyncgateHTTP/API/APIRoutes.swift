@@ -15,7 +15,7 @@ struct APIRoutes: Sendable {
         let gateway = self.gateway, logger = self.logger, heartbeat = self.heartbeat, streams = self.streams, broadcast = self.broadcast
         router.get("/api/status") { _, _ -> Response in
             let text = try await APIRoutes.answering("status", logger: logger) {
-                try await Blocking.run { try gateway.statusReport().json }
+                try await gateway.statusReport().json
             }
             return Responses.json(text + "\n")
         }

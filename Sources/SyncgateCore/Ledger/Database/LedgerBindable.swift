@@ -1,5 +1,5 @@
 /// What can be bound to a `?` of a ledger statement.
-protocol LedgerBindable {
+protocol LedgerBindable: Sendable {
     var ledgerValue: LedgerValue { get }
 }
 
