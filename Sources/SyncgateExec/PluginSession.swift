@@ -15,10 +15,7 @@ struct PluginGone: Error, CustomStringConvertible {
 /// (a line that is not JSON, one over 1 MiB, an answer to an id not in flight), that does not end a cancelled
 /// request within the grace, or that leaves a request without a word for its answer timeout is killed; every
 /// request in flight then fails with an error naming it, and the host starts it again when next needed.
-///
-/// Unchecked only for `timer`, a Dispatch timer source (not `Sendable`), set up in `init` and then only cancelled;
-/// the session's state is behind a `Mutex`.
-final class PluginSession: @unchecked Sendable {
+final class PluginSession: Sendable {
     let process: PluginProcess
     /// "plugin 'syncgate-destination-webhook'": for messages.
     let label: String
@@ -44,6 +41,8 @@ final class PluginSession: @unchecked Sendable {
     }
 
     private let state = Mutex(State())
+    /// The one timer of ``sweep()``: a Dispatch source (not `Sendable`), made in `init` and then only cancelled.
+    private let timer = Mutex<(any DispatchSourceTimer)?>(nil)
 
     final class Waiter: Sendable {
         let what: String
@@ -81,12 +80,14 @@ final class PluginSession: @unchecked Sendable {
         let err = Thread { [self] in forwardLog() }
         err.name = "syncgate-plugin-log"
         err.start()
-        timer.setEventHandler { [weak self] in self?.sweep() }
-        timer.schedule(deadline: .now() + .milliseconds(50), repeating: .milliseconds(50), leeway: .milliseconds(20))
-        timer.resume()
+        timer.withLock { timer in
+            let source = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
+            source.setEventHandler { [weak self] in self?.sweep() }
+            source.schedule(deadline: .now() + .milliseconds(50), repeating: .milliseconds(50), leeway: .milliseconds(20))
+            source.resume()
+            timer = source
+        }
     }
-
-    private let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
 
     var isEnded: Bool { state.withLock { $0.ended != nil } }
 
@@ -118,16 +119,16 @@ final class PluginSession: @unchecked Sendable {
     /// ``request(_:_:what:idleLimit:progress:entry:)`` for a thread that may block (starting a plugin): waits at
     /// most `timeout`, then takes the plugin for hung.
     func requestBlocking(_ op: String, _ fields: [String: JSONValue], what: String, timeout: Duration) throws -> JSONValue {
-        let semaphore = DispatchSemaphore(value: 0)
+        let answered = Latch()
         let result = ResultBox()
         let waiter = Waiter(what: what, idleLimit: nil, progress: nil, entry: nil) { outcome in
             result.set(outcome)
-            semaphore.signal()
+            answered.open()
         }
         send(op, fields, waiter: waiter, box: CancelBox())
-        if semaphore.wait(timeout: .now() + timeout.seconds) == .timedOut {
+        if !answered.wait(timeout: timeout) {
             end(PluginGone(message: "\(label) did not answer \(what) within \(timeout.syncgateText); killed it"), kill: true)
-            semaphore.wait()
+            answered.wait()
         }
         return try result.get()
     }
@@ -233,7 +234,7 @@ final class PluginSession: @unchecked Sendable {
             return (waiters, state.closing)
         }
         guard let taken else { return }
-        timer.cancel()
+        timer.withLock { $0?.cancel() }
         if kill { process.kill() }
         if !taken.expected { logger.error("\(reason.message)") }
         for waiter in taken.waiters { waiter.complete(.failure(reason)) }
