@@ -23,6 +23,8 @@ final class PluginHost: Sendable {
         var firstCapabilities: PluginCapabilities?
         var generationCount = 0
         var refused: [(key: String, message: String)] = []
+        /// Every session started whose log may not be read to its end yet (``stop()`` waits for them).
+        var sessions: [PluginSession] = []
 
         /// How long to wait before the next start, while the plugin keeps failing.
         var backoffLeft: Duration {
@@ -179,13 +181,19 @@ final class PluginHost: Sendable {
         state.withLock { if $0.failures != 0 { $0.failures = 0 } }
     }
 
-    /// Stops the plugin (its stdin closed, then killed if it has not exited within a second).
+    /// Stops the plugin (its stdin closed, then killed if it has not exited within a second), and waits for the log
+    /// of every plugin it started to be read to its end (at most ``PluginSession/logDrainLimit`` each): their last
+    /// lines are out when this returns. For a thread that may block.
     func stop() {
-        let session: PluginSession? = state.withLock { state in
-            defer { state.current = nil }
-            return state.current
+        let (session, sessions): (PluginSession?, [PluginSession]) = state.withLock { state in
+            defer {
+                state.current = nil
+                state.sessions = []
+            }
+            return (state.current, state.sessions)
         }
         session?.close(grace: .seconds(1))
+        for other in sessions where other !== session && other.isEnded { other.waitForLog() }
     }
 
     private func sessionEnded(_ session: PluginSession, expected: Bool) {
@@ -214,6 +222,10 @@ final class PluginHost: Sendable {
         }
         let session = PluginSession(process: process, label: spec.label, logger: logger, cancelGrace: spec.cancelGrace) { [weak self] session, expected in
             self?.sessionEnded(session, expected: expected)
+        }
+        state.withLock { state in
+            state.sessions.removeAll { $0.isEnded && $0.logIsRead }
+            state.sessions.append(session)
         }
         do {
             let hello = try session.requestBlocking("hello", [
