@@ -2,26 +2,64 @@ import Foundation
 import Logging
 import SyncgateCore
 import SyncgateJSON
+import Synchronization
 
 /// Keeps one destination's plugin running: starts it when first needed (`hello`, then `configure`), one process
 /// per destination, and starts it again after it crashed or was killed, waiting 0.25 s doubling up to 10 s
 /// between starts while it keeps failing (``RetryPolicy/restartDelay(failures:)``; a request answered resets that).
 /// The start is part of the attempt that needs the plugin: a start that fails is retried by the delivery layer's
 /// retry loop like any other attempt.
-final class PluginHost: @unchecked Sendable {
+final class PluginHost: Sendable {
     let spec: PluginSpec
     let logger: Logger
-    private let condition = NSCondition()
-    private var current: PluginSession?
-    private var starting = false
-    private var failures = 0
-    private var lastFailure: ContinuousClock.Instant?
-    private var firstCapabilities: PluginCapabilities?
-    private var generationCount = 0
-    private var refused: [(key: String, message: String)] = []
+
+    private struct State {
+        var current: PluginSession?
+        /// A caller is starting the plugin: the others wait for that start to end, then look again.
+        var starting = false
+        var waiting: [StartWaiter] = []
+        var failures = 0
+        var lastFailure: ContinuousClock.Instant?
+        var firstCapabilities: PluginCapabilities?
+        var generationCount = 0
+        var refused: [(key: String, message: String)] = []
+        /// Every session started whose log may not be read to its end yet (``stop()`` waits for them).
+        var sessions: [PluginSession] = []
+
+        /// How long to wait before the next start, while the plugin keeps failing.
+        var backoffLeft: Duration {
+            guard failures > 0, let lastFailure else { return .zero }
+            let left = RetryPolicy.restartDelay(failures: failures) - (ContinuousClock.now - lastFailure)
+            return max(left, .zero)
+        }
+    }
+
+    /// A caller waiting for another's start of the plugin to end: a task suspended, or a thread that must block.
+    private enum StartWaiter {
+        case task(CheckedContinuation<Void, Never>)
+        case thread(Latch)
+
+        func wake() {
+            switch self {
+            case .task(let continuation): continuation.resume()
+            case .thread(let latch): latch.open()
+            }
+        }
+    }
+
+    /// What a caller does next about the plugin.
+    private enum Next {
+        case use(PluginSession)
+        /// Start it (the caller's turn), after waiting out the backoff.
+        case start(after: Duration)
+        /// Wait for another caller's start to end.
+        case wait
+    }
+
+    private let state = Mutex(State())
 
     /// The settings the plugin refused at its last start (key under `settings`, its words).
-    var refusedSettings: [(key: String, message: String)] { condition.withLock { refused } }
+    var refusedSettings: [(key: String, message: String)] { state.withLock { $0.refused } }
 
     init(spec: PluginSpec, logger: Logger) {
         self.spec = spec
@@ -29,73 +67,110 @@ final class PluginHost: @unchecked Sendable {
     }
 
     /// How many times the plugin was started (a new process: a new "connection").
-    var generation: Int { condition.withLock { generationCount } }
+    var generation: Int { state.withLock { $0.generationCount } }
 
     /// What the plugin said it can do, starting it if it never ran; nil when it cannot be started (a start that
-    /// failed is not tried again here: the next upload or probe does, after the backoff, and says why).
+    /// failed is not tried again here: the next upload or probe does, after the backoff, and says why). Blocks
+    /// while the plugin starts (a `Destination` property is synchronous).
     var capabilities: PluginCapabilities? {
-        let (known, tried) = condition.withLock { (firstCapabilities, failures > 0) }
+        let (known, tried) = state.withLock { ($0.firstCapabilities, $0.failures > 0) }
         if let known { return known }
         if tried { return nil }
         _ = try? sessionBlocking()
-        return condition.withLock { firstCapabilities }
+        return state.withLock { $0.firstCapabilities }
     }
 
-    /// The running plugin, started (after the backoff) when there is none.
+    /// The running plugin, started (after the backoff) when there is none. One caller at a time starts it, on a
+    /// thread of its own; the others await that start and look again.
     func session() async throws -> PluginSession {
-        let (running, wait): (PluginSession?, Duration) = condition.withLock {
-            if let current, !current.isEnded { return (current, .zero) }
-            return (nil, backoffLeft())
+        let (running, wait): (PluginSession?, Duration) = state.withLock { state in
+            if let current = state.current, !current.isEnded { return (current, .zero) }
+            return (nil, state.backoffLeft)
         }
         if let running { return running }
         if wait > .zero { try await Task.sleep(for: wait) }
         try Task.checkCancellation()
-        return try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { [self] in
-                continuation.resume(with: Result { try sessionBlocking() })
+        while true {
+            switch next() {
+            case .use(let session):
+                return session
+            case .start(let wait):
+                return try await withCheckedThrowingContinuation { continuation in
+                    Thread.detachNewThread { [self] in
+                        continuation.resume(with: Result { try startInTurn(after: wait) })
+                    }
+                }
+            case .wait:
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let queued = state.withLock { state in
+                        guard state.starting else { return false }
+                        state.waiting.append(.task(continuation))
+                        return true
+                    }
+                    if !queued { continuation.resume() }
+                }
             }
         }
-    }
-
-    private func backoffLeft() -> Duration {
-        guard failures > 0, let lastFailure else { return .zero }
-        let left = RetryPolicy.restartDelay(failures: failures) - (ContinuousClock.now - lastFailure)
-        return max(left, .zero)
     }
 
     /// ``session()`` for a thread that may block.
     func sessionBlocking() throws -> PluginSession {
-        condition.lock()
-        while starting { condition.wait() }
-        if let current, !current.isEnded {
-            condition.unlock()
-            return current
-        }
-        let wait = backoffLeft()
-        starting = true
-        condition.unlock()
-        defer {
-            condition.withLock {
-                starting = false
-                condition.broadcast()
+        while true {
+            switch next() {
+            case .use(let session):
+                return session
+            case .start(let wait):
+                return try startInTurn(after: wait)
+            case .wait:
+                let latch = Latch()
+                let queued = state.withLock { state in
+                    guard state.starting else { return false }
+                    state.waiting.append(.thread(latch))
+                    return true
+                }
+                if queued { latch.wait() }
             }
+        }
+    }
+
+    /// The running plugin, or the turn to start it (taken), or a start under way to wait for.
+    private func next() -> Next {
+        state.withLock { state in
+            if state.starting { return .wait }
+            if let current = state.current, !current.isEnded { return .use(current) }
+            state.starting = true
+            return .start(after: state.backoffLeft)
+        }
+    }
+
+    /// Starts the plugin in the caller's turn (after `wait`), then hands the turn back, waking the callers waiting
+    /// for it. On a thread that may block.
+    private func startInTurn(after wait: Duration) throws -> PluginSession {
+        defer {
+            let waiting = state.withLock { state in
+                state.starting = false
+                defer { state.waiting = [] }
+                return state.waiting
+            }
+            for waiter in waiting { waiter.wake() }
         }
         if wait > .zero { usleep(UInt32(wait.seconds * 1_000_000)) }
         do {
             let (session, capabilities) = try start()
-            condition.withLock {
-                current = session
-                generationCount += 1
-                if firstCapabilities == nil { firstCapabilities = capabilities }
+            let first = state.withLock { state in
+                state.current = session
+                state.generationCount += 1
+                if state.firstCapabilities == nil { state.firstCapabilities = capabilities }
+                return state.firstCapabilities
             }
-            if let first = condition.withLock({ firstCapabilities }), first != capabilities {
+            if let first, first != capabilities {
                 logger.warning("\(spec.destination): \(spec.label) changed its capabilities since it first started (\(first.names) to \(capabilities.names)); the first stay in force until syncgate starts again")
             }
             return session
         } catch {
-            condition.withLock {
-                failures += 1
-                lastFailure = .now
+            state.withLock { state in
+                state.failures += 1
+                state.lastFailure = .now
             }
             throw error
         }
@@ -103,24 +178,30 @@ final class PluginHost: @unchecked Sendable {
 
     /// A request was answered: the plugin works, and its next crash starts the backoff afresh.
     func markHealthy() {
-        condition.withLock { if failures != 0 { failures = 0 } }
+        state.withLock { if $0.failures != 0 { $0.failures = 0 } }
     }
 
-    /// Stops the plugin (its stdin closed, then killed if it has not exited within a second).
+    /// Stops the plugin (its stdin closed, then killed if it has not exited within a second), and waits for the log
+    /// of every plugin it started to be read to its end (at most ``PluginSession/logDrainLimit`` each): their last
+    /// lines are out when this returns. For a thread that may block.
     func stop() {
-        let session: PluginSession? = condition.withLock {
-            defer { current = nil }
-            return current
+        let (session, sessions): (PluginSession?, [PluginSession]) = state.withLock { state in
+            defer {
+                state.current = nil
+                state.sessions = []
+            }
+            return (state.current, state.sessions)
         }
         session?.close(grace: .seconds(1))
+        for other in sessions where other !== session && other.isEnded { other.waitForLog() }
     }
 
     private func sessionEnded(_ session: PluginSession, expected: Bool) {
-        condition.withLock {
-            if current === session { current = nil }
+        state.withLock { state in
+            if state.current === session { state.current = nil }
             if !expected {
-                failures += 1
-                lastFailure = .now
+                state.failures += 1
+                state.lastFailure = .now
             }
         }
     }
@@ -141,6 +222,10 @@ final class PluginHost: @unchecked Sendable {
         }
         let session = PluginSession(process: process, label: spec.label, logger: logger, cancelGrace: spec.cancelGrace) { [weak self] session, expected in
             self?.sessionEnded(session, expected: expected)
+        }
+        state.withLock { state in
+            state.sessions.removeAll { $0.isEnded && $0.logIsRead }
+            state.sessions.append(session)
         }
         do {
             let hello = try session.requestBlocking("hello", [
@@ -170,7 +255,7 @@ final class PluginHost: @unchecked Sendable {
             var error = body.destinationError
             error.scope = .destination
             if !body.settings.isEmpty {
-                condition.withLock { refused = body.settings }
+                state.withLock { $0.refused = body.settings }
                 error.message = body.settings.map { spec.locate($0.key, $0.message) }.joined(separator: "; ")
             }
             error.message = "\(spec.label) refused to start: \(error.message)"

@@ -16,9 +16,10 @@ struct PluginGone: Error, CustomStringConvertible {
 /// request within the grace, or that leaves a request without a word for its answer timeout is killed; every
 /// request in flight then fails with an error naming it, and the host starts it again when next needed.
 ///
-/// Unchecked only for `timer`, a Dispatch timer source (not `Sendable`), set up in `init` and then only cancelled;
-/// the session's state is behind a `Mutex`.
-final class PluginSession: @unchecked Sendable {
+/// When the plugin exits, and when syncgate closes the session, its stderr is read to its end (at most
+/// ``logDrainLimit`` more) before the end is reported: its last log lines, and the count of lines dropped, are then
+/// in syncgate's log, and its last line in the message saying it exited.
+final class PluginSession: Sendable {
     let process: PluginProcess
     /// "plugin 'syncgate-destination-webhook'": for messages.
     let label: String
@@ -34,6 +35,8 @@ final class PluginSession: @unchecked Sendable {
         var ended: PluginGone?
         var closing = false
         var lastLogLine = ""
+        /// The log was not read to its end within ``PluginSession/logDrainLimit`` (said once).
+        var logAbandoned = false
     }
 
     /// A request in flight.
@@ -44,6 +47,19 @@ final class PluginSession: @unchecked Sendable {
     }
 
     private let state = Mutex(State())
+    /// Open once the plugin was reaped (it exited, or was killed and gone) or the session ended.
+    private let exited = Latch()
+    /// Open once the session ended (``end(_:kill:)``).
+    private let ended = Latch()
+    /// Open once the log forwarder reached the end of the plugin's stderr and said what it had to (the count of
+    /// lines dropped).
+    private let logRead = Latch()
+    /// The one timer of ``sweep()``: a Dispatch source (not `Sendable`), made in `init` and then only cancelled.
+    private let timer = Mutex<(any DispatchSourceTimer)?>(nil)
+
+    /// The longest wait for the plugin's stderr to end once it exited or was stopped: a process it started that
+    /// keeps its stderr open must not hold up syncgate.
+    static let logDrainLimit = Duration.seconds(2)
 
     final class Waiter: Sendable {
         let what: String
@@ -81,12 +97,14 @@ final class PluginSession: @unchecked Sendable {
         let err = Thread { [self] in forwardLog() }
         err.name = "syncgate-plugin-log"
         err.start()
-        timer.setEventHandler { [weak self] in self?.sweep() }
-        timer.schedule(deadline: .now() + .milliseconds(50), repeating: .milliseconds(50), leeway: .milliseconds(20))
-        timer.resume()
+        timer.withLock { timer in
+            let source = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
+            source.setEventHandler { [weak self] in self?.sweep() }
+            source.schedule(deadline: .now() + .milliseconds(50), repeating: .milliseconds(50), leeway: .milliseconds(20))
+            source.resume()
+            timer = source
+        }
     }
-
-    private let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
 
     var isEnded: Bool { state.withLock { $0.ended != nil } }
 
@@ -118,16 +136,16 @@ final class PluginSession: @unchecked Sendable {
     /// ``request(_:_:what:idleLimit:progress:entry:)`` for a thread that may block (starting a plugin): waits at
     /// most `timeout`, then takes the plugin for hung.
     func requestBlocking(_ op: String, _ fields: [String: JSONValue], what: String, timeout: Duration) throws -> JSONValue {
-        let semaphore = DispatchSemaphore(value: 0)
+        let answered = Latch()
         let result = ResultBox()
         let waiter = Waiter(what: what, idleLimit: nil, progress: nil, entry: nil) { outcome in
             result.set(outcome)
-            semaphore.signal()
+            answered.open()
         }
         send(op, fields, waiter: waiter, box: CancelBox())
-        if semaphore.wait(timeout: .now() + timeout.seconds) == .timedOut {
+        if !answered.wait(timeout: timeout) {
             end(PluginGone(message: "\(label) did not answer \(what) within \(timeout.syncgateText); killed it"), kill: true)
-            semaphore.wait()
+            answered.wait()
         }
         return try result.get()
     }
@@ -233,10 +251,12 @@ final class PluginSession: @unchecked Sendable {
             return (waiters, state.closing)
         }
         guard let taken else { return }
-        timer.cancel()
+        timer.withLock { $0?.cancel() }
         if kill { process.kill() }
         if !taken.expected { logger.error("\(reason.message)") }
         for waiter in taken.waiters { waiter.complete(.failure(reason)) }
+        exited.open()
+        ended.open()
         onEnd(self, taken.expected)
     }
 
@@ -246,15 +266,34 @@ final class PluginSession: @unchecked Sendable {
         process.closeInput()
     }
 
-    /// Closes the plugin's stdin and waits up to `grace` for it to exit, then kills it.
+    /// Closes the plugin's stdin and waits up to `grace` for it to exit, then kills it; then waits for its log to be
+    /// read to its end (``waitForLog()``) and for the session to end. For a thread that may block.
     func close(grace: Duration) {
         closeInput()
-        let deadline = ContinuousClock.now + grace
-        while !isEnded && ContinuousClock.now < deadline { usleep(5_000) }
-        if !isEnded {
+        if !exited.wait(timeout: grace) {
             end(PluginGone(message: "\(label) was stopped"), kill: true)
         }
+        waitForLog()
+        // The reader thread ends the session as soon as the log is read (or given up on): at once.
+        ended.wait(timeout: .seconds(1))
     }
+
+    /// Waits until the plugin's stderr has been read to its end and its last lines are in the log, at most
+    /// ``logDrainLimit`` (the first wait to give up says so, once). For a thread that may block, once the plugin
+    /// has exited or was killed.
+    func waitForLog() {
+        if logRead.wait(timeout: PluginSession.logDrainLimit) { return }
+        let first = state.withLock { state in
+            defer { state.logAbandoned = true }
+            return !state.logAbandoned
+        }
+        if first {
+            logger.warning("\(label): its stderr is still open \(PluginSession.logDrainLimit.syncgateText) after it ended (a process it started keeps it?); its last log lines may be missing")
+        }
+    }
+
+    /// Whether the plugin's stderr has been read to its end.
+    var logIsRead: Bool { logRead.opened }
 
     // MARK: The reader threads
 
@@ -266,6 +305,9 @@ final class PluginSession: @unchecked Sendable {
             end(PluginGone(message: "\(label) \(PluginViolation.tooLong); killed it"), kill: true)
         })
         let status = process.reap(within: .seconds(2))
+        exited.open()
+        // Its last lines (the reason it crashed, most likely) may still be on their way through the other pipe.
+        waitForLog()
         let log = lastLog
         let tail = log.isEmpty ? "" : "; its last log line: \(Redactor.shared.snippet(log, limit: 300))"
         end(PluginGone(message: "\(label) exited (\(status))\(tail)"), kill: false)
@@ -356,6 +398,7 @@ final class PluginSession: @unchecked Sendable {
             logger.log(level: level, "\(label): \(Redactor.shared.snippet(message, limit: 2000))")
         }
         if dropped > 0 { logger.warning("\(label): \(dropped) log lines dropped (the plugin logs too much)") }
+        logRead.open()
     }
 
     /// A log line's level from its first word (`ERROR`, `WARN`/`WARNING`, `INFO`, `DEBUG`, with or without a

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Ends upload attempts that overrun their time limit. One watchdog serves all of a delivery layer's attempts,
 /// waking at the earliest deadline, instead of a timer task per attempt (which cost more than copying a small
@@ -7,7 +8,7 @@ import Foundation
 /// Time an attempt spends waiting for its destination's `bandwidth` limit does not count: while one of its reads
 /// waits (``paused(_:_:)``), its deadline stands still, and it moves on by the time the wait took. Nor does the
 /// time its task waits for a thread before it starts (a process busy elsewhere).
-final class AttemptWatchdog: @unchecked Sendable {
+final class AttemptWatchdog: Sendable {
     private struct Running {
         var deadline: ContinuousClock.Instant
         var cancel: (@Sendable () -> Void)?
@@ -16,11 +17,14 @@ final class AttemptWatchdog: @unchecked Sendable {
         var pausedSince: ContinuousClock.Instant? = nil
     }
 
-    private let lock = NSLock()
-    private var nextID = 0
-    private var running: [Int: Running] = [:]
-    private var expired: Set<Int> = []
-    private var watching = false
+    private struct State {
+        var nextID = 0
+        var running: [Int: Running] = [:]
+        var expired: Set<Int> = []
+        var watching = false
+    }
+
+    private let state = Mutex(State())
 
     /// Runs `body` in a task of its own, cancelled when `timeout` passes while it still runs (this then throws
     /// ``AttemptTimeoutError``) or when the caller is cancelled. An attempt that ended before its deadline keeps
@@ -50,29 +54,29 @@ final class AttemptWatchdog: @unchecked Sendable {
     }
 
     private func register(deadline: ContinuousClock.Instant) -> Int {
-        lock.withLock {
-            nextID += 1
-            running[nextID] = Running(deadline: deadline, cancel: nil, pauses: 1, pausedSince: ContinuousClock.now)
-            if !watching {
-                watching = true
+        state.withLock { state in
+            state.nextID += 1
+            state.running[state.nextID] = Running(deadline: deadline, cancel: nil, pauses: 1, pausedSince: ContinuousClock.now)
+            if !state.watching {
+                state.watching = true
                 Task.detached { await self.watch() }
             }
-            return nextID
+            return state.nextID
         }
     }
 
     private func setCancel(_ id: Int, _ cancel: @escaping @Sendable () -> Void) {
-        let expiredAlready: Bool = lock.withLock {
-            if running[id] != nil { running[id]?.cancel = cancel }
-            return expired.contains(id)
+        let expiredAlready: Bool = state.withLock { state in
+            if state.running[id] != nil { state.running[id]?.cancel = cancel }
+            return state.expired.contains(id)
         }
         if expiredAlready { cancel() }
     }
 
     /// A read of the attempt starts (`true`) or ends (`false`) a wait for the bandwidth limit.
     func paused(_ id: Int, _ waiting: Bool) {
-        lock.withLock {
-            guard var attempt = running[id] else { return }
+        state.withLock { state in
+            guard var attempt = state.running[id] else { return }
             let now = ContinuousClock.now
             if waiting {
                 attempt.pauses += 1
@@ -84,39 +88,39 @@ final class AttemptWatchdog: @unchecked Sendable {
                     attempt.pausedSince = nil
                 }
             }
-            running[id] = attempt
+            state.running[id] = attempt
         }
     }
 
     /// The attempt's work is over (returned or threw): its deadline no longer applies.
     private func ended(_ id: Int) {
-        lock.withLock { _ = running.removeValue(forKey: id) }
+        state.withLock { _ = $0.running.removeValue(forKey: id) }
     }
 
     /// Forgets an attempt; returns whether its deadline passed while it ran.
     private func forget(_ id: Int) -> Bool {
-        lock.withLock {
-            running[id] = nil
-            return expired.remove(id) != nil
+        state.withLock { state in
+            state.running[id] = nil
+            return state.expired.remove(id) != nil
         }
     }
 
     private func watch() async {
         while true {
-            let (cancels, wait): ([@Sendable () -> Void], Duration?) = lock.withLock {
+            let (cancels, wait): ([@Sendable () -> Void], Duration?) = state.withLock { state in
                 let now = ContinuousClock.now
                 var cancels: [@Sendable () -> Void] = []
-                for (id, attempt) in running where attempt.pauses == 0 && attempt.deadline <= now {
-                    expired.insert(id)
-                    running[id] = nil
+                for (id, attempt) in state.running where attempt.pauses == 0 && attempt.deadline <= now {
+                    state.expired.insert(id)
+                    state.running[id] = nil
                     if let cancel = attempt.cancel { cancels.append(cancel) }
                 }
-                if running.isEmpty {
-                    watching = false
+                if state.running.isEmpty {
+                    state.watching = false
                     return (cancels, nil)
                 }
                 // A paused attempt's deadline moves on when its wait ends: it is looked at again within a second.
-                let earliest = running.values.filter { $0.pauses == 0 }.map(\.deadline).min() ?? now + .seconds(1)
+                let earliest = state.running.values.filter { $0.pauses == 0 }.map(\.deadline).min() ?? now + .seconds(1)
                 return (cancels, min(earliest - now, .seconds(1)))
             }
             for cancel in cancels { cancel() }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A token bucket whose callers take their place in line: ``reserve(_:at:)`` counts the units (requests, bytes)
 /// at once and hands back a ticket, and the holder goes once the bucket has filled up to it (``delay(for:at:)``,
@@ -11,7 +12,7 @@ import Foundation
 /// Internally two running totals: the units reserved so far, and the units the bucket has let through by
 /// `last` (grown at the rate, capped at reserved + capacity while nobody waits). A ticket is the reserved total
 /// just after its own units; it may go once the allowance reaches it.
-public final class TokenBucket: @unchecked Sendable {
+public final class TokenBucket: Sendable {
     /// Units per second at a time; nil: no limit then.
     let rate: @Sendable (Date) -> Double?
     /// When the rate changes next after a time (nil: never).
@@ -19,21 +20,23 @@ public final class TokenBucket: @unchecked Sendable {
     /// Units an idle bucket holds at a rate.
     let capacity: @Sendable (Double) -> Double
 
-    private let lock = NSLock()
-    private var reserved: Double = 0
-    private var allowance: Double
-    private var last: Date?
-    /// Whether the last rate in force was no limit at all.
-    private var unlimitedSpell = false
-    /// Reservations that had to wait (for tests and figures).
-    private var waits = 0
+    private struct State {
+        var reserved: Double = 0
+        var allowance: Double = 0
+        var last: Date?
+        /// Whether the last rate in force was no limit at all.
+        var unlimitedSpell = false
+        /// Reservations that had to wait (for tests and figures).
+        var waits = 0
+    }
+
+    private let state = Mutex(State())
 
     public init(rate: @escaping @Sendable (Date) -> Double?, nextChange: @escaping @Sendable (Date) -> Date? = { _ in nil },
                 capacity: @escaping @Sendable (Double) -> Double) {
         self.rate = rate
         self.nextChange = nextChange
         self.capacity = capacity
-        self.allowance = 0
     }
 
     /// `perSecond` units a second, `burst` at once after a quiet spell.
@@ -49,22 +52,22 @@ public final class TokenBucket: @unchecked Sendable {
 
     /// Counts `units` at `now`; returns the ticket to wait for.
     public func reserve(_ units: Double, at now: Date) -> Double {
-        lock.withLock {
-            advance(to: now)
-            reserved += units
-            return reserved
+        state.withLock { state in
+            advance(&state, to: now)
+            state.reserved += units
+            return state.reserved
         }
     }
 
     /// How long the holder of `ticket` still waits at `now` (nil: it may go). The wait never reaches past the next
     /// change of rate, so a waiter looks again when a timetable switches.
     public func delay(for ticket: Double, at now: Date) -> Duration? {
-        lock.withLock {
-            advance(to: now)
-            if allowance >= ticket { return nil }
+        state.withLock { state in
+            advance(&state, to: now)
+            if state.allowance >= ticket { return nil }
             // A rate is in force: an unlimited spell lets everything reserved through (see advance).
             let rate = self.rate(now) ?? .infinity
-            var seconds = (ticket - allowance) / rate
+            var seconds = (ticket - state.allowance) / rate
             // Within a microsecond (what a `Date` far from 1970 resolves): go.
             if seconds <= 1e-6 { return nil }
             if let change = nextChange(now) { seconds = min(seconds, change.timeIntervalSince(now)) }
@@ -81,7 +84,7 @@ public final class TokenBucket: @unchecked Sendable {
     ) async throws {
         let ticket = reserve(units, at: clock.now())
         guard var wait = delay(for: ticket, at: clock.now()) else { return }
-        lock.withLock { waits += 1 }
+        state.withLock { $0.waits += 1 }
         whileWaiting(true)
         defer { whileWaiting(false) }
         while true {
@@ -93,41 +96,42 @@ public final class TokenBucket: @unchecked Sendable {
     }
 
     /// How many ``take(_:clock:cancellation:whileWaiting:)`` calls had to wait.
-    public var waitCount: Int { lock.withLock { waits } }
+    public var waitCount: Int { state.withLock { $0.waits } }
 
-    /// Grows the allowance from `last` to `now`, piece by piece between changes of rate. Called under the lock.
-    private func advance(to now: Date) {
-        guard var time = last else {
-            last = now
-            allowance = rate(now).map(capacity) ?? reserved
-            unlimitedSpell = rate(now) == nil
+    /// Grows the allowance from `last` to `now`, piece by piece between changes of rate. Called with the state
+    /// held (inside `state.withLock`).
+    private func advance(_ state: inout State, to now: Date) {
+        guard var time = state.last else {
+            state.last = now
+            state.allowance = rate(now).map(capacity) ?? state.reserved
+            state.unlimitedSpell = rate(now) == nil
             return
         }
         if now < time {
             // The clock went back: start counting from here (nothing is owed for the lost time).
-            last = now
+            state.last = now
             return
         }
         while time < now {
             let end = min(now, nextChange(time) ?? now)
-            settle(rate: rate(time))
+            settle(&state, rate: rate(time))
             if let rate = rate(time) {
-                allowance = min(allowance + rate * end.timeIntervalSince(time), reserved + capacity(rate))
+                state.allowance = min(state.allowance + rate * end.timeIntervalSince(time), state.reserved + capacity(rate))
             }
             time = end > time ? end : now
         }
-        settle(rate: rate(now))
-        last = now
+        settle(&state, rate: rate(now))
+        state.last = now
     }
 
     /// While there is no limit everything reserved may go; once a limit comes back, the bucket starts full.
-    private func settle(rate: Double?) {
+    private func settle(_ state: inout State, rate: Double?) {
         if let rate {
-            if unlimitedSpell { allowance = max(allowance, reserved + capacity(rate)) }
-            unlimitedSpell = false
+            if state.unlimitedSpell { state.allowance = max(state.allowance, state.reserved + capacity(rate)) }
+            state.unlimitedSpell = false
         } else {
-            allowance = max(allowance, reserved)
-            unlimitedSpell = true
+            state.allowance = max(state.allowance, state.reserved)
+            state.unlimitedSpell = true
         }
     }
 }
