@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Deletes source files once every destination they are routed to holds them (`after_sync: delete`, a move).
 ///
@@ -20,7 +21,7 @@ struct AfterSyncMover {
     static let batchSize = 256
     /// One mover at a time in a process (a gateway's destinations end their passes independently), and no walk's
     /// "found again" while one is under way (``RemovalDetector``).
-    static let running = NSLock()
+    static let running = Mutex(())
 
     /// A file every destination holds, with what was delivered.
     private struct Candidate {
@@ -37,8 +38,10 @@ struct AfterSyncMover {
     /// failures (one line each). Blocks its thread (it reads the ledger, hashes files and unlinks them): a task
     /// runs it on the ledger's threads (``Ledger/offThread(_:)``).
     func run(cancellation: CancellationHandle) throws -> (moved: Int, failures: [String]) {
-        AfterSyncMover.running.lock()
-        defer { AfterSyncMover.running.unlock() }
+        try AfterSyncMover.running.withLock { _ in try moveDelivered(cancellation: cancellation) }
+    }
+
+    private func moveDelivered(cancellation: CancellationHandle) throws -> (moved: Int, failures: [String]) {
         var moved = 0
         var failures: [String] = []
         // Sources whose folders overlap (one inside another, or the same): decided once per run.

@@ -101,7 +101,7 @@ final class RemovalDetector: @unchecked Sendable {
         submit { [self] in
             // Looked at again with no move under way: a walk may have seen a file just before a mover marked it and
             // deleted it, and its mark must stay then.
-            try AfterSyncMover.running.withLock {
+            try AfterSyncMover.running.withLock { _ in
                 let absent = Set(gone(batch))
                 try ledger.clearRemoved(batch.filter { !absent.contains($0) }, at: now)
             }

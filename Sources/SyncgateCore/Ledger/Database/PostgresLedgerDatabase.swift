@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import PostgresNIO
+import Synchronization
 
 /// The ledger in a PostgreSQL database, through postgres-nio: a few connections kept open, one per read or write
 /// in progress. The ledger's calls are synchronous: each statement blocks its calling thread until the answer is
@@ -15,19 +16,22 @@ import PostgresNIO
 ///
 /// No call waits for ever (``PostgresDeadlines``): each statement has a deadline on the server and on the client, a
 /// connection attempt has one, and a connection whose round trip went past its deadline is closed and replaced.
-final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
+final class PostgresLedgerDatabase: LedgerDatabase, Sendable {
     let location: PostgresStateLocation
     private let configuration: PostgresConnection.Configuration
     let deadlines: PostgresDeadlines
     private let logger: Logger
-    private let lock = NSLock()
+    private let pool = Mutex(Pool())
     /// Held for each write transaction (see ``write(durable:_:)``).
-    private let writer = NSLock()
-    private var idle: [PostgresConnection] = []
-    private var nextID = 1
-    private var closed = false
-    /// How many times this process counted a change (``noteChange(_:)``): ``changeCounter()`` leaves them out.
-    private var ownChanges = 0
+    private let writer = Mutex(())
+
+    private struct Pool {
+        var idle: [PostgresConnection] = []
+        var nextID = 1
+        var closed = false
+        /// How many times this process counted a change (``noteChange(_:)``): ``changeCounter()`` leaves them out.
+        var ownChanges = 0
+    }
 
     /// Idle connections kept for the next read or write.
     static let maximumIdle = 4
@@ -82,22 +86,23 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
     // MARK: - Connections
 
     private func take() throws -> PostgresConnection {
-        let (reused, id): (PostgresConnection?, Int) = try lock.withLock {
-            if closed { throw LedgerError(path: location.displayName, message: "the ledger was closed") }
-            while let connection = idle.popLast() {
+        let displayName = location.displayName
+        let (reused, id): (PostgresConnection?, Int) = try pool.withLock { pool in
+            if pool.closed { throw LedgerError(path: displayName, message: "the ledger was closed") }
+            while let connection = pool.idle.popLast() {
                 if !connection.isClosed { return (connection, 0) }
             }
-            nextID += 1
-            return (nil, nextID)
+            pool.nextID += 1
+            return (nil, pool.nextID)
         }
         if let reused { return reused }
         return try PostgresLedgerDatabase.connect(location, configuration: configuration, id: id, logger: logger)
     }
 
     private func give(_ connection: PostgresConnection) {
-        let keep = lock.withLock {
-            guard !closed, !connection.isClosed, idle.count < PostgresLedgerDatabase.maximumIdle else { return false }
-            idle.append(connection)
+        let keep = pool.withLock { pool in
+            guard !pool.closed, !connection.isClosed, pool.idle.count < PostgresLedgerDatabase.maximumIdle else { return false }
+            pool.idle.append(connection)
             return true
         }
         if !keep { PostgresLedgerDatabase.closeLater(connection) }
@@ -119,8 +124,12 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
     /// failure, is run again from the start (up to 8 times, after a short random pause), as PostgreSQL's manual
     /// advises; every ledger write is a transaction that can be.
     func write<T>(durable: Bool, _ body: (any LedgerConnection) throws -> T) throws -> T {
-        writer.lock()
-        defer { writer.unlock() }
+        var result: T?
+        try writer.withLock { _ in result = try writeOneAtATime(body) }
+        return result!
+    }
+
+    private func writeOneAtATime<T>(_ body: (any LedgerConnection) throws -> T) throws -> T {
         var attempt = 0
         while true {
             attempt += 1
@@ -147,7 +156,7 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
 
     /// The `changes` count of `syncgate_meta`, less the changes this process counted itself.
     func changeCounter() throws -> Int {
-        let own = lock.withLock { ownChanges }
+        let own = pool.withLock { $0.ownChanges }
         let value = try read { connection in
             try connection.fetchOne("SELECT value FROM syncgate_meta WHERE key = 'changes'", []).flatMap { $0.string(0) }.flatMap { Int($0) } ?? 0
         }
@@ -159,14 +168,14 @@ final class PostgresLedgerDatabase: LedgerDatabase, @unchecked Sendable {
             INSERT INTO syncgate_meta (key, value) VALUES ('changes', '1')
             ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(syncgate_meta.value AS BIGINT) + 1 AS TEXT)
             """, [])
-        lock.withLock { ownChanges += 1 }
+        pool.withLock { $0.ownChanges += 1 }
     }
 
     func close() {
-        let connections = lock.withLock {
-            closed = true
-            defer { idle = [] }
-            return idle
+        let connections = pool.withLock { pool in
+            pool.closed = true
+            defer { pool.idle = [] }
+            return pool.idle
         }
         for connection in connections { PostgresLedgerDatabase.closeLater(connection) }
     }

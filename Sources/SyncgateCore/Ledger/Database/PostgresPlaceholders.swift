@@ -1,13 +1,13 @@
 import Foundation
+import Synchronization
 
 /// The ledger's SQL is written with `?` placeholders (SQLite's); PostgreSQL numbers them `$1, $2...`. A `?` inside a
 /// quoted literal or identifier is left alone. Translations are kept (the ledger runs few distinct statements).
 enum PostgresPlaceholders {
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var cache: [String: String] = [:]
+    private static let cache = Mutex<[String: String]>([:])
 
     static func numbered(_ sql: String) -> String {
-        if let known = lock.withLock({ cache[sql] }) { return known }
+        if let known = cache.withLock({ $0[sql] }) { return known }
         var result = ""
         result.reserveCapacity(sql.utf8.count + 16)
         var n = 0
@@ -26,7 +26,7 @@ enum PostgresPlaceholders {
                 result.append(c)
             }
         }
-        lock.withLock {
+        cache.withLock { cache in
             if cache.count > 2000 { cache.removeAll() }  // statements with lists of varying length
             cache[sql] = result
         }
