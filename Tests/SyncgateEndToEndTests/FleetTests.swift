@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SyncgateCore
 import SyncgateTestSupport
 import Testing
@@ -97,14 +98,22 @@ struct FleetTests {
             // (it then finds what is left, or nothing).
             var generator = SplitMix(seed: UInt64(Date().timeIntervalSince1970))
             var killed: [String] = []
-            var holders: Set<String> = []
+            // Who holds what, as `status` shows the fleet: asked over and over from the start, beside the kills, until
+            // it shows a holder (the instances can deliver everything within a second or two of their start).
+            let holdersSeen = Mutex<Set<String>>([])
+            let watcher = Task {
+                while !Task.isCancelled, holdersSeen.withLock({ $0.isEmpty }) {
+                    guard let status = try? await ProcessRunner.run(binary, ["status", "--json"], environment: environment, currentDirectory: dir.url) else { continue }
+                    let report = SyncgateCLI.json(status.stdout) ?? [:]
+                    let rows = (report["files"] as? [[String: Any]] ?? []) + (report["ongoing"] as? [[String: Any]] ?? [])
+                    let seen = Set(rows.compactMap { $0["claimed_by"] as? String })
+                    holdersSeen.withLock { $0.formUnion(seen) }
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+            }
+            defer { watcher.cancel() }
             while killed.count < Self.kills {
                 try await Task.sleep(for: .milliseconds(250 + Int(generator.next() % 1250)))
-                // Who holds what, as `status` shows the fleet.
-                let status = try await ProcessRunner.run(binary, ["status", "--json"], environment: environment, currentDirectory: dir.url)
-                let report = SyncgateCLI.json(status.stdout) ?? [:]
-                let rows = (report["files"] as? [[String: Any]] ?? []) + (report["ongoing"] as? [[String: Any]] ?? [])
-                holders.formUnion(rows.compactMap { $0["claimed_by"] as? String })
                 let running = slots.filter { $0.process?.isRunning == true }
                 if let victim = running.isEmpty ? nil : running[Int(generator.next() % UInt64(running.count))], let process = victim.process {
                     kill(process.processIdentifier, SIGKILL)
@@ -143,6 +152,8 @@ struct FleetTests {
             // The walks were split: at least two instances walked their share of a view of several.
             let splitWalkers = try await server.psql("SELECT count(DISTINCT instance) FROM instance_walks WHERE position(chr(10) in view) > 0", database: database)
             #expect((Int(splitWalkers) ?? 0) >= 2, "instances that walked a share: \(splitWalkers)")
+            watcher.cancel()
+            let holders = holdersSeen.withLock { $0 }
             #expect(!holders.isEmpty, "status --json showed no claimed_by while the fleet worked")
             #expect(killed.count >= Self.kills)
 

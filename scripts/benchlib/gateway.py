@@ -6,6 +6,7 @@ import sys
 import time
 
 from .harness import free_port, log, percentile, proc_cpu_seconds, reset, stop, stop_group, syncfs, tree_summary
+from .servers import Postgres
 from .watch import Arrivals, EventFollower, http_status
 
 
@@ -14,13 +15,14 @@ def settle_text(seconds):
 
 
 class GatewayGroup:
-    def start_gateway(self, tag, source, destination, settle, fsync=None):
+    def start_gateway(self, tag, source, destination, settle, fsync=None, state=None):
         """`syncgate run` delivering `source` to a local folder (`fsync` as shipped, batch, unless given), its HTTP
-        API on a free port; returns (process, port, config, log) once `/readyz` answers 200."""
+        API on a free port, its ledger in SQLite or at `state` (a PostgreSQL URL); returns (process, port, config,
+        log) once `/readyz` answers 200."""
         port = free_port()
         fsync_key = "" if fsync is None else f"\n    fsync: {fsync}"
         cfg = self.config(tag, source, f"    type: local\n    path: {destination}{fsync_key}",
-                          f"gateway: {{settle: {round(settle * 1000)}ms}}\nhttp: {{listen: '127.0.0.1:{port}'}}\n")
+                          f"gateway: {{settle: {round(settle * 1000)}ms}}\nhttp: {{listen: '127.0.0.1:{port}'}}\n", state)
         log = self.path(tag + ".log")
         with open(log, "w") as out:
             proc = subprocess.Popen([self.syncgate, "run", "--config", cfg], cwd=self.work, stdout=out,
@@ -141,15 +143,25 @@ class GatewayGroup:
         runs = {}  # tool -> (settle or None, latency_run results)
         notes = {}
         idle_row = None
-        for index, settle in enumerate(s["gw_settles"]):
-            tool = f"syncgate, settle {settle_text(settle)}"
+        # Each settle on SQLite, then the first one again with the ledger on PostgreSQL (a server of the bench's own,
+        # loopback): a ledger round trip must not hold up delivery (issue 27), so the two engines' latencies compare.
+        pg = None
+        variants = [(settle, None) for settle in s["gw_settles"]] + [(s["gw_settles"][0], "PostgreSQL")]
+        for index, (settle, engine) in enumerate(variants):
+            tool = f"syncgate, settle {settle_text(settle)}" + (f", ledger on {engine}" if engine else "")
             tag = f"gw{index}"
+            state = None
+            if engine:
+                if pg is None:
+                    pg = Postgres()
+                    self.cleanups.append(pg.stop)
+                state = pg.database(tag)
             src, dst = self.path(tag + "-src"), self.path(tag + "-dst")
             reset(src, dst)
             os.makedirs(src)
             os.makedirs(dst)
             log(f"gateway: {tool}")
-            proc, port, cfg, logfile = self.start_gateway(tag, src, dst, settle)
+            proc, port, cfg, logfile = self.start_gateway(tag, src, dst, settle, state=state)
             try:
                 follower = EventFollower(port, "dst")
                 try:

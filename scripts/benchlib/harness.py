@@ -285,10 +285,12 @@ class Harness:
     def path(self, *parts):
         return os.path.join(self.work, *parts)
 
-    def config(self, name, source, destination_yaml, extra=""):
+    def config(self, name, source, destination_yaml, extra="", state=None):
+        """A config of one source and one destination; `state`: a PostgreSQL URL (default: a fresh SQLite file)."""
         path = self.path(f"{name}.yaml")
+        state_line = json.dumps(state) if state else self.path(name + '-state', 'state.sqlite')
         with open(path, "w") as f:
-            f.write(f"version: 1\nstate: {self.path(name + '-state', 'state.sqlite')}\n"
+            f.write(f"version: 1\nstate: {state_line}\n"
                     f"sources: [{{name: src, path: {source}}}]\n"
                     f"destinations:\n  - name: dst\n{destination_yaml}\n"
                     f"routes: [{{match: ['**/*'], to: [dst]}}]\n{extra}")
