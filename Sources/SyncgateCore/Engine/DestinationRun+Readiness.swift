@@ -6,7 +6,7 @@ extension DestinationRun {
     /// away answers again (one probe), and the listing of a destination whose listing is the truth. A blocked
     /// destination whose settings have not changed is not tried at all.
     func startReadiness() {
-        readiness = Task { await self.getReady() }
+        readiness.withLock { $0 = Task { await self.getReady() } }
     }
 
     private func getReady() async -> Readiness {

@@ -1,18 +1,15 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// One destination's part of a sync: gets it ready (a probe when it was away, its listing when that is the
 /// truth), delivers its plans wave after wave (see ``PlanningPass``) through one ``DeliveryLayer`` and one
 /// ``LedgerRecorder``, then ends the destination's batch and records its state (``DestinationState``).
 ///
 /// Each wave is recorded `pending` in one transaction before any of its uploads start. Waves are staged one after
-/// another, and sent one after another; only ``send(_:)`` touches the delivery layer, so the state here needs no
-/// lock. While the destination is unavailable or blocked (its ``CircuitBreaker`` is open) waves are still recorded,
+/// another, and sent one after another; only ``send(_:)`` touches the delivery layer. While the destination is unavailable or blocked (its ``CircuitBreaker`` is open) waves are still recorded,
 /// so that `status` counts the files that wait, but nothing is sent.
-///
-/// Unchecked: of its mutable fields, `delivery` is used by the sends (one at a time, each after the one before, then
-/// the ending), `metrics` by the stages (one at a time), `readiness` set before the first stage; the rest is set once.
-final class DestinationRun: @unchecked Sendable {
+final class DestinationRun: Sendable {
     let destination: DestinationConfig
     /// Whether two files can end up under one name here (``GatewayConfig/namesCanClash(at:)``).
     let namesCanClash: Bool
@@ -34,11 +31,12 @@ final class DestinationRun: @unchecked Sendable {
     /// The fence as the run started (see ``Ledger/fenceRefusal(destination:needsOneWriter:token:)``): a lapse
     /// during the run stops its uploads for good.
     let fenceToken: LeaseFence.Token
-    private var delivery: (layer: DeliveryLayer, recorder: LedgerRecorder)?
+    /// The delivery layer and recorder, made for the first wave with uploads (``deliveryLayer()``).
+    private let delivery = Mutex<(layer: DeliveryLayer, recorder: LedgerRecorder)?>(nil)
     /// The delivery counters of waits decided before any upload (the recorder counts the others).
-    private lazy var metrics = DeliveryMetrics(destination: destination.name)
+    let metrics: DeliveryMetrics
     /// Probe and listing, started with the run, awaited before the first wave is staged.
-    var readiness: Task<Readiness, Never>?
+    let readiness = Mutex<Task<Readiness, Never>?>(nil)
     /// Whether the destination answered in this run (a probe, its listing, an upload).
     let contact = ContactFlag()
     /// Whether the breaker was opened by the state the ledger already had (blocked with unchanged settings, or a
@@ -54,6 +52,7 @@ final class DestinationRun: @unchecked Sendable {
          random: @escaping @Sendable (ClosedRange<Double>) -> Double, operations: OperationList, holds: SourceHolds, options: SyncOptions,
          cancellation: CancellationHandle, tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void) {
         self.destination = destination
+        self.metrics = DeliveryMetrics(destination: destination.name)
         self.breaker = CircuitBreaker(waitLimit: destination.settings.unavailableWait, concurrency: destination.settings.concurrency, clock: clock)
         self.fenceToken = ledger.fenceToken()
         self.namesCanClash = namesCanClash
@@ -125,7 +124,7 @@ final class DestinationRun: @unchecked Sendable {
             }
             return []
         }
-        let readiness = await readiness?.value ?? Readiness()
+        let readiness = await readiness.withLock({ $0 })?.value ?? Readiness()
         plans += confirm(outcome.unverified, listing: readiness.listing)
         tally.update { summary in
             summary.noteTooNew(outcome.tooNew)
@@ -277,7 +276,7 @@ final class DestinationRun: @unchecked Sendable {
 
     /// The destination's delivery layer and recorder, made for its first wave with uploads.
     func deliveryLayer() -> (DeliveryLayer, LedgerRecorder) {
-        if let delivery { return delivery }
+        if let made = delivery.withLock({ $0 }) { return made }
         let plugin = destination.destination
         let operations = self.operations, observe = self.observe, contact = self.contact
         let recorder = LedgerRecorder(ledger: ledger, destination: destination.name, retry: destination.settings.retry, clock: clock, tally: tally,
@@ -297,7 +296,7 @@ final class DestinationRun: @unchecked Sendable {
             destinationName: destination.name, destination: plugin, settings: destination.settings, clock: clock, breaker: breaker,
             limits: destination.limits, random: random, onEvent: { event in await recorder.record(event) }, mayStart: fenced
         )
-        delivery = (layer, recorder)
+        delivery.withLock { $0 = (layer, recorder) }
         return (layer, recorder)
     }
 
@@ -317,7 +316,7 @@ final class DestinationRun: @unchecked Sendable {
     /// Ends the destination's run: the last outcomes written, the destination's batch ended, its state recorded.
     private func finish() async throws {
         var failure: (any Error)? = nil
-        if let recorder = delivery?.recorder {
+        if let recorder = delivery.withLock({ $0 })?.recorder {
             await recorder.flush()
             failure = recorder.firstError
         }
