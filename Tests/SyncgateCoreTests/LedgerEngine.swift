@@ -24,6 +24,8 @@ enum LedgerEngine: String, Sendable, CustomTestStringConvertible {
         case .sqlite:
             return try await body({ name in .sqlite(path: dir.file("\(name).sqlite").path) }, nil)
         case .postgres:
+            await LedgerLoopGate.shared.enterShared()
+            defer { LedgerLoopGate.shared.leaveShared() }
             return try await PostgresTestServer.withDatabase { _, server in
                 try await body({ name in
                     .postgres(try PostgresStateLocation.parse(server.url(database: try await server.createDatabase(name))))

@@ -14,6 +14,9 @@ import Testing
 struct LedgerWakeTests {
     @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
     func aLedgerWokenAfterRestartsGoesOn() async throws {
+        // The loop it freezes is every PostgreSQL ledger's of this process: no other test's ledger meanwhile.
+        await LedgerLoopGate.shared.enterExclusive()
+        defer { LedgerLoopGate.shared.leaveExclusive() }
         let server = try await PostgresTestServer()
         defer { server.stop() }
         let database = try await server.createDatabase()

@@ -7,12 +7,13 @@ import Synchronization
 /// body written once for both engines (SQLite through GRDB, PostgreSQL round trips awaited on this thread); the
 /// task that asked is suspended meanwhile, not its thread.
 ///
-/// Four threads: SQLite reads from up to three connections beside its one writer, and PostgreSQL writes of one
-/// process go one at a time (``PostgresLedgerDatabase/write(durable:_:)``) beside its reads. A transaction asked
-/// for while all four are busy waits its turn without holding a thread.
+/// Eight threads: SQLite reads from up to three connections beside its one writer, and PostgreSQL writes of one
+/// process go one at a time (``PostgresLedgerDatabase/write(durable:_:)``) beside its reads; the rest are for
+/// transactions that wait (for the writer, or for a PostgreSQL that is slow to answer) while a status page still
+/// reads. A transaction asked for while all eight are busy waits its turn without holding a thread.
 enum LedgerThreads {
     static let pool: NIOThreadPool = {
-        let pool = NIOThreadPool(numberOfThreads: 4)
+        let pool = NIOThreadPool(numberOfThreads: 8)
         pool.start()
         return pool
     }()
