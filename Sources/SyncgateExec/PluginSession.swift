@@ -27,7 +27,7 @@ final class PluginSession: Sendable {
     let cancelGrace: Duration
     private let onEnd: @Sendable (PluginSession, _ expected: Bool) -> Void
 
-    private struct State {
+    struct State {
         var nextID = 0
         var inFlight: [Int: InFlight] = [:]
         /// Requests cancelled and not yet ended by the plugin: its late answers to them are dropped.
@@ -40,20 +40,20 @@ final class PluginSession: Sendable {
     }
 
     /// A request in flight.
-    private struct InFlight {
+    struct InFlight {
         let waiter: Waiter
         /// When the plugin last said something about the request (nil: no answer timeout applies).
         var lastHeard: ContinuousClock.Instant?
     }
 
-    private let state = Mutex(State())
+    let state = Mutex(State())
     /// Open once the plugin was reaped (it exited, or was killed and gone) or the session ended.
-    private let exited = Latch()
+    let exited = Latch()
     /// Open once the session ended (``end(_:kill:)``).
     private let ended = Latch()
     /// Open once the log forwarder reached the end of the plugin's stderr and said what it had to (the count of
     /// lines dropped).
-    private let logRead = Latch()
+    let logRead = Latch()
     /// The one timer of ``sweep()``: a Dispatch source (not `Sendable`), made in `init` and then only cancelled.
     private let timer = Mutex<(any DispatchSourceTimer)?>(nil)
 
@@ -192,7 +192,7 @@ final class PluginSession: Sendable {
     }
 
     /// Sends `cancel` for a request in flight and fails it at once with `error` (`CancellationError`).
-    private func cancel(_ id: Int, with error: any Error = CancellationError()) {
+    func cancel(_ id: Int, with error: any Error = CancellationError()) {
         let waiter: Waiter? = state.withLock { state in
             guard let request = state.inFlight.removeValue(forKey: id) else { return nil }
             if state.ended == nil { state.cancelled.insert(id) }
@@ -294,123 +294,4 @@ final class PluginSession: Sendable {
 
     /// Whether the plugin's stderr has been read to its end.
     var logIsRead: Bool { logRead.opened }
-
-    // MARK: The reader threads
-
-    private func readAnswers() {
-        LineReader.read(process.stdout, line: { line in
-            if line.isEmpty { return true }
-            return handle(line)
-        }, tooLong: {
-            end(PluginGone(message: "\(label) \(PluginViolation.tooLong); killed it"), kill: true)
-        })
-        let status = process.reap(within: .seconds(2))
-        exited.open()
-        // Its last lines (the reason it crashed, most likely) may still be on their way through the other pipe.
-        waitForLog()
-        let log = lastLog
-        let tail = log.isEmpty ? "" : "; its last log line: \(Redactor.shared.snippet(log, limit: 300))"
-        end(PluginGone(message: "\(label) exited (\(status))\(tail)"), kill: false)
-    }
-
-    /// What an answer's id stands for.
-    private enum Answered {
-        /// The session ended: the line is not looked at.
-        case ended
-        /// A request cancelled: its late answer is dropped.
-        case cancelled
-        case request(Waiter)
-        /// No request has that id.
-        case unknown
-    }
-
-    /// Hands one answer to its request; false (and the plugin killed) when the line breaks the protocol.
-    private func handle(_ line: ArraySlice<UInt8>) -> Bool {
-        let answer: PluginAnswer
-        do {
-            answer = try PluginAnswer.parse(line)
-        } catch {
-            end(PluginGone(message: "\(label) \(error); killed it"), kill: true)
-            return false
-        }
-        let id = answer.id
-        let found: Answered = state.withLock { state in
-            if state.ended != nil { return .ended }
-            if let request = state.inFlight[id] {
-                if answer.isFinal {
-                    state.inFlight[id] = nil
-                } else if request.lastHeard != nil {
-                    state.inFlight[id]?.lastHeard = .now
-                }
-                return .request(request.waiter)
-            } else if state.cancelled.contains(id) {
-                if answer.isFinal { state.cancelled.remove(id) }
-                return .cancelled
-            }
-            return .unknown
-        }
-        let waiter: Waiter
-        switch found {
-        case .ended: return false
-        case .cancelled: return true
-        case .request(let found): waiter = found
-        case .unknown:
-            end(PluginGone(message: "\(label) \(PluginViolation.wrongID(id)); killed it"), kill: true)
-            return false
-        }
-        switch answer {
-        case .progress(_, let bytes): waiter.progress?(bytes)
-        case .entry(_, let entry):
-            guard let sink = waiter.entry else {
-                end(PluginGone(message: "\(label) broke the protocol: an entry answers only a list, not \(waiter.what); killed it"), kill: true)
-                return false
-            }
-            if let stop = sink(entry) { cancel(id, with: stop) }
-        case .ok(_, let value): waiter.complete(.success(value))
-        case .error(_, let body): waiter.complete(.failure(body))
-        }
-        return true
-    }
-
-    /// Forwards the plugin's stderr to syncgate's log, a line at a time (cut at 2,000 characters, redacted): at
-    /// most 100 lines in 10 s; past that lines are counted and dropped, and the count is said once the flood ends.
-    private func forwardLog() {
-        var windowStart = ContinuousClock.now
-        var inWindow = 0
-        var dropped = 0
-        let limit = 100
-        LineReaderLoose.read(process.stderr, limit: 8 * 1024) { bytes in
-            let text = String(decoding: bytes, as: UTF8.self)
-            state.withLock { $0.lastLogLine = String(text.prefix(2000)) }
-            let now = ContinuousClock.now
-            if now - windowStart >= .seconds(10) {
-                if dropped > 0 { logger.warning("\(label): \(dropped) log lines dropped (the plugin logs too much)") }
-                windowStart = now
-                inWindow = 0
-                dropped = 0
-            }
-            inWindow += 1
-            if inWindow > limit {
-                dropped += 1
-                return
-            }
-            let (level, message) = PluginSession.level(of: text)
-            logger.log(level: level, "\(label): \(Redactor.shared.snippet(message, limit: 2000))")
-        }
-        if dropped > 0 { logger.warning("\(label): \(dropped) log lines dropped (the plugin logs too much)") }
-        logRead.open()
-    }
-
-    /// A log line's level from its first word (`ERROR`, `WARN`/`WARNING`, `INFO`, `DEBUG`, with or without a
-    /// colon); a line without one is a warning.
-    static func level(of line: String) -> (Logger.Level, String) {
-        let trimmed = line.drop { $0 == " " }
-        let word = trimmed.prefix { $0.isLetter }.uppercased()
-        let levels: [String: Logger.Level] = ["ERROR": .error, "WARN": .warning, "WARNING": .warning, "INFO": .info, "DEBUG": .debug]
-        guard let level = levels[word] else { return (.warning, line) }
-        var rest = trimmed.dropFirst(word.count)
-        if rest.first == ":" { rest = rest.dropFirst() }
-        if !rest.isEmpty && rest.first != " " { return (.warning, line) }
-        return (level, String(rest.drop { $0 == " " }))
-    }
 }

@@ -3,7 +3,6 @@ import Logging
 import SyncgateCore
 @testable import SyncgateExec
 import SyncgateTestSupport
-import Synchronization
 import Testing
 
 /// How a plugin's session ends: its stderr is read to the end (at most 2 s more) before the end is reported, so its
@@ -13,34 +12,11 @@ import Testing
 /// they are gone.
 @Suite("plugin session: the log read to its end")
 struct PluginSessionEndTests {
-    /// Messages logged, in order, each after its level.
-    final class Lines: Sendable {
-        private let stored = Mutex<[String]>([])
-        var all: [String] { stored.withLock { $0 } }
-        func append(_ line: String) { stored.withLock { $0.append(line) } }
-
-        var logger: Logger {
-            var logger = Logger(label: "plugin-session-test") { _ in Handler(lines: self) }
-            logger.logLevel = .trace
-            return logger
-        }
-
-        struct Handler: LogHandler {
-            let lines: Lines
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level = .trace
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-            func log(event: LogEvent) { lines.append("\(event.level) \(event.message)") }
-        }
-    }
-
     static let dropped = "log lines dropped (the plugin logs too much)"
 
     let dir: TemporaryDirectory
-    let lines = Lines()
+    /// Messages logged, in order, each after its level.
+    let logs = CapturedLogs()
 
     /// `chatter`: 3,000 log lines (about 90 KiB, more than a pipe holds), the last one `ERROR last words`.
     init() throws {
@@ -54,7 +30,7 @@ struct PluginSessionEndTests {
         let process = try PluginProcess(
             executable: "/bin/sh", arguments: ["-c", script],
             environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"], directory: dir.url.path)
-        return PluginSession(process: process, label: "plugin 'test'", logger: lines.logger, cancelGrace: .seconds(5)) { _, _ in }
+        return PluginSession(process: process, label: "plugin 'test'", logger: logs.logger(), cancelGrace: .seconds(5)) { _, _ in }
     }
 
     /// Sends a put and returns the message of the error that ends it (nil when it was answered).
@@ -73,7 +49,7 @@ struct PluginSessionEndTests {
         let message = await failedPut(session)
         #expect(message == "plugin 'test' exited (status 3); its last log line: ERROR last words", "\(message ?? "answered")")
         // The end is logged before the request fails.
-        let logged = lines.all
+        let logged = logs.lines
         let count = logged.firstIndex { $0.hasPrefix("warning plugin 'test': ") && $0.hasSuffix(Self.dropped) }
         let exit = logged.firstIndex { $0 == "error plugin 'test' exited (status 3); its last log line: ERROR last words" }
         #expect(count != nil && exit != nil && count! < exit!, "the count of lines dropped is out before the end is reported: \(logged.suffix(5))")
@@ -84,7 +60,7 @@ struct PluginSessionEndTests {
         defer { dir.remove() }
         let session = try session("cat >/dev/null; cat chatter >&2; exit 0")
         try await OffThePool.run { session.close(grace: .seconds(60)) }
-        let logged = lines.all
+        let logged = logs.lines
         #expect(logged.contains { $0.hasSuffix(Self.dropped) }, "\(logged.suffix(5))")
         #expect(session.lastLog == "ERROR last words")
         #expect(session.isEnded)
@@ -100,8 +76,8 @@ struct PluginSessionEndTests {
         let message = await failedPut(session)
         #expect(message?.hasPrefix("plugin 'test' exited (status 0)") == true, "\(message ?? "answered")")
         try await OffThePool.run { session.close(grace: .seconds(1)) }
-        let held = lines.all.filter { $0.contains("its stderr is still open") }
+        let held = logs.lines.filter { $0.contains("its stderr is still open") }
         #expect(held == ["warning plugin 'test': its stderr is still open 2s after it ended (a process it started keeps it?); its last log lines may be missing"],
-                "\(lines.all.suffix(5))")
+                "\(logs.lines.suffix(5))")
     }
 }
