@@ -18,6 +18,8 @@ import Foundation
 final class PlanningPass: @unchecked Sendable {
     /// Files kept per wave (uploads and failures; up-to-date files are only counted).
     static let defaultWaveSize = 4096
+    /// Files whose rows a gateway's pass looks up in one statement.
+    static let lookupBatch = 256
 
     let config: GatewayConfig
     let ledger: Ledger
@@ -124,24 +126,38 @@ final class PlanningPass: @unchecked Sendable {
             feed.finish()
         }
         if paths != nil {
-            // A few chosen files: each one's rows are looked up by its key, not read beside a walk.
+            // A few chosen files: their rows are looked up by their keys, a batch of files at a time (one
+            // statement, not one round trip per file), not read beside a walk.
             var found = Set<FileKey>()
             while !stopping, let file = peek() {
                 try handOver(final: false)
-                chunkIndex += 1
-                found.insert(file.key)
-                try ledger.withRows(file: file.key) { rows in try consider(file, rows: rows) }
+                if stopping { break }
+                // A chunk holds one source's files in key order: the next ones, with their rows in one read.
+                let batch = chunk[chunkIndex..<min(chunk.count, chunkIndex + Self.lookupBatch)].prefix { $0.source == file.source }
+                try ledger.withRows(source: file.source, paths: batch.map(\.relativePath)) { rows in
+                    for next in batch {
+                        chunkIndex += 1
+                        found.insert(next.key)
+                        try consider(next, rows: rows)
+                        if handOverDue || stopping { return }
+                    }
+                }
             }
             // Those not found (deleted, renamed away): their rows are marked removed once the file is seen gone.
             if let removals, let paths, !stopping {
-                for key in Set(paths).subtracting(found).sorted(by: <) {
-                    try ledger.withRows(file: key) { rows in
-                        while rows.key == key {
-                            if rows.removed == nil {
-                                removals.missing(key)
-                                return
+                let gone = Set(paths).subtracting(found).sorted(by: <)
+                for start in stride(from: 0, to: gone.count, by: Self.lookupBatch) {
+                    let part = gone[start..<min(gone.count, start + Self.lookupBatch)]
+                    for source in Set(part.map(\.source)).sorted(by: { ExactString.compare($0, $1) < 0 }) {
+                        try ledger.withRows(source: source, paths: part.filter { $0.source == source }.map(\.path)) { rows in
+                            var marked: FileKey? = nil
+                            while let key = rows.key {
+                                if rows.removed == nil, key != marked {
+                                    removals.missing(key)
+                                    marked = key
+                                }
+                                try rows.advance()
                             }
-                            try rows.advance()
                         }
                     }
                 }

@@ -122,7 +122,7 @@ extension Ledger {
         let onlyProgress = updates.allSatisfy { if case .progress = $0 { true } else { false } }
         try blockingWrite(notify: !onlyProgress) { db in
             try checkEpochs(Set(updates.map(\.destination)), in: db)
-            for change in changes { try Ledger.apply(change.update, in: db, attemptStartedAt: change.attemptStartedAt, claimant: instanceID) }
+            try Ledger.applyGrouped(changes, in: db, claimant: instanceID)
         }
     }
 
@@ -192,7 +192,7 @@ extension Ledger {
         let release = "claimed_by = NULL, lease_until = NULL"
         // On SQLite (one instance) every row is the instance's own, whoever claimed it last: the same statement
         // with a condition that always holds.
-        let mine = db.dialect.isPostgres ? "(claimed_by = ? OR (claimed_by IS NULL AND status <> \(FileStatus.synced.sql)))" : "(? IS NOT NULL)"
+        let mine = stillHeld(db.dialect)
         switch update {
         case .uploading(let file, let destination, let now):
             try db.execute("""
@@ -238,6 +238,13 @@ extension Ledger {
         case .interrupted(let file, let destination, let now):
             try db.execute("UPDATE files SET status = \(FileStatus.pending.sql), bytes_done = 0, updated_at = ?, \(release) WHERE source = ? AND path = ? AND destination = ? AND status != \(FileStatus.synced.sql) AND \(mine)", [now.timeIntervalSince1970, file.source, file.path, destination, claimant])
         }
+    }
+
+    /// The condition of ``apply(_:in:attemptStartedAt:claimant:)`` on a row, with one `?` for the claimant: on a
+    /// shared ledger, held by the claimant, or held by nobody and not synced; on SQLite (one instance, every row its
+    /// own whoever claimed it last) a condition that always holds. `table`: the qualifier of the columns.
+    static func stillHeld(_ dialect: SQLDialect, table: String = "") -> String {
+        dialect.isPostgres ? "(\(table)claimed_by = ? OR (\(table)claimed_by IS NULL AND \(table)status <> \(FileStatus.synced.sql)))" : "(? IS NOT NULL)"
     }
 
     /// Rows left `uploading` by a run that died are `pending` again, and claims of instances that are gone are
