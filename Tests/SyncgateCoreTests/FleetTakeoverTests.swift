@@ -31,7 +31,7 @@ struct FleetTakeoverTests {
         #expect(!DestinationRun.outcomeUnknown(row, instanceID: me), "synced rows are not sent at all")
     }
 
-    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(30)))
     func aDeadInstancesClaimsAreLookedForFirst() async throws {
         defer { dir.remove() }
         try await LedgerEngine.postgres.withStates(dir) { state, _ in

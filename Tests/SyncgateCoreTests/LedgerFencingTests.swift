@@ -39,7 +39,7 @@ struct LedgerFencingTests {
         }
     }
 
-    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(30)))
     func aStatementAgainstAStalledServerEndsWithinItsDeadline() async throws {
         try await withProxiedDatabase { proxied, _, proxy, _ in
             let t = ContinuousClock.now
@@ -79,7 +79,7 @@ struct LedgerFencingTests {
         }
     }
 
-    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(30)))
     func aStatementPastTheServersTimeoutIsCancelledAsTemporary() async throws {
         let dir = try TemporaryDirectory("sg-fencing")
         defer { dir.remove() }
@@ -93,7 +93,7 @@ struct LedgerFencingTests {
         }
     }
 
-    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(30)))
     func theLeaseKeeperRenewsWhileTheWriterIsStuck() async throws {
         let dir = try TemporaryDirectory("sg-fencing")
         defer { dir.remove() }
@@ -139,7 +139,7 @@ struct LedgerFencingTests {
         }
     }
 
-    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(30)))
     func anInstanceCutOffStopsStartingUploadsBeforeItsLeaseEnds() async throws {
         try await withProxiedDatabase { proxied, direct, proxy, _ in
             let a = try Ledger(state: proxied, leaseSeconds: 9, statementTimeout: 2)
@@ -180,7 +180,7 @@ struct LedgerFencingTests {
         }
     }
 
-    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(30)))
     func aStaleLeadersWritesAreRefusedByEpoch() async throws {
         try await PostgresTestServer.withDatabase { url, server in
             let location = try PostgresStateLocation.parse(url)

@@ -59,7 +59,7 @@ struct RetryLoopTests {
     /// A file waiting out a backoff whose sleep only ends when it is cancelled (a day long): cancelling the transfer
     /// ends the wait, and nothing more is attempted. Were the cancellation not to reach the wait, the test would hang
     /// until its time limit (no wall-clock bound: a full run's load can hold a test's task for many seconds).
-    @Test(.timeLimit(.minutes(10)), arguments: [false, true])
+    @Test(.timeLimit(.minutes(30)), arguments: [false, true])
     func cancellingDuringABackoffWaitEndsIt(cancelTheTask: Bool) async throws {
         defer { dir.remove() }
         let destination = FlakyDestination(transientFailures: 5)

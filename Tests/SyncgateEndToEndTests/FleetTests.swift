@@ -129,13 +129,18 @@ struct FleetTests {
                 let ended = await ProcessRunner.waitForExit(process, timeout: max(240, Double(Self.files) / 10))
                 #expect(ended, "\(slot.name) did not finish")
                 if process.terminationStatus != 0 {
-                    // Killed just before the end, or its last run failed: one more run says which.
-                    let again = try await ProcessRunner.run(binary, ["sync"], environment: environment, currentDirectory: dir.url, timeout: max(240, Double(Self.files) / 10))
+                    // Killed just before the end, or its last run failed: more runs say which. On a loaded machine
+                    // (`stress-ng --cpu 4` beside the suite) a run whose lease renewals came late exits 75 (its fence
+                    // lapsed: the 3 s lease here is short), as it should; the next run goes on.
+                    var again = try await ProcessRunner.run(binary, ["sync"], environment: environment, currentDirectory: dir.url, timeout: max(240, Double(Self.files) / 10))
+                    for _ in 0..<5 where again.status == 75 {
+                        again = try await ProcessRunner.run(binary, ["sync"], environment: environment, currentDirectory: dir.url, timeout: max(240, Double(Self.files) / 10))
+                    }
                     #expect(again.status == 0, "\(slot.name): \(again.stderr.suffix(2000))")
                 }
             }
             var left = "?"
-            let deadline = Date().addingTimeInterval(60)
+            let deadline = Date().addingTimeInterval(180)
             while Date() < deadline {
                 left = try await server.psql("SELECT count(*) FROM files WHERE status <> 'synced' OR claimed_by IS NOT NULL", database: database)
                 if left == "0" { break }

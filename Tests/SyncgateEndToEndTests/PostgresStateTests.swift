@@ -107,7 +107,7 @@ struct PostgresStateTests {
     /// PostgreSQL goes down under a running gateway and comes back: the gateway keeps running, files written
     /// meanwhile wait (nothing is sent without its row), and once the server is back they are delivered and
     /// recorded; nothing is lost.
-    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(30)))
     func aGatewayWaitsWhilePostgresIsDown() async throws {
         defer { dir.remove() }
         let server = try await PostgresTestServer()

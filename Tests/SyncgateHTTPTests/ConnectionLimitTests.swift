@@ -12,7 +12,7 @@ import Testing
 /// a request are turned away at the door; heads and bodies that trickle are cut, a body is read only after the
 /// access rules passed and never beyond its bound; a client that stops reading is reset after the write-stall
 /// limit. Time limits here are shortened (a second or two) and only ever waited for with generous bounds.
-@Suite("HTTP connection limits", .timeLimit(.minutes(3)))
+@Suite("HTTP connection limits", .timeLimit(.minutes(15)))
 struct ConnectionLimitTests {
     static let short = ConnectionLimits(header: .seconds(1), body: .seconds(2), idle: .seconds(2), bodyBytes: 256 << 10)
 

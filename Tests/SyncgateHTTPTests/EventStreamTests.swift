@@ -5,7 +5,7 @@ import Testing
 
 /// `/api/events` over a real connection: the events of a pass as `sync --json` prints them, heartbeats on a quiet
 /// stream, and the end of the stream when the client goes or the server stops.
-@Suite("event stream", .timeLimit(.minutes(3)))
+@Suite("event stream", .timeLimit(.minutes(15)))
 struct EventStreamTests {
     /// Waits until `condition` holds (false after `seconds`: a bound against a hang, not a speed).
     static func eventually(_ seconds: Double = 60, _ condition: () -> Bool) async -> Bool {

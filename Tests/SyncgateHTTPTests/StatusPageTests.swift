@@ -7,7 +7,7 @@ import Testing
 /// not synced, changes by itself when a pass delivers a file, and a click on a failed file's Retry button
 /// re-attempts it.
 @Suite("status page in a browser", .serialized, .enabled(if: BrowserSession.shouldRun, "needs chromium and python3 with websocket-client (scripts/test-deps.d/http.sh)"),
-       .timeLimit(.minutes(5)))
+       .timeLimit(.minutes(15)))
 struct StatusPageTests {
     /// `archive` takes every file but `report.csv` (a folder stands where it goes); `vault` is blocked (its folder
     /// is a file).

@@ -252,7 +252,10 @@ struct HeadUnitAvailabilityTests {
         let error = upload.error as? DestinationError
         #expect(error?.code == "timeout" && error?.classification == Classification(.retryable(), scope: .file),
                 "\(String(describing: upload.error))")
-        #expect(upload.elapsed < .seconds(10), "\(upload.elapsed)")
+        // Connecting, registering and writing up to the stall take a second when the machine is quiet, 14 s with
+        // `stress-ng --cpu 4` beside the suite; what is ruled out is an upload that waits for the peer, who holds the
+        // connection 60 s.
+        #expect(upload.elapsed < .seconds(40), "\(upload.elapsed)")
         let finishing = ContinuousClock.now
         await destination.finish()
         #expect(ContinuousClock.now - finishing < .seconds(5))

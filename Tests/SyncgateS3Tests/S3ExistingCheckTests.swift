@@ -7,7 +7,7 @@ import Testing
 /// signature checking off: moto answers SignatureDoesNotMatch to a correctly signed query holding a `/`
 /// (`prefix=outbox-records/&delimiter=/`), as ../shared/docs/s3-test-servers.md says; the signing of such queries is
 /// tested against the official SigV4 vectors (SigV4SignerTests).
-@Suite("S3 existing: check", .enabled(if: S3TestGate.motoEnabled, S3TestGate.motoComment), .timeLimit(.minutes(10)))
+@Suite("S3 existing: check", .enabled(if: S3TestGate.motoEnabled, S3TestGate.motoComment), .timeLimit(.minutes(30)))
 struct S3ExistingCheckTests {
     @Test func aFreshLedgerOverTwoThousandObjectsSendsOnlyWhatDiffers() async throws {
         let server = try await S3TestServer(auth: false, buckets: ["ci-runner"])

@@ -198,7 +198,9 @@ public final class S3TestServer: @unchecked Sendable {
         var environment = ["AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"]
         environment["AWS_ACCESS_KEY_ID"] = credentials ? accessKeyID : "testing"
         environment["AWS_SECRET_ACCESS_KEY"] = credentials ? secretAccessKey : "testing"
-        let result = try await ProcessRunner.run(python, ["-c", S3TestServer.script] + arguments, environment: environment, timeout: 120)
+        // A dump of a few thousand objects takes seconds when the machine is quiet; beside `stress-ng --cpu 4` one took
+        // longer than 120 s. The bound only catches a hang.
+        let result = try await ProcessRunner.run(python, ["-c", S3TestServer.script] + arguments, environment: environment, timeout: 600)
         guard result.status == 0 else {
             throw S3TestServerError("boto3 helper \(arguments.first ?? "") failed (\(result.status)): \(result.stderr.suffix(1500))")
         }
