@@ -69,6 +69,21 @@ struct ExecDeliveryKeysTests {
         try expectDelivered(3)
     }
 
+    /// The webhook reference plugin paces its puts on threads of its own (grants handed over by its main thread).
+    @Test func bandwidthPacesTheWebhookReferencePlugin() async throws {
+        defer { dir.remove() }
+        let sink = try WebhookSink(dir)
+        defer { sink.stop() }
+        try writeFiles(3, size: 1 << 20)
+        try writeConfig("bandwidth: 1MiB", command: [ExecPluginTests.webhookPlugin], settings: "{url: \"http://127.0.0.1:\(sink.port)/in\"}")
+        let took = try await timedSync()
+        #expect(took >= 2.4, "3 MiB at 1 MiB/s took \(took) s")
+        for index in 0..<3 {
+            let copy = try? dir.read("received/f\(index).bin")
+            #expect(copy == (try dir.read("outbox/f\(index).bin")), "f\(index).bin")
+        }
+    }
+
     @Test func aBandwidthTimetablePacesAPluginThatPaces() async throws {
         defer { dir.remove() }
         // The same limit at every time of day, written as a timetable (rclone's form, local time).
