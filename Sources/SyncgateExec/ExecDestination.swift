@@ -63,7 +63,8 @@ public final class ExecDestination: Destination, Sendable {
             do {
                 _ = try host.sessionBlocking()
             } catch let error as DestinationError {
-                if let refused = host.refusedSettings.first { throw setup.invalid("settings." + refused.key, refused.message) }
+                // Every key it refused, each at its line (as many config errors).
+                if let refused = ConfigError.combined(host.refusedSettings.map { setup.invalid("settings." + $0.key, $0.message) }) { throw refused }
                 if let unmet = host.unmetRequirement { throw setup.invalid(unmet.key, unmet.message) }
                 throw setup.invalid(setup.type == "exec" ? "command" : "type", error.message)
             }
