@@ -48,6 +48,10 @@ final class PluginSession: Sendable {
         var lastHeard: ContinuousClock.Instant?
         /// Time the request waited for its bandwidth (its `want`s): its deadline moves on by that much.
         var paced: Duration = .zero
+        /// A `want` of it waits for its grant (a put asks one piece at a time), and the task waiting for the bandwidth
+        /// (cancelled when the request is cancelled or the session ends).
+        var wanting = false
+        var pacingTask: Task<Void, Never>?
     }
 
     let state = Mutex(State())
@@ -212,12 +216,14 @@ final class PluginSession: Sendable {
 
     /// Sends `cancel` for a request in flight and fails it at once with `error` (`CancellationError`).
     func cancel(_ id: Int, with error: any Error = CancellationError()) {
-        let waiter: Waiter? = state.withLock { state in
+        let taken: InFlight? = state.withLock { state in
             guard let request = state.inFlight.removeValue(forKey: id) else { return nil }
             if state.ended == nil { state.cancelled.insert(id) }
-            return request.waiter
+            return request
         }
-        guard let waiter else { return }
+        guard let taken else { return }
+        taken.pacingTask?.cancel()
+        let waiter = taken.waiter
         waiter.complete(.failure(error))
         let line = JSONText.compact(["op": "cancel", "id": .int(id)], sortedKeys: true) + "\n"
         try? process.write(Array(line.utf8), patience: .seconds(1))
@@ -260,16 +266,32 @@ final class PluginSession: Sendable {
     /// A paced request asked to send `bytes` more: grants them once its pacing lets them go (at once without
     /// one), moving its deadline on by the wait. Called by the reader thread; the wait is a task of its own.
     func want(_ id: Int, _ bytes: Int64, waiter: Waiter) {
+        let again = state.withLock { state -> Bool in
+            guard state.inFlight[id]?.wanting == false else { return state.inFlight[id] != nil }
+            state.inFlight[id]?.wanting = true
+            return false
+        }
+        if again {
+            // Each want that waits is a task: one at a time per put bounds them by the concurrency.
+            end(PluginGone(message: "\(label) broke the protocol: it asked again (want) for \(waiter.what) before its last want was granted; killed it"), kill: true)
+            return
+        }
         guard let pacing = waiter.pacing else {
             grant(id, bytes, waited: .zero)
             return
         }
         let asked = ContinuousClock.now
-        Task { [self] in
-            // A cancelled wait ends the request anyway (its cancel is on its way to the plugin).
+        let task = Task { [self] in
+            // A wait cancelled (the request cancelled, the session ended) grants nothing: grant() finds it gone.
             try? await pacing.pace(Int(bytes))
             grant(id, bytes, waited: ContinuousClock.now - asked)
         }
+        let kept = state.withLock { state -> Bool in
+            guard state.inFlight[id] != nil else { return false }
+            state.inFlight[id]?.pacingTask = task
+            return true
+        }
+        if !kept { task.cancel() }
     }
 
     /// Sends `grant` for a request still in flight (a cancelled or ended one gets none).
@@ -277,6 +299,7 @@ final class PluginSession: Sendable {
         let live = state.withLock { state -> Bool in
             guard state.ended == nil, state.inFlight[id] != nil else { return false }
             state.inFlight[id]?.paced += waited
+            state.inFlight[id]?.wanting = false
             if state.inFlight[id]?.lastHeard != nil { state.inFlight[id]?.lastHeard = .now }
             return true
         }
@@ -295,15 +318,17 @@ final class PluginSession: Sendable {
 
     /// Ends the session: every request in flight fails with `reason`; `kill` also kills the plugin.
     func end(_ reason: PluginGone, kill: Bool) {
-        let taken: (waiters: [Waiter], expected: Bool)? = state.withLock { state in
+        let taken: (waiters: [Waiter], pacing: [Task<Void, Never>], expected: Bool)? = state.withLock { state in
             guard state.ended == nil else { return nil }
             state.ended = reason
             let waiters = state.inFlight.values.map(\.waiter)
+            let pacing = state.inFlight.values.compactMap(\.pacingTask)
             state.inFlight.removeAll()
             state.cancelled.removeAll()
-            return (waiters, state.closing)
+            return (waiters, pacing, state.closing)
         }
         guard let taken else { return }
+        for task in taken.pacing { task.cancel() }
         timer.withLock { $0?.cancel() }
         if kill { process.kill() }
         if !taken.expected { logger.error("\(reason.message)") }
