@@ -54,6 +54,7 @@ public final class ExecDestination: Destination, Sendable {
         spec.concurrency = setup.delivery.concurrency
         spec.listTimeout = config.listTimeout
         spec.attemptTimeout = setup.delivery.attemptTimeout
+        spec.requirements = requirements(setup)
         if setup.checksFiles {
             // `syncgate validate`: start the plugin and have it check its settings now, so that what it refuses is a
             // located config error (exit 78) rather than a blocked destination at the next sync.
@@ -62,7 +63,9 @@ public final class ExecDestination: Destination, Sendable {
             do {
                 _ = try host.sessionBlocking()
             } catch let error as DestinationError {
-                if let refused = host.refusedSettings.first { throw setup.invalid("settings." + refused.key, refused.message) }
+                // Every key it refused, each at its line (as many config errors).
+                if let refused = ConfigError.combined(host.refusedSettings.map { setup.invalid("settings." + $0.key, $0.message) }) { throw refused }
+                if let unmet = host.unmetRequirement { throw setup.invalid(unmet.key, unmet.message) }
                 throw setup.invalid(setup.type == "exec" ? "command" : "type", error.message)
             }
         }
@@ -71,17 +74,36 @@ public final class ExecDestination: Destination, Sendable {
         return { ExecDestination(spec: finished, logger: logger) }
     }
 
+    /// The capabilities the destination's delivery keys need of its plugin: `bandwidth` (a limit that is not `off`
+    /// all day) needs `paces`, since the plugin reads the file itself; `delete_remote: true` needs `delete`.
+    static func requirements(_ setup: DestinationSetup) -> [PluginRequirement] {
+        var needs: [(String, String, String)] = []
+        if let bandwidth = setup.delivery.bandwidth, !bandwidth.isOff {
+            needs.append(("paces", "bandwidth", "needs a plugin that paces its reads (capability \"paces\", docs/plugins.md); this one does not declare it (bandwidth: off, here or under defaults:, lifts the limit)"))
+        }
+        if setup.delivery.deleteRemote {
+            needs.append(("delete", "delete_remote", "needs a plugin that deletes (capability \"delete\"); this one does not"))
+        }
+        return needs.map { capability, key, message in
+            PluginRequirement(capability: capability, key: key, message: message, located: setup.invalid(key, message).description)
+        }
+    }
+
     /// Variables of syncgate's environment a plugin gets (besides `LC_*`); the rest (credentials of other
     /// destinations among them) it does not.
-    static let inherited: Set<String> = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SHELL", "PYTHONPATH"]
+    public static let inherited: Set<String> = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SHELL", "PYTHONPATH"]
 
     public let spec: PluginSpec
     let host: PluginHost
     private let attempts = AttemptCounter()
+    /// What the plugin did against the protocol without breaking a request (progress going back): each said once
+    /// in the log, and read by `plugin check`.
+    let notes: ProtocolNotes
 
     public init(spec: PluginSpec, logger: Logger) {
         self.spec = spec
         host = PluginHost(spec: spec, logger: logger)
+        notes = ProtocolNotes(logger: logger, destination: spec.destination)
     }
 
     /// What the plugin can do (it is started to ask, the first time); none when it cannot start.
@@ -112,14 +134,27 @@ public final class ExecDestination: Destination, Sendable {
         let attempt = attempts.next(item.remoteName)
         let size = item.size
         let reported = ProgressClamp()
-        let answer = try await call("put", [
+        // With a `bandwidth` limit the plugin asks for each piece of the file before it sends it (`want`), and the
+        // destination's one token bucket grants it, shared with every other upload (docs/plugins.md).
+        let session = try await startedSession()
+        let pacing = capabilities.paces ? SendPacing.current : nil
+        var fields: [String: JSONValue] = [
             "path": .string(item.absolutePath), "relative_path": .string(item.relativePath), "source": .string(item.source),
             "remote_name": .string(item.remoteName), "size": .int(item.size), "sha256": .string(item.sha256),
             "mtime": .double(item.modificationTime.timeIntervalSince1970), "attempt": .int(attempt),
             "outcome_unknown": .bool(item.outcomeUnknown),
-        ], what: "put '\(item.remoteName)'", idle: false, deadline: putDeadline, progress: { bytes in
-            if let value = reported.advance(to: min(bytes, size)) { progress(value) }
-        })
+        ]
+        if pacing != nil { fields["paced"] = true }
+        let label = spec.label
+        let notes = self.notes
+        let answer = try await call("put", fields, what: "put '\(item.remoteName)'", idle: false, deadline: putDeadline, session: session, progress: { bytes in
+            if bytes > size { notes.add("\(label) sent progress \(bytes) for put '\(item.remoteName)', past its size \(size)") }
+            if let value = reported.advance(to: min(bytes, size)) {
+                progress(value)
+            } else if let back = reported.wentBack(to: bytes) {
+                notes.add("\(label) sent progress of put '\(item.remoteName)' going back, from \(back) to \(bytes)")
+            }
+        }, paces: true, pacing: pacing)
         attempts.clear(item.remoteName)
         return ExecDestination.receipt(answer, remoteName: item.remoteName)
     }
@@ -210,13 +245,15 @@ public final class ExecDestination: Destination, Sendable {
     /// protocol while the request was in flight, the request's retryable failure.
     private func call(
         _ op: String, _ fields: [String: JSONValue], what: String, idle: Bool, deadline: Duration? = nil, session given: PluginSession? = nil,
-        progress: (@Sendable (Int64) -> Void)? = nil, entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)? = nil
+        progress: (@Sendable (Int64) -> Void)? = nil, entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)? = nil,
+        paces: Bool = false, pacing: SendPacing? = nil
     ) async throws -> JSONValue {
         let session: PluginSession
         if let given { session = given } else { session = try await startedSession() }
         do {
             let answer = try await session.request(
-                op, fields, what: what, idleLimit: idle ? spec.answerTimeout : nil, deadline: deadline, progress: progress, entry: entry)
+                op, fields, what: what, idleLimit: idle ? spec.answerTimeout : nil, deadline: deadline, progress: progress, entry: entry,
+                paces: paces, pacing: pacing)
             host.markHealthy()
             return answer
         } catch let body as PluginErrorBody {
@@ -252,6 +289,11 @@ final class ProgressClamp: Sendable {
             last = value
             return value
         }
+    }
+
+    /// The progress reached so far when `value` is below it (a plugin whose progress went back), else nil.
+    func wentBack(to value: Int64) -> Int64? {
+        last.withLock { last in value < last ? last : nil }
     }
 }
 

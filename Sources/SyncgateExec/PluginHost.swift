@@ -23,6 +23,8 @@ final class PluginHost: Sendable {
         var firstCapabilities: PluginCapabilities?
         var generationCount = 0
         var refused: [(key: String, message: String)] = []
+        /// The requirement of the delivery keys the plugin did not meet at its last start.
+        var unmet: PluginRequirement?
         /// Every session started whose log may not be read to its end yet (``stop()`` waits for them).
         var sessions: [PluginSession] = []
 
@@ -60,6 +62,9 @@ final class PluginHost: Sendable {
 
     /// The settings the plugin refused at its last start (key under `settings`, its words).
     var refusedSettings: [(key: String, message: String)] { state.withLock { $0.refused } }
+
+    /// The capability the delivery keys need that the plugin did not declare at its last start.
+    var unmetRequirement: PluginRequirement? { state.withLock { $0.unmet } }
 
     init(spec: PluginSpec, logger: Logger) {
         self.spec = spec
@@ -234,6 +239,8 @@ final class PluginHost: Sendable {
                 "syncgate": "0.1.0",
                 "concurrency": .int(spec.concurrency),
                 "attempt_timeout": .double(spec.attemptTimeout.seconds),
+                "answer_timeout": .double(spec.answerTimeout.seconds),
+                "cancel_grace": .double(spec.cancelGrace.seconds),
             ], what: "hello", timeout: spec.startTimeout)
             guard let version = hello["protocol"]?.int64 else {
                 session.end(PluginGone(message: "\(spec.label) broke the protocol: its hello names no \"protocol\""), kill: true)
@@ -246,6 +253,11 @@ final class PluginHost: Sendable {
                     code: "protocol-version")
             }
             let capabilities = PluginCapabilities(hello["capabilities"])
+            if let unmet = spec.requirements.first(where: { !capabilities.names.contains($0.capability) }) {
+                session.close(grace: .milliseconds(500))
+                state.withLock { $0.unmet = unmet }
+                throw DestinationError.blocked(unmet.located, code: "needs-\(unmet.capability)")
+            }
             _ = try session.requestBlocking("configure", [
                 "destination": .string(spec.destination), "settings": spec.settings, "config_dir": .string(spec.directory),
             ], what: "configure", timeout: spec.startTimeout)

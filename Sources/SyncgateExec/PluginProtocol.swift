@@ -10,6 +10,8 @@ public enum PluginProtocol {
     public static let maxLineBytes = 1 << 20
     /// The deepest nesting of arrays and objects an answer may hold.
     static let maxDepth = 64
+    /// The most bytes one `want` may ask for (a plugin asks again for more).
+    public static let maxWant: Int64 = 16 << 20
     /// The prefix of a plugin program found by a destination's `type` (`syncgate-destination-NAME`).
     public static let programPrefix = "syncgate-destination-"
 }
@@ -26,6 +28,9 @@ public struct PluginCapabilities: Sendable, Hashable {
     public var delete = false
     /// The plugin answers a `put` carrying `fault` with an error of that class and scope (for `plugin check`).
     public var faults = false
+    /// The plugin paces its reads of a file by `bandwidth`: for a put carrying `"paced": true` it asks (`want`)
+    /// before sending each piece of the file and sends it once granted.
+    public var paces = false
 
     public init() {}
 
@@ -40,6 +45,7 @@ public struct PluginCapabilities: Sendable, Hashable {
         list = flag("list")
         delete = flag("delete")
         faults = flag("faults")
+        paces = flag("paces")
     }
 
     /// The names as the protocol spells them, for reports.
@@ -54,6 +60,7 @@ public struct PluginCapabilities: Sendable, Hashable {
         if list { names.append("list") }
         if delete { names.append("delete") }
         if faults { names.append("faults") }
+        if paces { names.append("paces") }
         return names
     }
 }
@@ -61,20 +68,22 @@ public struct PluginCapabilities: Sendable, Hashable {
 /// One line a plugin wrote on its stdout, read.
 enum PluginAnswer {
     case progress(id: Int, bytes: Int64)
+    /// A paced put asks to send `bytes` more of its file.
+    case want(id: Int, bytes: Int64)
     case entry(id: Int, RemoteListing.Entry)
     case ok(id: Int, JSONValue)
     case error(id: Int, PluginErrorBody)
 
     var id: Int {
         switch self {
-        case .progress(let id, _), .entry(let id, _), .ok(let id, _), .error(let id, _): id
+        case .progress(let id, _), .want(let id, _), .entry(let id, _), .ok(let id, _), .error(let id, _): id
         }
     }
 
     var isFinal: Bool {
         switch self {
         case .ok, .error: true
-        case .progress, .entry: false
+        case .progress, .want, .entry: false
         }
     }
 
@@ -95,6 +104,12 @@ enum PluginAnswer {
         if let progress = object["progress"] {
             guard let bytes = progress.int64, bytes >= 0 else { throw .malformed("\"progress\" must be a whole number of bytes >= 0: \(Self.excerpt(line))") }
             return .progress(id: Int(id), bytes: bytes)
+        }
+        if let want = object["want"] {
+            guard let bytes = want.int64, bytes >= 1, bytes <= PluginProtocol.maxWant else {
+                throw .malformed("\"want\" must be a whole number of bytes, 1 to \(PluginProtocol.maxWant): \(Self.excerpt(line))")
+            }
+            return .want(id: Int(id), bytes: bytes)
         }
         if let entry = object["entry"] {
             guard let name = entry["name"]?.string, !name.isEmpty else { throw .malformed("an \"entry\" needs a \"name\": \(Self.excerpt(line))") }
@@ -161,13 +176,15 @@ enum PluginViolation: Error, CustomStringConvertible {
     case malformed(String)
     case tooLong
     case wrongID(Int)
+    case answeredTwice(Int, String)
 
     var description: String {
         switch self {
         case .notJSON(let excerpt): "wrote a line that is not JSON: \(excerpt)"
         case .malformed(let text): "broke the protocol: \(text)"
         case .tooLong: "wrote a line over \(PluginProtocol.maxLineBytes / 1024 / 1024) MiB"
-        case .wrongID(let id): "answered request \(id), which is not in flight"
+        case .wrongID(let id): "answered request \(id), which syncgate never sent"
+        case .answeredTwice(let id, let what): "answered request \(id) (\(what)) after its final answer (an answer twice?)"
         }
     }
 }

@@ -28,6 +28,8 @@ extension PluginSession {
         /// A request cancelled: its late answer is dropped.
         case cancelled
         case request(Waiter)
+        /// A request answered already (what it was).
+        case answered(String)
         /// No request has that id.
         case unknown
     }
@@ -47,6 +49,8 @@ extension PluginSession {
             if let request = state.inFlight[id] {
                 if answer.isFinal {
                     state.inFlight[id] = nil
+                    state.answered[id] = request.waiter.what
+                    if state.answered.count > 256, let oldest = state.answered.keys.min() { state.answered[oldest] = nil }
                 } else if request.lastHeard != nil {
                     state.inFlight[id]?.lastHeard = .now
                 }
@@ -54,6 +58,8 @@ extension PluginSession {
             } else if state.cancelled.contains(id) {
                 if answer.isFinal { state.cancelled.remove(id) }
                 return .cancelled
+            } else if let what = state.answered[id] {
+                return .answered(what)
             }
             return .unknown
         }
@@ -62,12 +68,21 @@ extension PluginSession {
         case .ended: return false
         case .cancelled: return true
         case .request(let found): waiter = found
+        case .answered(let what):
+            end(PluginGone(message: "\(label) \(PluginViolation.answeredTwice(id, what)); killed it"), kill: true)
+            return false
         case .unknown:
             end(PluginGone(message: "\(label) \(PluginViolation.wrongID(id)); killed it"), kill: true)
             return false
         }
         switch answer {
         case .progress(_, let bytes): waiter.progress?(bytes)
+        case .want(_, let bytes):
+            guard waiter.paces else {
+                end(PluginGone(message: "\(label) broke the protocol: a want belongs to a put, not \(waiter.what); killed it"), kill: true)
+                return false
+            }
+            want(id, bytes, waiter: waiter)
         case .entry(_, let entry):
             guard let sink = waiter.entry else {
                 end(PluginGone(message: "\(label) broke the protocol: an entry answers only a list, not \(waiter.what); killed it"), kill: true)

@@ -37,6 +37,8 @@ final class PluginSession: Sendable {
         var lastLogLine = ""
         /// The log was not read to its end within ``PluginSession/logDrainLimit`` (said once).
         var logAbandoned = false
+        /// The requests answered last (id: what), so that a second answer to one is named as such.
+        var answered: [Int: String] = [:]
     }
 
     /// A request in flight.
@@ -44,6 +46,12 @@ final class PluginSession: Sendable {
         let waiter: Waiter
         /// When the plugin last said something about the request (nil: no answer timeout applies).
         var lastHeard: ContinuousClock.Instant?
+        /// Time the request waited for its bandwidth (its `want`s): its deadline moves on by that much.
+        var paced: Duration = .zero
+        /// A `want` of it waits for its grant (a put asks one piece at a time), and the task waiting for the bandwidth
+        /// (cancelled when the request is cancelled or the session ends).
+        var wanting = false
+        var pacingTask: Task<Void, Never>?
     }
 
     let state = Mutex(State())
@@ -71,10 +79,16 @@ final class PluginSession: Sendable {
         /// When the request fails with ``PluginTimeout`` if still unanswered (nil: never), and that limit.
         let deadline: ContinuousClock.Instant?
         let deadlineLimit: Duration?
+        /// Whether the request may ask for bandwidth (`want`: a put), and the pacing that grants it (nil: at once).
+        let paces: Bool
+        let pacing: SendPacing?
 
         init(what: String, idleLimit: Duration?, deadline: Duration? = nil, progress: (@Sendable (Int64) -> Void)?,
-             entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)?, complete: @escaping @Sendable (Result<JSONValue, any Error>) -> Void) {
+             entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)?, paces: Bool = false, pacing: SendPacing? = nil,
+             complete: @escaping @Sendable (Result<JSONValue, any Error>) -> Void) {
             self.what = what
+            self.paces = paces
+            self.pacing = pacing
             self.idleLimit = idleLimit
             self.deadline = deadline.map { .now + $0 }
             self.deadlineLimit = deadline
@@ -108,6 +122,12 @@ final class PluginSession: Sendable {
 
     var isEnded: Bool { state.withLock { $0.ended != nil } }
 
+    /// Requests cancelled that the plugin has not ended yet.
+    var cancelledInFlight: Int { state.withLock { $0.cancelled.count } }
+
+    /// Why the session ended, when it was not closed by syncgate (nil while it runs, and after a close).
+    var unexpectedEnd: String? { state.withLock { $0.closing ? nil : $0.ended?.message } }
+
     /// The last line the plugin wrote to its log, for messages ("" when none).
     var lastLog: String { state.withLock { $0.lastLogLine } }
 
@@ -116,16 +136,19 @@ final class PluginSession: Sendable {
     /// Sends a request and waits for its final answer (`ok`'s value; an `error` throws ``PluginErrorBody``). The
     /// task's cancellation sends `cancel` and returns at once with `CancellationError`; the plugin must end the
     /// request within the cancel grace or it is taken for hung and killed. `idleLimit`: the most the plugin may stay
-    /// silent about the request.
+    /// silent about the request. `paces`: the request may ask for bandwidth (`want`), granted by `pacing` (at once
+    /// when nil).
     func request(
         _ op: String, _ fields: [String: JSONValue], what: String, idleLimit: Duration? = nil, deadline: Duration? = nil,
-        progress: (@Sendable (Int64) -> Void)? = nil, entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)? = nil
+        progress: (@Sendable (Int64) -> Void)? = nil, entry: (@Sendable (RemoteListing.Entry) -> (any Error)?)? = nil,
+        paces: Bool = false, pacing: SendPacing? = nil
     ) async throws -> JSONValue {
         let box = CancelBox()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
                 let once = Once(continuation)
-                let waiter = Waiter(what: what, idleLimit: idleLimit, deadline: deadline, progress: progress, entry: entry) { once.resume($0) }
+                let waiter = Waiter(what: what, idleLimit: idleLimit, deadline: deadline, progress: progress, entry: entry,
+                                    paces: paces, pacing: pacing) { once.resume($0) }
                 send(op, fields, waiter: waiter, box: box)
             }
         } onCancel: {
@@ -193,12 +216,14 @@ final class PluginSession: Sendable {
 
     /// Sends `cancel` for a request in flight and fails it at once with `error` (`CancellationError`).
     func cancel(_ id: Int, with error: any Error = CancellationError()) {
-        let waiter: Waiter? = state.withLock { state in
+        let taken: InFlight? = state.withLock { state in
             guard let request = state.inFlight.removeValue(forKey: id) else { return nil }
             if state.ended == nil { state.cancelled.insert(id) }
-            return request.waiter
+            return request
         }
-        guard let waiter else { return }
+        guard let taken else { return }
+        taken.pacingTask?.cancel()
+        let waiter = taken.waiter
         waiter.complete(.failure(error))
         let line = JSONText.compact(["op": "cancel", "id": .int(id)], sortedKeys: true) + "\n"
         try? process.write(Array(line.utf8), patience: .seconds(1))
@@ -222,7 +247,7 @@ final class PluginSession: Sendable {
             var silent: Waiter?
             for (id, request) in state.inFlight {
                 let waiter = request.waiter
-                if let deadline = waiter.deadline, deadline <= now {
+                if let deadline = waiter.deadline, deadline + request.paced <= now {
                     expired.append((id, waiter))
                 } else if let heard = request.lastHeard, let limit = waiter.idleLimit, now - heard >= limit {
                     silent = waiter
@@ -238,19 +263,72 @@ final class PluginSession: Sendable {
         }
     }
 
+    /// A paced request asked to send `bytes` more: grants them once its pacing lets them go (at once without
+    /// one), moving its deadline on by the wait. Called by the reader thread; the wait is a task of its own.
+    func want(_ id: Int, _ bytes: Int64, waiter: Waiter) {
+        let again = state.withLock { state -> Bool in
+            guard state.inFlight[id]?.wanting == false else { return state.inFlight[id] != nil }
+            state.inFlight[id]?.wanting = true
+            return false
+        }
+        if again {
+            // Each want that waits is a task: one at a time per put bounds them by the concurrency.
+            end(PluginGone(message: "\(label) broke the protocol: it asked again (want) for \(waiter.what) before its last want was granted; killed it"), kill: true)
+            return
+        }
+        guard let pacing = waiter.pacing else {
+            grant(id, bytes, waited: .zero)
+            return
+        }
+        let asked = ContinuousClock.now
+        let task = Task { [self] in
+            // A wait cancelled (the request cancelled, the session ended) grants nothing: grant() finds it gone.
+            try? await pacing.pace(Int(bytes))
+            grant(id, bytes, waited: ContinuousClock.now - asked)
+        }
+        let kept = state.withLock { state -> Bool in
+            guard state.inFlight[id] != nil else { return false }
+            state.inFlight[id]?.pacingTask = task
+            return true
+        }
+        if !kept { task.cancel() }
+    }
+
+    /// Sends `grant` for a request still in flight (a cancelled or ended one gets none).
+    private func grant(_ id: Int, _ bytes: Int64, waited: Duration) {
+        let live = state.withLock { state -> Bool in
+            guard state.ended == nil, state.inFlight[id] != nil else { return false }
+            state.inFlight[id]?.paced += waited
+            state.inFlight[id]?.wanting = false
+            if state.inFlight[id]?.lastHeard != nil { state.inFlight[id]?.lastHeard = .now }
+            return true
+        }
+        guard live else { return }
+        let line = JSONText.compact(["op": "grant", "id": .int(id), "bytes": .int(bytes)], sortedKeys: true) + "\n"
+        do {
+            try process.write(Array(line.utf8))
+        } catch {
+            if case .notReading(let seconds) = error {
+                end(PluginGone(message: "\(label) has not read its input for \(seconds) s; killed it"), kill: true)
+            }
+        }
+    }
+
     // MARK: Ending
 
     /// Ends the session: every request in flight fails with `reason`; `kill` also kills the plugin.
     func end(_ reason: PluginGone, kill: Bool) {
-        let taken: (waiters: [Waiter], expected: Bool)? = state.withLock { state in
+        let taken: (waiters: [Waiter], pacing: [Task<Void, Never>], expected: Bool)? = state.withLock { state in
             guard state.ended == nil else { return nil }
             state.ended = reason
             let waiters = state.inFlight.values.map(\.waiter)
+            let pacing = state.inFlight.values.compactMap(\.pacingTask)
             state.inFlight.removeAll()
             state.cancelled.removeAll()
-            return (waiters, state.closing)
+            return (waiters, pacing, state.closing)
         }
         guard let taken else { return }
+        for task in taken.pacing { task.cancel() }
         timer.withLock { $0?.cancel() }
         if kill { process.kill() }
         if !taken.expected { logger.error("\(reason.message)") }

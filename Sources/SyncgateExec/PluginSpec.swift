@@ -32,6 +32,11 @@ public struct PluginSpec: Sendable {
     /// Turns a key under `settings` that `configure` refused, and what it said, into a located config error text
     /// (`plugins.yaml:9:7: destinations[0].settings.url: ...`).
     public var locate: @Sendable (_ key: String, _ message: String) -> String
+    /// Capabilities the destination's delivery keys need of the plugin (`bandwidth` needs `paces`): a plugin that
+    /// does not declare one is refused at its start (blocked; a config error in `syncgate validate`).
+    public var requirements: [PluginRequirement] = []
+    /// How messages name the plugin (see ``label``).
+    public var name: String
 
     public init(
         executable: String, arguments: [String] = [], environment: [String: String], directory: String, destination: String,
@@ -49,8 +54,36 @@ public struct PluginSpec: Sendable {
         self.answerTimeout = answerTimeout
         self.cancelGrace = cancelGrace
         self.locate = locate
+        self.name = PluginSpec.name(executable: executable, arguments: arguments, directory: directory)
     }
 
     /// "plugin 'syncgate-destination-webhook'": how messages name it.
-    public var label: String { "plugin '\((executable as NSString).lastPathComponent)'" }
+    public var label: String { "plugin '\(name)'" }
+
+    /// The name of the program or, when it is an interpreter (`node`, `python3`, `bash`, `env`...), of the script
+    /// it runs (`[node, webdav.js]` is `webdav.js`): the first argument that is not an option (nor, for `env`, a
+    /// variable or an interpreter's name) and names a file (relative to `directory`).
+    static func name(executable: String, arguments: [String], directory: String) -> String {
+        let program = (executable as NSString).lastPathComponent
+        guard isInterpreter(program) else { return program }
+        for argument in arguments {
+            if argument.hasPrefix("-") || argument.contains("=") || isInterpreter(argument) { continue }
+            let path = argument.hasPrefix("/") ? argument : (directory as NSString).appendingPathComponent(argument)
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue else { return program }
+            return (argument as NSString).lastPathComponent
+        }
+        return program
+    }
+
+    static let interpreters: Set<String> = [
+        "node", "nodejs", "deno", "bun", "python", "pypy", "ruby", "perl", "php", "bash", "sh", "dash", "zsh", "ksh", "fish",
+        "lua", "luajit", "tclsh", "rscript", "pwsh", "java", "env",
+    ]
+
+    /// `python3.12` is `python`: the name without the digits and dots of its version.
+    static func isInterpreter(_ name: String) -> Bool {
+        let base = String(name.reversed().drop { $0.isNumber || $0 == "." }.reversed()).lowercased()
+        return interpreters.contains(base)
+    }
 }

@@ -52,7 +52,8 @@ struct PluginCommand: AsyncParsableCommand {
             } else {
                 settingsValue = ["path": .string(scratch.path)]
             }
-            var env = environment.filter { ["PATH", "HOME", "USER", "LANG", "TMPDIR", "PYTHONPATH"].contains($0.key) || $0.key.hasPrefix("LC_") }
+            // The environment a destination's plugin gets (docs/plugins.md), with no `env:` of a config.
+            var env = environment.filter { ExecDestination.inherited.contains($0.key) || $0.key.hasPrefix("LC_") }
             env["SYNCGATE_DESTINATION"] = "check"
             env["SYNCGATE_PLUGIN_PROTOCOL"] = "1"
             let spec = PluginSpec(
@@ -60,7 +61,11 @@ struct PluginCommand: AsyncParsableCommand {
                 settings: settingsValue, startTimeout: .seconds(30), answerTimeout: .seconds(60),
                 cancelGrace: .milliseconds(Int64(cancelGrace * 1000))
             )
-            Console.out("checking \(program)\(command.count > 1 ? " " + command.dropFirst().joined(separator: " ") : "") (protocol \(PluginProtocol.versions.map(String.init).joined(separator: ",")))")
+            var settingKeys: [String] = []
+            if case .object(let object) = settingsValue { settingKeys = object.keys }
+            Console.out("checking \(spec.label): \(program)\(command.count > 1 ? " " + command.dropFirst().joined(separator: " ") : "") (protocol \(PluginProtocol.versions.map(String.init).joined(separator: ",")))")
+            Console.out("  runs in \(here.path) (this folder; config_dir in configure), destination \"check\", settings with the keys [\(settingKeys.joined(separator: ", "))]")
+            Console.out("  environment: \(env.keys.sorted().joined(separator: ", ")) (nothing else of this shell's)")
             let passed = await PluginChecker(spec: spec, logger: logger).run { step in Console.out(step.line) }
             Console.out(passed ? "plugin check: passed" : "plugin check: FAILED")
             if !passed { throw ExitCode(ExitStatus.failed) }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A syncgate destination plugin for the tests and the benchmark: copies each file into settings.path (through a
-temporary name and a rename), answering requests in order. `--misbehave MODE` makes it break in one way:
+temporary name and a rename), answering requests in order; it also deletes many names at once (`batch_delete`)
+and answers `exists` (`existing_copy`) by hashing its copy. `--misbehave MODE` makes it break in one way:
 
   crash-put     exits (status 3) on the Nth put (settings.every, default 1), in the middle of it
   hang-put      never answers the Nth put, nor its cancel (reads on, answers the rest)
@@ -13,12 +14,25 @@ temporary name and a rename), answering requests in order. `--misbehave MODE` ma
   slow-start    waits PLUGIN_DELAY seconds (its environment; default 3) before answering its hello
   crash-start   exits at once without a word
   old-protocol  answers hello with protocol 99
+  no-pace       does not declare `paces` (a destination with `bandwidth` refuses it)
+
+and the six ways `syncgate plugin check` must catch (each on every put, whatever settings.every says):
+
+  progress-back   sends progress 1000, then 1, before its ok
+  ignore-cancel   on a paced put, waits for its grants whatever is cancelled (so a cancelled put never ends)
+  answer-twice    answers each put twice
+  noise           prints a line that is not JSON on stdout at each put (a debugging print)
+  no-exit         does not exit when its stdin closes
+  ignore-fault    copies a put carrying `fault` as any other
+
+A paced put (`"paced": true`, sent when the destination has `bandwidth`) asks for each MiB before it writes it
+(`want`) and writes it once granted; a `cancel` that comes meanwhile ends it with a `cancelled` error.
 
 A state file (settings.state, optional) counts puts across restarts, so `every` counts over the whole test.
 It answers the requests of each chunk it reads from stdin with one write (as many as syncgate had sent), so
 that a busy plugin costs one wake-up per batch, not per file, on both sides.
 """
-import json, os, sys, time
+import hashlib, json, os, sys, time
 
 mode = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--misbehave" else ""
 out = sys.stdout
@@ -43,19 +57,50 @@ def flush():
             data = data[os.write(1, data):]
 
 
+backlog = []
+rest = b""
+
+
+def read_lines():
+    """Reads one chunk of stdin into the backlog; False at its end."""
+    global rest
+    chunk = os.read(0, 1 << 16)
+    if not chunk:
+        return False
+    lines = (rest + chunk).split(b"\n")
+    rest = lines.pop()
+    backlog.extend(line for line in lines if line.strip())
+    return True
+
+
 def requests():
     """The request lines, a chunk of stdin at a time; answers are flushed before waiting for more."""
-    rest = b""
     while True:
+        while backlog:
+            yield backlog.pop(0)
         flush()
-        chunk = os.read(0, 1 << 16)
-        if not chunk:
+        if not read_lines():
             return
-        lines = (rest + chunk).split(b"\n")
-        rest = lines.pop()
-        for line in lines:
-            if line.strip():
-                yield line
+
+
+def wait_grant(rid, seen):
+    """Waits for the grant of put `rid`'s last want, keeping the other requests for later; False when the put
+    was cancelled meanwhile (or stdin closed)."""
+    while True:
+        for i, line in enumerate(seen):
+            msg = json.loads(line)
+            if msg.get("id") == rid and msg.get("op") == "grant":
+                del seen[i]
+                return True
+            if msg.get("id") == rid and msg.get("op") == "cancel" and mode != "ignore-cancel":
+                del seen[i]
+                return False
+        flush()
+        before = len(backlog)
+        if not read_lines():
+            return False
+        seen.extend(backlog[before:])
+        del backlog[before:]
 
 
 def count_put():
@@ -98,6 +143,10 @@ def copy(req, rid):
                     block = os.read(src, 1 << 20)
                     if not block:
                         break
+                    if req.get("paced"):
+                        send({"id": rid, "want": len(block)})
+                        if not wait_grant(rid, waiting):
+                            raise Cancelled()
                     os.write(dst, block)
                     copied += len(block)
                     if copied >= 1 << 20:
@@ -107,19 +156,45 @@ def copy(req, rid):
         finally:
             os.close(src)
         os.replace(tmp, target)
+        if mode == "progress-back":
+            send({"id": rid, "progress": 1000})
+            send({"id": rid, "progress": 1})
         send({"id": rid, "ok": {"detail": "%d bytes" % copied}})
+        if mode == "answer-twice":
+            send({"id": rid, "ok": {"detail": "%d bytes, again" % copied}})
+    except Cancelled:
+        os.remove(tmp)
+        send({"id": rid, "error": {"class": "retryable", "scope": "file", "code": "cancelled", "message": "cancelled"}})
     except FileNotFoundError as e:
         send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "ENOENT", "message": str(e)}})
     except OSError as e:
         send({"id": rid, "error": {"class": "retryable", "scope": "file", "code": "os", "message": str(e)}})
 
 
+class Cancelled(Exception):
+    pass
+
+
 puts = 0
+waiting = []  # lines read while a paced put waited for its grant, that were not its own
 pid = os.getpid()
 made = set()
 if mode == "crash-start":
     sys.exit(2)
-for line in requests():
+def lines():
+    """The requests, those read while a put waited for its grant first."""
+    while True:
+        while waiting:
+            yield waiting.pop(0)
+        for line in requests():
+            yield line
+            if waiting:
+                break
+        else:
+            return
+
+
+for line in lines():
     req = json.loads(line)
     op, rid = req.get("op"), req.get("id")
     if op == "hello":
@@ -127,7 +202,9 @@ for line in requests():
             time.sleep(float(os.environ.get("PLUGIN_DELAY", "3")))
         send({"id": rid, "ok": {"protocol": 99 if mode == "old-protocol" else 1, "name": "test",
                                 "capabilities": {"names_distinct": True, "resend_harmless": True, "list": True,
-                                                 "delete": True, "probe": True, "faults": True}}})
+                                                 "delete": True, "probe": True, "faults": True,
+                                                 "batch_delete": True, "existing_copy": True,
+                                                 "paces": mode != "no-pace"}}})
     elif op == "configure":
         s = req.get("settings", {})
         if "path" not in s:
@@ -150,7 +227,10 @@ for line in requests():
         print("INFO configured for " + root + " token=" + s.get("token", ""), file=sys.stderr, flush=True)
         send({"id": rid, "ok": {}})
     elif op == "put":
-        if "fault" in req:
+        if mode == "noise":
+            print("copying " + req["remote_name"])
+            sys.stdout.flush()
+        if "fault" in req and mode != "ignore-fault":
             send({"id": rid, "error": dict(req["fault"], code="fault", message="asked for")})
             continue
         n = count_put() if mode else 0
@@ -178,6 +258,24 @@ for line in requests():
         if hit and mode == "wrong-id":
             rid = rid + 1000
         copy(req, rid)
+    elif op == "delete" and "remote_names" in req:
+        failed = {}
+        for name in req["remote_names"]:
+            try:
+                os.remove(os.path.join(root, name))
+            except OSError as e:
+                failed[name] = {"class": "permanent", "scope": "file", "code": "not-found", "message": str(e)}
+        send({"id": rid, "ok": {"failed": failed}})
+    elif op == "exists":
+        target, digest = os.path.join(root, req["remote_name"]), hashlib.sha256()
+        try:
+            with open(target, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            held = digest.hexdigest() == req.get("sha256")
+        except OSError:
+            held = False
+        send({"id": rid, "ok": {"receipt": {"detail": "already there"} if held else None}})
     elif op == "delete":
         try:
             os.remove(os.path.join(root, req["remote_name"]))
@@ -193,8 +291,10 @@ for line in requests():
         send({"id": rid, "ok": {"complete": True}})
     elif op == "probe":
         send({"id": rid, "ok": {}})
-    elif op == "cancel":
+    elif op in ("cancel", "grant"):
         pass
     else:
         send({"id": rid, "error": {"class": "permanent", "scope": "file", "code": "unknown-op", "message": "unknown op"}})
 flush()
+if mode == "no-exit":
+    time.sleep(3600)

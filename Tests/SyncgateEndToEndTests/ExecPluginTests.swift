@@ -244,7 +244,7 @@ struct ExecPluginTests {
     }
 
     @Test func aPluginThatAnswersAWrongID() async throws {
-        try await misbehaving("wrong-id", expected: "which is not in flight")
+        try await misbehaving("wrong-id", expected: "which syncgate never sent")
     }
 
     @Test func aPluginThatFloodsItsLogAndItsOutput() async throws {

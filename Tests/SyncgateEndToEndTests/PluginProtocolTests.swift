@@ -38,6 +38,8 @@ struct PluginProtocolTests {
 
     @Test func progressEntriesAndResultsAreRead() throws {
         guard case .progress(3, 4096) = try parse(#"{"id":3,"progress":4096}"#) else { Issue.record("progress"); return }
+        guard case .want(3, 1) = try parse(#"{"id":3,"want":1}"#) else { Issue.record("want 1"); return }
+        guard case .want(3, 16_777_216) = try parse(#"{"id":3,"want":16777216}"#) else { Issue.record("want 16 MiB"); return }
         guard case .entry(4, let entry) = try parse(#"{"id":4,"entry":{"name":"a \"b\".txt","size":12}}"#) else { Issue.record("entry"); return }
         #expect(entry.name == "a \"b\".txt" && entry.size == 12)
         guard case .ok(5, let value) = try parse(#"{"ok":{"detail":"d"},"id":5}"#) else { Issue.record("ok"); return }
@@ -57,6 +59,9 @@ struct PluginProtocolTests {
             (#"{"id":1,"error":{"class":"retryable","retry_after":-5}}"#, "retry_after"),
             (#"{"id":1,"progress":-3}"#, "progress"),
             (#"{"id":1,"entry":{"size":3}}"#, "needs a \"name\""),
+            (#"{"id":1,"want":0}"#, "\"want\" must be a whole number of bytes, 1 to 16777216"),
+            (#"{"id":1,"want":16777217}"#, "\"want\" must be a whole number of bytes, 1 to 16777216"),
+            (#"{"id":1,"want":1.5}"#, "\"want\" must be a whole number"),
         ]
         for (line, expected) in broken {
             do {

@@ -33,6 +33,7 @@ def main(doc):
         parser.error(f"unknown group(s): {', '.join(sorted(unknown))}")
     sizes = dict(files=20000, folders=200, big_local_mib=1024, big_s3_mib=256, many=100000, hu_files=500, hu_mib=50,
                  away_files=10000, limit_rate_files=300, limit_interval_files=100, limit_bw_files=20,
+                 limit_bw_pair_files=30,
                  gw_settles=(1.0, 0.1), gw_rate=100, gw_seconds=60, gw_burst=10000, gw_default_files=20, gw_idle=60,
                  gw_events=1_000_000, gw_event_files=5000, gw_segments=4, fleet_files=2000, fleet_folders=20,
                  fleet_fault_files=2000, fleet_fault_kills=3, fleet_fault_restarts=1, fleet_fault_lease=5,
@@ -42,6 +43,7 @@ def main(doc):
     if args.smoke:
         sizes = dict(files=100, folders=5, big_local_mib=4, big_s3_mib=17, many=500, hu_files=10, hu_mib=2,
                      away_files=200, shared_server=True, limit_rate_files=20, limit_interval_files=10, limit_bw_files=4,
+                     limit_bw_pair_files=10,
                      gw_settles=(1.0,), gw_rate=100, gw_seconds=0.2, gw_burst=200, gw_default_files=0, gw_idle=2,
                      gw_events=10_000, gw_event_files=500, gw_segments=2, fleet_files=60, fleet_folders=3,
                      fleet_fault_files=200, fleet_fault_kills=1, fleet_fault_restarts=0, fleet_fault_lease=5,
@@ -70,7 +72,8 @@ def main(doc):
         if bench.limit_rows:
             if bench.rows:
                 print()
-            print("limits: the local destination, fsync: false, concurrency: 4; measured from the sync --json events")
+            print("limits: the local destination, fsync: false, concurrency: 4 (the exec row: the Python test plugin, paced by "
+                  "grants); measured from the sync --json events")
             print_limits_table(bench.limit_rows)
         if bench.fleet_rows:
             if bench.rows or bench.limit_rows:

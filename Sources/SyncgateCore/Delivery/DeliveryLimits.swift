@@ -70,8 +70,15 @@ public struct SendPacing: Sendable {
 
     @TaskLocal public static var current: SendPacing?
 
-    /// Waits until `bytes` more may go.
-    func pace(_ bytes: Int) async throws {
+    /// A pacing by `bucket` (a destination's is made by the delivery layer; `plugin check` makes its own).
+    public init(bucket: TokenBucket, clock: any SyncClock = SystemClock(), whileWaiting: @escaping @Sendable (Bool) -> Void = { _ in }) {
+        self.bucket = bucket
+        self.clock = clock
+        self.whileWaiting = whileWaiting
+    }
+
+    /// Waits until `bytes` more may go (an external plugin's reads are paced by granting its asks for bytes).
+    public func pace(_ bytes: Int) async throws {
         guard bytes > 0 else { return }
         try await bucket.take(Double(bytes), clock: clock, whileWaiting: whileWaiting)
     }
