@@ -105,9 +105,10 @@ extension HTTPHostileClientTests {
 
         let after = try await burst("after", files: files, pid: pid)
         let baseline = (alone.seconds + after.seconds) / 2
-        // Twice the time without streams; the floor (3 to 8 s here) is long enough for 2x to be a margin of
-        // seconds, so no fixed allowance is added.
-        #expect(streamed.seconds <= 2 * baseline,
+        // Three times the time without streams (the floor is 3 to 8 s here): what is ruled out is delivery held up by
+        // a stream that never reads until its reset at the write-stall limit (30 s). Twice was the bound until a run
+        // beside `stress-ng --cpu 4` took 2.1 times (13.0 s against 6.2 s).
+        #expect(streamed.seconds <= 3 * baseline,
                 "\(files) files: \(alone.seconds) s and \(after.seconds) s alone, \(streamed.seconds) s with 64 streams")
         #expect(await stop(gateway) == 0, "\(log.suffix(2000))")
         print("""
