@@ -55,11 +55,6 @@ extension Ledger {
         return try withRows(where: { _ in "source = ? AND path IN (\(marks))" }, [source] + paths, body)
     }
 
-    /// One file's rows (at every destination), as a stream in the order of ``withRows(destination:_:)``.
-    public func withRows<T>(file: FileKey, _ body: (LedgerRowStream) throws -> T) throws -> T {
-        try withRows(where: { _ in "source = ? AND path = ?" }, [file.source, file.path], body)
-    }
-
     /// The rows `condition` selects, in primary key order, as a stream read inside one read.
     func withRows<T>(where condition: ((SQLDialect) -> String)?, _ arguments: [String], columns: String = Ledger.columnsWithoutReceipt,
                      _ body: (LedgerRowStream) throws -> T) throws -> T {
