@@ -108,7 +108,10 @@ struct DeliveryLayerTests {
 
     @Test func attemptTimeoutIsRetryable() async throws {
         defer { dir.remove() }
-        let destination = FlakyDestination(uploadDelay: .seconds(30))
+        // An upload that would only end on its own after an hour: only the attempt timeout can end it. (With 30 s,
+        // a CI run whose threads were all busy for the first minute let the upload's own sleep end first: the
+        // watchdog and the upload need the same threads, so the one that runs first wins.)
+        let destination = FlakyDestination(uploadDelay: .seconds(3600))
         let layer = DeliveryLayer(destinationName: "d", destination: destination,
                                   settings: settings(file: 1, artwork: 1, timeout: .milliseconds(200)), clock: VirtualClock())
         let result = await layer.deliver(try item("slow.txt"))
