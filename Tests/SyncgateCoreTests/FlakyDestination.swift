@@ -64,6 +64,9 @@ final class FlakyDestination: Destination, @unchecked Sendable {
     /// hands it its plans in waves.
     var distinctNames = false
     var remoteNamesAreDistinct: Bool { distinctNames }
+    /// Whether it needs one writer on a shared ledger (as a spreadsheet does): one instance leads it.
+    var oneWriter = false
+    var needsOneWriter: Bool { oneWriter }
 
     func makeDurable() throws {
         let synced = try syncedInLedger?() ?? []

@@ -146,6 +146,19 @@ struct FleetTests {
                 if left == "0" { break }
                 try await Task.sleep(for: .milliseconds(500))
             }
+            if left != "0" {
+                // What a failure needs to be understood (the test's folder, logs included, is removed at its end).
+                let stuck = try await server.psql("""
+                    SELECT destination, path, status, attempts, claimed_by, last_error, next_retry_at, updated_at FROM files
+                    WHERE status <> 'synced' OR claimed_by IS NOT NULL ORDER BY destination, path LIMIT 20
+                    """, database: database)
+                let instances = try await server.psql("SELECT * FROM instances", database: database)
+                print("fleet: rows left:\n\(stuck)\ninstances:\n\(instances)")
+                for slot in slots {
+                    let log = (try? String(contentsOf: dir.file("\(slot.name)-\(slot.starts).log"), encoding: .utf8)) ?? ""
+                    print("fleet: the end of \(slot.name)-\(slot.starts).log:\n\(log.split(separator: "\n").suffix(40).joined(separator: "\n"))")
+                }
+            }
             let gateway = try #require(slots.last?.process)
             #expect(gateway.isRunning, "the gateway exited on its own (\(gateway.terminationStatus))")
             ProcessRunner.stop(gateway, grace: 30)

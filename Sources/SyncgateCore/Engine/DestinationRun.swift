@@ -322,7 +322,17 @@ final class DestinationRun: Sendable {
         }
         if !options.isGatewayPass { await destination.destination.finish() }
         // Rows this instance recorded but did not send (the destination away, the run interrupted) are free again.
-        if failure == nil, !options.dryRun { try await ledger.releaseClaims(destination: destination.name) }
+        // After a failed run too (its fence lapsed, a ledger write failed), as far as the ledger can be written: its
+        // uploads have ended, and a claim kept would be renewed by this instance's lease keeper for as long as it
+        // lives, so that a gateway whose next pass no longer covers the row (its share of a split walk changed)
+        // would hold it from the fleet for good.
+        if !options.dryRun {
+            if failure == nil {
+                try await ledger.releaseClaims(destination: destination.name)
+            } else {
+                try? await ledger.releaseClaims(destination: destination.name)
+            }
+        }
         if failure == nil, !options.dryRun { try await recordState() }
         if let failure { throw failure }
     }

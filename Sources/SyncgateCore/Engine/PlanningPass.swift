@@ -54,7 +54,7 @@ final class PlanningPass: @unchecked Sendable {
     /// The sources held back, kept across a gateway's passes: updated by this pass's verdicts before any
     /// destination deletes (a full walk's releases them too). What changed is in ``holdChanges``.
     private let holds: SourceHolds
-    private(set) var holdChanges: (held: [SyncSummary.SourceHold], released: [String]) = ([], [])
+    private(set) var holdChanges = SourceHolds.HoldChanges()
     /// Per source, the last path whose rows the walk looked up: its rows after that are read once its walk ends.
     private var lastSeeked: [String: String] = [:]
     /// Sources whose walk ended, whose remaining rows are still to be read for removals.

@@ -20,21 +20,34 @@ public final class SourceHolds: Sendable {
     }
 
     /// A full walk judged `judged` (the sources it walked to their end): those in `holds` are held back, the others
-    /// no longer. Returns what changed: holds that are new (or say another reason), and sources released.
-    func update(judged: Set<String>, holds: [SyncSummary.SourceHold]) -> (held: [SyncSummary.SourceHold], released: [String]) {
+    /// no longer. Returns what changed: holds that are new, holds that stand for another reason now (a source
+    /// found empty while its link was being switched, then found to be another folder), and sources released.
+    func update(judged: Set<String>, holds: [SyncSummary.SourceHold]) -> HoldChanges {
         held.withLock { table in
             var newHolds: [SyncSummary.SourceHold] = []
+            var reasonChanged: [SyncSummary.SourceHold] = []
             var released: [String] = []
             let bySource = Dictionary(holds.map { ($0.source, $0) }) { a, _ in a }
             for source in judged.union(bySource.keys).sorted() {
                 if let hold = bySource[source] {
-                    if table[source]?.reason != hold.reason { newHolds.append(hold) }
+                    if let before = table[source] {
+                        if before.reason != hold.reason { reasonChanged.append(hold) }
+                    } else {
+                        newHolds.append(hold)
+                    }
                     table[source] = hold
                 } else if table.removeValue(forKey: source) != nil {
                     released.append(source)
                 }
             }
-            return (newHolds, released)
+            return HoldChanges(held: newHolds, reasonChanged: reasonChanged, released: released)
         }
+    }
+
+    /// What a pass changed in the holds (``update(judged:holds:)``).
+    struct HoldChanges {
+        var held: [SyncSummary.SourceHold] = []
+        var reasonChanged: [SyncSummary.SourceHold] = []
+        var released: [String] = []
     }
 }

@@ -52,7 +52,7 @@ public final class SyncEngine: Sendable {
     ) async throws -> SyncSummary {
         let started = ContinuousClock.now  // for the run's duration, measured on the monotonic clock
         let tally = SummaryTally()
-        let destinations = await destinationsLedHere(options)
+        let (destinations, leftToLeaders) = await destinationsLedHere(options)
         let recorded = !options.dryRun && !options.isGatewayPass
         if recorded {
             try await ledger.resetInterrupted(at: clock.now())
@@ -63,6 +63,8 @@ public final class SyncEngine: Sendable {
         if ledger.sharesWork && recorded {
             removedFiles += try await takeOverWhatOthersLeft(destinations, after: first, options: options, cancellation: cancellation,
                                                              tally: tally, observe: observe, warn: warn)
+            removedFiles += try await takeLeadsOfSilentLeaders(leftToLeaders, options: options, cancellation: cancellation,
+                                                               tally: tally, observe: observe, warn: warn)
         }
         tally.update { $0.removedFromSources = removedFiles }
         if !options.dryRun && !cancellation.isCancelled && !config.sourcesDeletingAfterSync.isEmpty {
@@ -80,14 +82,17 @@ public final class SyncEngine: Sendable {
     /// The destinations of this run that this instance may send to: on a shared ledger, a destination that needs one
     /// writer is left to the instance that leads it, and a new leader first waits until its predecessor's lead has
     /// surely ended (a predecessor that is cut off or frozen stops before then, see ``LeaseFence``).
-    private func destinationsLedHere(_ options: SyncOptions) async -> [DestinationConfig] {
+    /// Also returns the destinations left to another instance's lead.
+    private func destinationsLedHere(_ options: SyncOptions) async -> (led: [DestinationConfig], left: [DestinationConfig]) {
         var destinations = config.destinations.filter { options.destinations.isEmpty || options.destinations.contains($0.name) }
-        guard !options.dryRun else { return destinations }
+        guard !options.dryRun else { return (destinations, []) }
         var led: [DestinationConfig] = []
+        var left: [DestinationConfig] = []
         for destination in destinations {
             if await ledger.leads(destination.name, needsOneWriter: destination.destination.needsOneWriter) {
                 led.append(destination)
             } else {
+                left.append(destination)
                 logger.debug("\(destination.name): another instance leads this destination; left to it")
             }
         }
@@ -96,7 +101,7 @@ public final class SyncEngine: Sendable {
             logger.info("waiting \(wait.syncgateText) for the lead of the previous leader to end before sending")
             try? await Task.sleep(for: wait)
         }
-        return destinations
+        return (destinations, left)
     }
 
     /// A shared ledger (PostgreSQL): files that other instances held are theirs to send; those whose holder is gone
@@ -105,7 +110,7 @@ public final class SyncEngine: Sendable {
     /// instances is walked again when the fleet changed under it (an instance joined, or one left or died before
     /// walking its share), and the run waits, as long, for the others to walk their shares. Returns the files the
     /// extra passes found removed from their sources.
-    private func takeOverWhatOthersLeft(
+    func takeOverWhatOthersLeft(
         _ destinations: [DestinationConfig], after first: PassOutcome, options: SyncOptions, cancellation: CancellationHandle,
         tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void, warn: @escaping @Sendable (ScanWarning) -> Void
     ) async throws -> Int {
@@ -170,7 +175,7 @@ public final class SyncEngine: Sendable {
     }
 
     /// One pass over the sources and destinations: plans, records, delivers.
-    private func pass(
+    func pass(
         _ destinations: [DestinationConfig], options: SyncOptions, cancellation: CancellationHandle, tally: SummaryTally,
         observe: @escaping @Sendable (DeliveryEvent) -> Void, warn: @escaping @Sendable (ScanWarning) -> Void
     ) async throws -> PassOutcome {
@@ -234,6 +239,10 @@ public final class SyncEngine: Sendable {
             // A gateway prints no summary: a source held back is logged when that changes, not every pass.
             for hold in planning.holdChanges.held {
                 logger.error("source \(hold.source) held back: \(hold.reason); \(hold.gone) of its files are gone, and nothing of it is deleted at any destination. If the source is as it should be, run `syncgate sync --accept-source-changes` once.")
+            }
+            // Once per hold, at error level; a reason that changes while the source stays held back, once more, lower.
+            for hold in planning.holdChanges.reasonChanged {
+                logger.warning("source \(hold.source) still held back, now because \(hold.reason); \(hold.gone) of its files are gone")
             }
             for source in planning.holdChanges.released { logger.info("source \(source) is no longer held back") }
         }

@@ -24,6 +24,18 @@ extension Ledger {
         return FleetView(members: members, me: instanceID)
     }
 
+    /// The lead of `destination` as the ledger records it (``DestinationLeadership``): its holder and until when it
+    /// runs (the server's clock, seconds since 1970; each renewal of the holder moves it on). Nil when none is
+    /// recorded or the ledger is not shared.
+    public func recordedLead(_ destination: String) async throws -> (holder: String, until: Double)? {
+        guard sharesWork else { return nil }
+        return try await read { db in
+            guard let row = try db.fetchOne("SELECT holder, lead_until FROM destination_leaders WHERE destination = ?", [destination]),
+                  let holder = row.string(0), let until = row.double(1) else { return nil }
+            return (holder, until)
+        }
+    }
+
     /// The instances alive now, and per instance and destination the signature of the view it walked last.
     private func fleetState() async throws -> (live: Set<String>, walks: [String: [String: String]]) {
         try await read { [self] db in

@@ -129,6 +129,9 @@ final class DestinationLane: Sendable {
             logger.error("\(destination.name): pass failed: \(Redactor.shared.redact(String(describing: error)))")
             state.withLock { $0.fullPassWanted = true }
             await wakeup.wait(until: .now + .seconds(30))
+            // What the failed pass held and could not let go of then (the ledger out of reach) is let go of now: the
+            // next pass plans this instance's share, which may no longer hold those rows (``DestinationRun``).
+            if engine.ledger.sharesWork { try? await engine.ledger.releaseClaims(destination: destination.name) }
         }
     }
 
