@@ -39,7 +39,7 @@ struct FleetFencedRunTests {
             defer { proxy.stop() }
             var proxied = direct
             proxied.port = proxy.port
-            let a = try Ledger(state: .postgres(proxied), leaseSeconds: 4, statementTimeout: 2)
+            let a = try Ledger(state: .postgres(proxied), leaseSeconds: 4, statementTimeout: 5)
             let observer = try Ledger(state: .postgres(direct), leaseSeconds: 30)
             func heldByA() async throws -> Int { try await observer.entries().filter { $0.claimedBy == a.instanceID }.count }
 
@@ -71,9 +71,18 @@ struct FleetFencedRunTests {
             try await Task.sleep(for: .seconds(5))
             #expect(try await heldByA() == 0, "rows A held a lease after its run")
 
-            // Nothing was lost: A's next run sends the rest.
-            let again = try await engine(a).run()
-            #expect(again.exitCode == 0)
+            // Nothing was lost: A's next run sends the rest. (Its leases are short: on a loaded machine a run can lapse
+            // its fence again, or wait past a statement's deadline; the next run goes on.)
+            var again: Result<SyncSummary, any Error> = .failure(CancellationError())
+            for _ in 0..<5 {
+                do {
+                    again = .success(try await engine(a).run())
+                } catch {
+                    again = .failure(error)
+                }
+                if case .success(let summary) = again, summary.exitCode == 0 { break }
+            }
+            #expect((try? again.get())?.exitCode == 0, "\(again)")
             #expect(paths.allSatisfy { (try? dir.read("archive/" + $0)) == Data(repeating: 7, count: 1024) })
             #expect(try await observer.entries().allSatisfy { $0.status == .synced && $0.claimedBy == nil })
         }

@@ -73,8 +73,10 @@ struct LedgerClaimTests {
         defer { dir.remove() }
         try await LedgerEngine.postgres.withStates(dir) { state, _ in
             let location = try await state("fleet")
-            var dying: Ledger? = try Ledger(state: location, leaseSeconds: 1)
-            let living = try Ledger(state: location, leaseSeconds: 1)
+            // Leases of 6 s (renewed every 1.5 s): with 1 s, the dying instance's lease ran out before the next
+            // statement beside `stress-ng --cpu 4`.
+            var dying: Ledger? = try Ledger(state: location, leaseSeconds: 6)
+            let living = try Ledger(state: location, leaseSeconds: 6)
             let other = try Ledger(state: location, leaseSeconds: 30)
             await #expect(try dying?.recordPending([pending(1)], at: t0) == [true])
             try await dying?.markUploading(key(1), destination: "bucket", at: t0)
@@ -84,7 +86,7 @@ struct LedgerClaimTests {
             dying = nil
             await #expect(try other.recordPending([pending(1), pending(2)], at: t0) == [false, false])
             await #expect(try other.resetInterrupted(at: t0) == 0, "a lease that still runs is its holder's")
-            try await Task.sleep(for: .milliseconds(2500))
+            try await Task.sleep(for: .seconds(8))
             let claims = try await other.othersClaims()
             #expect(claims.expired == 1 && claims.live == 1, "\(claims)")
             let renewed = try await #require(try other.entry(key(2), destination: "bucket")?.leaseUntil)

@@ -60,7 +60,10 @@ struct CrashConsistencyTests {
             process.waitUntilExit()
             #expect(!running, "Ctrl-C did not stop the run within 15 s")
             if process.terminationStatus == 0 { continue }  // it had finished before the signal
-            #expect(process.terminationStatus == 130)
+            // 130, or killed by SIGINT itself when the signal came before the process set its handler (a start slowed
+            // by a loaded machine): a shell reports both as 130, and the ledger must be consistent either way.
+            let killedBySIGINT = process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGINT
+            #expect(process.terminationStatus == 130 || killedBySIGINT, "\(process.terminationReason) \(process.terminationStatus)")
             #expect(Date().timeIntervalSince(sent) < 8, "exit took \(Date().timeIntervalSince(sent)) s")
             let files = try await all.status()["files"] as? [[String: Any]] ?? []
             #expect(!files.contains { $0["status"] as? String == "uploading" }, "no row is left uploading")

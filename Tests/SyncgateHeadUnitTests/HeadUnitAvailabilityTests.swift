@@ -204,7 +204,7 @@ struct HeadUnitAvailabilityTests {
             #expect(try sim.control("delay 25000") == "ok")
             let item = try files.item("second.png", HeadUnitFixtures.bytes(100, seed: 2))
             let waited = try await cancelled(destination, item) { try await Self.waitForLog(sim, "name=second.png") }
-            #expect(waited < .seconds(5), "PutFile answer: \(waited)")
+            #expect(waited < .seconds(15), "PutFile answer: \(waited)")
             let finishing = ContinuousClock.now
             await destination.finish()
             #expect(ContinuousClock.now - finishing < .seconds(5))
@@ -224,7 +224,8 @@ struct HeadUnitAvailabilityTests {
         let waited = try await cancelled(destination, item) {
             while registered.value == 0 { try await Task.sleep(for: .milliseconds(20)) }
         }
-        #expect(waited < .seconds(5), "stalled mid-file: \(waited)")
+        // 15 s (5.7 s once beside `stress-ng --cpu 4`): far below the 30 s limits, which only a cancellation beats.
+        #expect(waited < .seconds(15), "stalled mid-file: \(waited)")
         // The head unit reads nothing more: finish() does not wait for answers it cannot get.
         let finishing = ContinuousClock.now
         await destination.finish()

@@ -33,15 +33,17 @@ struct HeadUnitFixtures {
             modificationTime: Date(), sha256: String(repeating: "0", count: 64), isArtwork: artwork)
     }
 
+    /// Timeouts by default far above what a quiet machine needs (a set-up takes milliseconds): with 5 s, a session
+    /// set-up timed out once beside `stress-ng --cpu 4`. Tests of the timeouts themselves give their own.
     static func destination(
-        _ sim: HeadUnitSimulatorProcess, responseTimeout: Duration = .seconds(5), persistent: Bool = true, icon: String? = nil
+        _ sim: HeadUnitSimulatorProcess, responseTimeout: Duration = .seconds(20), persistent: Bool = true, icon: String? = nil
     ) -> HeadUnitDestination {
         destination(port: sim.port, responseTimeout: responseTimeout, persistent: persistent, icon: icon)
     }
 
     /// A destination for whatever listens (or not) on a loopback port.
     static func destination(
-        port: Int, connectTimeout: Duration = .seconds(2), responseTimeout: Duration = .seconds(5), persistent: Bool = true,
+        port: Int, connectTimeout: Duration = .seconds(5), responseTimeout: Duration = .seconds(20), persistent: Bool = true,
         icon: String? = nil
     ) -> HeadUnitDestination {
         HeadUnitDestination(
