@@ -38,6 +38,7 @@ struct CheckCommand: AsyncParsableCommand {
         let targets = destination.isEmpty ? config.destinations : config.destinations.filter { destination.contains($0.name) }
         var reports: [VerificationReport] = []
         var unlisted: [(name: String, error: String)] = []
+        var notVerifiable: [(name: String, reason: String)] = []
         for target in targets {
             let verifier = Verifier(name: target.name, destination: target.destination, ledger: ledger, checksum: checksum,
                                     repair: repair || target.settings.check.repair)
@@ -48,6 +49,9 @@ struct CheckCommand: AsyncParsableCommand {
                     for finding in report.findings { Console.out(finding.line) }
                     Console.out(report.summary)
                 }
+            } catch let error as DestinationError where error.code == VerificationFinding.notVerifiable {
+                notVerifiable.append((target.name, error.message))
+                if !json { Console.out("\(target.name): not checked: \(error.message)") }
             } catch {
                 let text = DeliveryLayer.describe(error)
                 unlisted.append((target.name, text))
@@ -61,6 +65,7 @@ struct CheckCommand: AsyncParsableCommand {
             Console.out(ReportJSON.encode([
                 "destinations": reports.map(\.json),
                 "not_checked": unlisted.map { ["destination": $0.name, "error": $0.error] },
+                "not_verifiable": notVerifiable.map { ["destination": $0.name, "reason": $0.reason] },
                 "clean": !findings && unlisted.isEmpty,
                 "exit_code": Int(status),
             ] as [String: Any], pretty: true))

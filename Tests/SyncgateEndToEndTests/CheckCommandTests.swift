@@ -252,6 +252,52 @@ struct CheckCommandTests {
         #expect(Self.findings(again.object) == ["extra.bin": "extra"], "\(again.object)")
     }
 
+    // MARK: - Sheets (test server)
+
+    /// The `syncgate_row_id` column names the files whose rows are in the sheet: a file whose rows were all deleted is
+    /// missing, a row id of a file the ledger does not know is extra; `--repair` then `sync` appends the rows again.
+    @Test(.enabled(if: SheetsTestServer.shouldRun, "needs the Sheets test server"))
+    func sheets() async throws {
+        defer { dir.remove() }
+        let server = try await SheetsTestServer()
+        defer { server.stop() }
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [{name: sheetsout, path: sheetsout}]
+            destinations:
+              - {name: target, type: sheets, spreadsheet_id: test-spreadsheet, credentials_file: "\(server.keyFile.path)",
+                 api_base: "\(server.baseURL)", retry: {file: 0}}
+              - {name: keyed, type: sheets, spreadsheet_id: test-spreadsheet, range: "Keyed!A:C", credentials_file: "\(server.keyFile.path)",
+                 api_base: "\(server.baseURL)", rows: records, columns: [id, v], key: id, retry: {file: 0}}
+            """)
+        try dir.write("sheetsout/a.csv", "id,v\n1,x\n2,y\n")
+        try dir.write("sheetsout/b.csv", "id,v\n3,z\n")
+        let first = try await cli.run(["sync"])
+        #expect(first.status == 0, "\(first.stdout)\n\(first.stderr)")
+        let clean = try await cli.run(["check", "--destination", "target"])
+        #expect(clean.status == 0, "\(clean.stdout)\n\(clean.stderr)")
+        // A sheet keyed by the records' own key names no files: said, not a failure.
+        let keyed = try await cli.run(["check", "--destination", "keyed"])
+        #expect(keyed.status == 0 && keyed.stdout.contains("keyed: not checked: cannot be verified"), "\(keyed.stdout)\n\(keyed.stderr)")
+
+        let rows = try server.textRows()
+        var kept: [[Any]] = rows.filter { !($0.first ?? "").hasPrefix("a.csv@") }
+        #expect(kept.count == rows.count - 2, "\(rows)")
+        kept.append(["other.csv@0123456789abcdef#1", "9", "q"])
+        try server.setRows(kept)
+        let (status, object) = try await checkJSON(["--destination", "target", "--repair"])
+        #expect(status == 1)
+        #expect(Self.findings(object) == ["a.csv": "missing", "other.csv": "extra"], "\(object)")
+        #expect(object["repaired"] as? Int == 1, "\(object)")
+        let resync = try await cli.run(["sync"])
+        #expect(resync.status == 0, "\(resync.stdout)\n\(resync.stderr)")
+        let after = try server.textRows()
+        #expect(after.filter { ($0.first ?? "").hasPrefix("a.csv@") }.map { Array($0.dropFirst()) } == [["1", "x"], ["2", "y"]], "\(after)")
+        #expect(after.contains { $0.first == "other.csv@0123456789abcdef#1" }, "a repair never deletes anything")
+        let again = try await checkJSON(["--destination", "target"])
+        #expect(Self.findings(again.object) == ["other.csv": "extra"], "\(again.object)")
+    }
+
     // MARK: - syncgate run: check.interval
 
     /// A gateway verifies a destination with `check.interval` at once when it was never verified, and with

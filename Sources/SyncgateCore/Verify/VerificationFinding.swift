@@ -22,6 +22,10 @@ public struct VerificationFinding: Sendable, Hashable {
         }
     }
 
+    /// The error code of a ``Destination/verificationListing()`` that says the destination cannot be verified at all
+    /// (`syncgate check` then says so and goes on; it is not a failure to list).
+    public static let notVerifiable = "not-verifiable"
+
     public var kind: Kind
     /// The name the destination holds (or should hold) the copy under.
     public var remoteName: String
