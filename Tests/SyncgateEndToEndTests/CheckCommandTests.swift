@@ -169,6 +169,21 @@ struct CheckCommandTests {
         #expect(result.stderr.contains("no destination named 'nope'"), "\(result.stderr)")
     }
 
+    /// `check:` errors name the file, the line and the key.
+    @Test func checkKeysAreValidated() async throws {
+        defer { dir.remove() }
+        try writeConfig("{name: target, type: local, path: synced, check: {interval: 5s}}")
+        let short = try await cli.run(["validate"])
+        #expect(short.status == 78, "\(short.stdout)\n\(short.stderr)")
+        #expect(short.stderr.contains("plugins.yaml:7:") && short.stderr.contains("check.interval: must be at least 1m"), "\(short.stderr)")
+        try writeConfig("{name: target, type: local, path: synced, check: {interval: 1d, repiar: true}}")
+        let unknown = try await cli.run(["validate"])
+        #expect(unknown.status == 78)
+        #expect(unknown.stderr.contains("plugins.yaml:7:") && unknown.stderr.contains("unknown key 'repiar'"), "\(unknown.stderr)")
+        try writeConfig("{name: target, type: local, path: synced, check: {interval: off, repair: true}}")
+        #expect(try await cli.run(["validate"]).status == 0)
+    }
+
     // MARK: - S3 (moto)
 
     @Test(.enabled(if: S3TestServer.unavailableReason == nil || TestPaths.serversRequired, "needs moto"))
