@@ -201,6 +201,16 @@ public final class ExecDestination: Destination, Sendable {
         return RemoteListing(entries: collected.entries, spaceAvailable: answer["space_available"]?.int64, isComplete: answer["complete"]?.bool ?? true)
     }
 
+    /// `syncgate check`: the plugin's `list` (entries may carry their `sha256`); a plugin that does not list cannot be
+    /// verified, which `check` says without counting it a failure.
+    public func verificationListing() async throws -> RemoteListing {
+        do {
+            return try await list()
+        } catch let error as DestinationError where error.code == "unsupported" {
+            throw DestinationError.permanent("cannot be verified: \(error.message)", code: VerificationFinding.notVerifiable)
+        }
+    }
+
     public func existingCopy(of item: UploadItem) async throws -> Receipt? {
         guard capabilities.existingCopy else { return nil }
         let answer = try await call("exists", [

@@ -114,7 +114,9 @@ enum PluginAnswer {
         if let entry = object["entry"] {
             guard let name = entry["name"]?.string, !name.isEmpty else { throw .malformed("an \"entry\" needs a \"name\": \(Self.excerpt(line))") }
             let size = entry["size"]?.int64
-            return .entry(id: Int(id), RemoteListing.Entry(name: name, size: size))
+            // The plugin's own checksum of the copy, when its listing has one cheaply (`syncgate check` compares it).
+            let sha256 = entry["sha256"]?.string.flatMap { $0.utf8.count == 64 && $0.allSatisfy(\.isHexDigit) ? $0.lowercased() : nil }
+            return .entry(id: Int(id), RemoteListing.Entry(name: name, size: size, sha256: sha256))
         }
         throw .malformed("an answer needs one of \"ok\", \"error\", \"progress\", \"entry\": \(Self.excerpt(line))")
     }

@@ -130,11 +130,13 @@ public struct LocalDestination: Destination {
             try item.verifyUnchanged()
             if offset != item.size { throw FileChangedError(path: item.relativePath, detail: "read \(offset) of \(item.size) bytes") }
             if fsync == .file, Glibc.fsync(out) != 0 { throw tree.failure(errno, "fsync \(tree.display(item.remoteName))", at: .file) }
+            var written = stat()
+            let tag = fstat(out, &written) == 0 ? LocalLister.tag(written) : nil
             close(out)
             closed = true
             try moveIntoPlace(temporary, as: name, in: folder, remoteName: item.remoteName)
             if fsync == .file { _ = Glibc.fsync(folder.descriptor) }
-            return Receipt(remoteName: item.remoteName, detail: "\(offset) bytes", sha256: hasher.map { FileHasher.hex($0.finalize()) })
+            return Receipt(remoteName: item.remoteName, etag: tag, detail: "\(offset) bytes", sha256: hasher.map { FileHasher.hex($0.finalize()) })
         } catch {
             unlinkat(folder.descriptor, temporary, 0)
             throw error
@@ -262,6 +264,11 @@ public struct LocalDestination: Destination {
     public func list() async throws -> RemoteListing {
         let entries = try LocalLister.entries(of: tree)
         return RemoteListing(entries: entries, spaceAvailable: freeSpace())
+    }
+
+    /// The SHA-256 of a copy, read whole (`syncgate check --checksum`); nil when no regular file has the name.
+    public func copySHA256(remoteName: String) async throws -> String? {
+        try LocalCopyHasher.sha256(of: remoteName, in: tree)
     }
 
     /// The destination folder can be used: it exists (it is made when missing, as the first upload would), is a

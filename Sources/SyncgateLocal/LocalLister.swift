@@ -21,6 +21,13 @@ enum LocalLister {
         return entries
     }
 
+    /// What stands for a copy's content in its receipt and in the listing (`syncgate check` compares the two): its
+    /// modification time to the nanosecond, `mtime-<seconds>.<nanoseconds>`. A copy written again since it was
+    /// delivered (by anything but syncgate) has another; `check --checksum` reads the bytes.
+    static func tag(_ st: stat) -> String {
+        "mtime-\(st.st_mtim.tv_sec)." + String(st.st_mtim.tv_nsec + 1_000_000_000).dropFirst()
+    }
+
     /// Adds the files of `folder` and of its subfolders. Throws only when `folder` itself cannot be read.
     private static func walk(_ folder: LocalFolder, into entries: inout [RemoteListing.Entry]) throws(LocalFolder.ReadError) {
         for entry in try folder.entries() {
@@ -36,7 +43,7 @@ enum LocalLister {
                 }
             }
             if type == UInt8(DT_REG) {
-                entries.append(RemoteListing.Entry(name: folder.child(entry.name), size: Int64(st.st_size)))
+                entries.append(RemoteListing.Entry(name: folder.child(entry.name), size: Int64(st.st_size), checksum: tag(st)))
             } else if type == UInt8(DT_DIR) {
                 let fd = openat(folder.descriptor, entry.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 guard fd >= 0 else { continue }  // unreadable, or replaced by a link since it was read

@@ -253,6 +253,14 @@ public final class S3Destination: Destination, Sendable {
         return RemoteListing(entries: listing.entries)
     }
 
+    /// The listing with each object's ETag (`syncgate check` compares it with the one its receipt recorded: a copy
+    /// replaced by other bytes of the same size has another ETag). The same ListObjectsV2 pages, no HEAD per object.
+    public func verificationListing() async throws -> RemoteListing {
+        let (objects, complete) = try await S3Listing(client: client).objects(prefix: settings.prefix)
+        return RemoteListing(entries: objects.map { RemoteListing.Entry(name: $0.name, size: $0.size, checksum: $0.etag?.value) },
+                             isComplete: complete)
+    }
+
     /// The listing, stopped after `maxKeys` names (then `complete` is false), in pages of `pageSize`.
     func listObjects(maxKeys: Int?, pageSize: Int? = nil) async throws -> (entries: [RemoteListing.Entry], complete: Bool) {
         try await S3Listing(client: client).run(maxKeys: maxKeys, pageSize: pageSize)

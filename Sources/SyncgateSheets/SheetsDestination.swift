@@ -172,6 +172,18 @@ public struct SheetsDestination: Destination {
         return RemoteListing(entries: names.map { RemoteListing.Entry(name: $0) })
     }
 
+    /// `syncgate check`: the row-id column (the key column syncgate writes) names the files whose rows are in the sheet;
+    /// a file whose rows are all gone is missing. A sheet keyed by the records' own `key`, or written through an Apps
+    /// Script, names no files: it cannot be verified (a row deleted there is often deliberate).
+    public func verificationListing() async throws -> RemoteListing {
+        guard sheets != nil, config.addsRowID else {
+            throw DestinationError.permanent(
+                "cannot be verified: only a sheet written through the Sheets API with syncgate's row ids (no `key`) names the files it holds",
+                code: VerificationFinding.notVerifiable)
+        }
+        return try await list()
+    }
+
     /// Every error the plugin throws is a ``DestinationError`` with its class and scope (see docs/sheets.md,
     /// "Errors"); what else reaches here is classified the same way.
     public func classify(_ error: any Error) -> Classification {

@@ -13,7 +13,7 @@ struct Syncgate: AsyncParsableCommand {
         version: BuildInfo.versionLine,
         subcommands: [
             SyncCommand.self, RunCommand.self, StatusCommand.self, ValidateCommand.self, RetryCommand.self, ForgetCommand.self,
-            ListCommand.self, RemoveCommand.self, MigrateCommand.self, PluginCommand.self,
+            ListCommand.self, RemoveCommand.self, CheckCommand.self, MigrateCommand.self, PluginCommand.self,
         ],
         defaultSubcommand: nil
     )

@@ -38,6 +38,7 @@ mode = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--misbehave" else ""
 out = sys.stdout
 root = None
 every = 1
+settings_list_sha256 = False  # settings.list_sha256: each `list` entry carries the copy's SHA-256 (for `syncgate check`)
 state = None
 
 
@@ -212,6 +213,7 @@ for line in lines():
                                        "message": "no path", "settings": [{"key": "path", "message": "missing: where to copy"}]}})
             continue
         root = s["path"]
+        settings_list_sha256 = bool(s.get("list_sha256", False))
         # Temporary copies a killed plugin left behind (their process is gone) are removed.
         for folder, _, names in os.walk(root):
             for f in names:
@@ -287,7 +289,14 @@ for line in lines():
             for f in files:
                 if not f.startswith(".tmp-"):
                     p = os.path.join(folder, f)
-                    send({"id": rid, "entry": {"name": os.path.relpath(p, root), "size": os.path.getsize(p)}})
+                    entry = {"name": os.path.relpath(p, root), "size": os.path.getsize(p)}
+                    if settings_list_sha256:
+                        digest = hashlib.sha256()
+                        with open(p, "rb") as copy:
+                            for chunk in iter(lambda: copy.read(1 << 20), b""):
+                                digest.update(chunk)
+                        entry["sha256"] = digest.hexdigest()
+                    send({"id": rid, "entry": entry})
         send({"id": rid, "ok": {"complete": True}})
     elif op == "probe":
         send({"id": rid, "ok": {}})

@@ -379,20 +379,20 @@ struct LedgerTests {
             let location = try await state("state")
             do {
                 let ledger = try Ledger(state: location)
-                #expect(ledger.schemaChange == .created(7))
+                #expect(ledger.schemaChange == .created(8))
                 try await pending(ledger)
             }
             // Back to schema 3: the removal columns of schema 4, the claims and instances of schema 5 and the
-            // judgement tables of schema 6 and the leaders of schema 7 gone.
+            // judgement tables of schema 6, the leaders of schema 7 and the verifications of schema 8 gone.
             _ = try await LedgerEngine.rawSQL("""
                 DROP INDEX files_removed; ALTER TABLE files DROP COLUMN removed; ALTER TABLE files DROP COLUMN removed_at;
                 DROP INDEX files_claimed; ALTER TABLE files DROP COLUMN claimed_by; ALTER TABLE files DROP COLUMN lease_until;
                 DROP TABLE instances; DROP TABLE instance_walks;
-                ALTER TABLE destinations DROP COLUMN retry_after_until; DROP TABLE source_roots; DROP TABLE remote_deletions; DROP TABLE destination_leaders;
+                ALTER TABLE destinations DROP COLUMN retry_after_until; DROP TABLE source_roots; DROP TABLE remote_deletions; DROP TABLE destination_leaders; DROP TABLE verifications;
                 UPDATE syncgate_meta SET value = '3' WHERE key = 'schema';
                 """, on: location, server: server)
             let upgraded = try Ledger(state: location)
-            #expect(upgraded.schemaChange == .upgraded(from: 3, to: 7))
+            #expect(upgraded.schemaChange == .upgraded(from: 3, to: 8))
             await #expect(try upgraded.entry(file, destination: "car")?.claimedBy == nil)
             await #expect(try upgraded.entry(file, destination: "car")?.removed == nil)
             try upgraded.markRemoved([file], at: t0)

@@ -1,4 +1,5 @@
 import Foundation
+import SyncgateCore
 import SyncgateTestSupport
 import Testing
 
@@ -55,6 +56,9 @@ struct MetricsTests {
         try gateway.dir.write("outbox/report.csv", "id\n1\n")
         try FileManager.default.createDirectory(at: gateway.dir.file("archive/report.csv"), withIntermediateDirectories: true)
         try await gateway.runPass()
+        // The archive verified against the ledger (as `syncgate check` does); the vault never.
+        let archive = try #require(gateway.config.destination(named: name))
+        _ = try await Verifier(name: name, destination: archive.destination, ledger: gateway.ledger).run()
 
         let answer = try await HTTPCall(base: server.base).get("/metrics")
         #expect(answer.status == 200)
@@ -85,6 +89,12 @@ struct MetricsTests {
         let lastSuccess = try #require(try family("syncgate_last_success_timestamp_seconds", "gauge").value(["destination": name]))
         #expect(abs(lastSuccess - Date().timeIntervalSince1970) < 3600)
         #expect(try family("syncgate_last_success_timestamp_seconds", "gauge").value(["destination": vault]) == 0)
+
+        let verified = try #require(try family("syncgate_verification_timestamp_seconds", "gauge").value(["destination": name]))
+        #expect(abs(verified - Date().timeIntervalSince1970) < 3600)
+        #expect(try family("syncgate_verification_timestamp_seconds", "gauge").value(["destination": vault]) == 0)
+        #expect(try family("syncgate_verification_checked_files", "gauge").value(["destination": name]) == 2)
+        #expect(try family("syncgate_verification_findings", "gauge").value(["destination": name, "kind": "missing"]) == 0)
 
         // The gateway's own figures.
         #expect(try family("syncgate_queue_depth", "gauge").value([:]) == 0)

@@ -194,6 +194,11 @@ public final class S3TestServer: @unchecked Sendable {
         _ = try await helper(["put", String(port), bucket, key, file.path, json])
     }
 
+    /// Deletes an object with boto3 (what a lifecycle rule or another tool does behind syncgate's back).
+    public func delete(bucket: String, key: String) async throws {
+        _ = try await helper(["delete", String(port), bucket, key])
+    }
+
     private func helper(_ arguments: [String], credentials: Bool = true) async throws -> String {
         var environment = ["AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"]
         environment["AWS_ACCESS_KEY_ID"] = credentials ? accessKeyID : "testing"
@@ -301,6 +306,9 @@ elif cmd == "unfinished":
 elif cmd == "uploads":
     s3 = client("s3")
     print(len(s3.list_multipart_uploads(Bucket=sys.argv[3]).get("Uploads", [])))
+elif cmd == "delete":
+    client("s3").delete_object(Bucket=sys.argv[3], Key=sys.argv[4])
+    print("ok")
 elif cmd == "put":
     from boto3.s3.transfer import TransferConfig
     s3 = client("s3")

@@ -11,9 +11,10 @@ from .limits import LimitsGroup
 from .local import LocalGroup
 from .s3 import S3Group
 from .servers import Servers
+from .verify import VerifyGroup
 
 
 class Bench(LocalGroup, S3Group, HeadunitGroup, AwayGroup, ExecGroup, LimitsGroup, FleetGroup, FlakyGroup,
-            GatewayGroup, GatewayMemory, Servers, Harness):
-    """One method per group (local, s3, headunit, away, exec, limits, fleet, flaky, gateway), each in its module;
+            GatewayGroup, GatewayMemory, VerifyGroup, Servers, Harness):
+    """One method per group (local, s3, headunit, away, exec, limits, fleet, flaky, gateway, verify), each in its module;
     the servers (moto, the fault proxy) and the harness (rows, configs, checks, stopping what was started) shared."""

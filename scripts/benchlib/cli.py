@@ -38,7 +38,8 @@ def main(doc):
                  gw_events=1_000_000, gw_event_files=5000, gw_segments=4, fleet_files=2000, fleet_folders=20,
                  fleet_fault_files=2000, fleet_fault_kills=3, fleet_fault_restarts=1, fleet_fault_lease=5,
                  flaky_files=2000, flaky_folders=20, flaky_fractions=(0.0, 0.1, 0.3),
-                 flaky_tools=("syncgate", "aws s3 sync", "rclone copy"), flaky_max_runs=8, flaky_run_timeout=900)
+                 flaky_tools=("syncgate", "aws s3 sync", "rclone copy"), flaky_max_runs=8, flaky_run_timeout=900,
+                 check_files=100000, check_objects=20000)
     reps = args.reps
     if args.smoke:
         sizes = dict(files=100, folders=5, big_local_mib=4, big_s3_mib=17, many=500, hu_files=10, hu_mib=2,
@@ -48,7 +49,7 @@ def main(doc):
                      gw_events=10_000, gw_event_files=500, gw_segments=2, fleet_files=60, fleet_folders=3,
                      fleet_fault_files=200, fleet_fault_kills=1, fleet_fault_restarts=0, fleet_fault_lease=5,
                      flaky_files=40, flaky_folders=2, flaky_fractions=(0.3,), flaky_tools=("syncgate",),
-                     flaky_max_runs=8, flaky_run_timeout=120)
+                     flaky_max_runs=8, flaky_run_timeout=120, check_files=500, check_objects=200)
         reps = 1
     ensure_tools(groups)
     bin_dir = build(args.bin_dir, ("syncgate", "syncgate-headunit-sim") if "headunit" in groups else ("syncgate",))

@@ -19,7 +19,7 @@ import time
 NOFSYNC = "syncgate, fsync: false"
 DURABLE_RSYNC = "rsync -a --fsync"
 TAGS = {"syncgate": "sg", NOFSYNC: "sgnf", "rsync -a": "rsync", DURABLE_RSYNC: "rsyncfs", "rclone copy": "rclone"}
-GROUPS = ("local", "s3", "headunit", "away", "exec", "limits", "fleet", "flaky", "gateway")
+GROUPS = ("local", "s3", "headunit", "away", "exec", "limits", "fleet", "flaky", "gateway", "verify")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench-secret", "AWS_DEFAULT_REGION": "us-east-1",
                "AWS_EC2_METADATA_DISABLED": "true", "AWS_PAGER": ""}
@@ -59,7 +59,7 @@ def ensure_tools(groups):
            env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
     if "fleet" in groups:
         sh(["bash", os.path.join(ROOT, "scripts/test-deps.d/postgres.sh")])
-    if "s3" in groups or "fleet" in groups or "flaky" in groups:
+    if "s3" in groups or "fleet" in groups or "flaky" in groups or "verify" in groups:
         sh(["bash", os.path.join(ROOT, "scripts/test-deps.d/s3.sh")])
         if shutil.which("aws") is None:
             log("installing the aws CLI with pip")

@@ -26,6 +26,8 @@ public struct DeliverySettings: Sendable, Hashable {
     public var deleteRemote = false
     /// The most copies one run deletes at the destination; a run that would delete more deletes none (exit 1).
     public var maxDelete = 100
+    /// Verification against the ledger (`check:`): by `syncgate run` every `interval`, repairing or not.
+    public var check = CheckSettings.builtIn
 
     public static let builtIn = DeliverySettings(
         concurrency: 4, retry: .builtIn, recentCompleted: .seconds(10), recentFailed: .seconds(60),
@@ -64,9 +66,10 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
     var bandwidth: BandwidthSchedule?
     var deleteRemote: Bool?
     var maxDelete: Int?
+    var check: CheckOverrides?
 
     enum CodingKeys: String, CodingKey {
-        case concurrency, retry, recent, rate, bandwidth
+        case concurrency, retry, recent, rate, bandwidth, check
         case deleteRemote = "delete_remote"
         case maxDelete = "max_delete"
         case attemptTimeout = "attempt_timeout"
@@ -79,7 +82,7 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
     /// The keys above, which belong to the core in a destination's mapping.
     static let keys: Set<String> = [
         "concurrency", "retry", "recent", "attempt_timeout", "throttle_wait", "probe_interval_max", "unavailable_wait", "rate", "min_interval", "bandwidth",
-        "delete_remote", "max_delete",
+        "delete_remote", "max_delete", "check",
     ]
 
     init(from decoder: any Decoder) throws {
@@ -96,6 +99,7 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         bandwidth = try c.decodeIfPresent(BandwidthSchedule.self, forKey: .bandwidth)
         deleteRemote = try c.decodeIfPresent(Bool.self, forKey: .deleteRemote)
         maxDelete = try c.decodeIfPresent(Int.self, forKey: .maxDelete)
+        check = try c.decodeIfPresent(CheckOverrides.self, forKey: .check)
         if let maxDelete, maxDelete < 0 {
             throw ConfigValueError("must be >= 0 (0: delete nothing, only report)", key: CodingKeys.maxDelete)
         }
@@ -131,6 +135,7 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         if let bandwidth { result.bandwidth = bandwidth.isOff ? nil : bandwidth }
         if let deleteRemote { result.deleteRemote = deleteRemote }
         if let maxDelete { result.maxDelete = maxDelete }
+        if let check { result.check = check.applied(to: base.check) }
         return result
     }
 }

@@ -17,6 +17,14 @@ public protocol Destination: Sendable {
     /// Lists what the destination holds.
     func list() async throws -> RemoteListing
 
+    /// Lists what the destination holds for `syncgate check`: as ``list()``, with what the comparison with the ledger
+    /// can use cheaply (a checksum from the listing itself, a modification time). Never reads a copy. Default: ``list()``.
+    func verificationListing() async throws -> RemoteListing
+
+    /// The SHA-256 of the copy stored under `remoteName`, read whole (`syncgate check --checksum`), or nil when this
+    /// destination cannot read its copies back. Default: nil.
+    func copySHA256(remoteName: String) async throws -> String?
+
     /// Classifies an error thrown by this destination: its class and its scope. The default understands
     /// ``DestinationError``, timeouts and connection errors (see ``Classification/of(_:)``).
     func classify(_ error: any Error) -> Classification
@@ -127,6 +135,8 @@ public protocol Destination: Sendable {
 extension Destination {
     public func classify(_ error: any Error) -> Classification { Classification.of(error) }
     public func probe() async throws {}
+    public func verificationListing() async throws -> RemoteListing { try await list() }
+    public func copySHA256(remoteName: String) async throws -> String? { nil }
     public var settingsFingerprint: String { "" }
     public func remoteName(forRelativePath path: String) throws -> String { path }
     public var remoteNamesAreDistinct: Bool { false }

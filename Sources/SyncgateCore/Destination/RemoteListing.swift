@@ -3,9 +3,17 @@ public struct RemoteListing: Sendable, Hashable {
     public struct Entry: Sendable, Hashable {
         public var name: String
         public var size: Int64?
-        public init(name: String, size: Int64? = nil) {
+        /// What the destination says of the copy's content without reading it (an S3 ETag, a local file's
+        /// modification time), compared by `syncgate check` with the receipt's ``Receipt/etag`` from its upload.
+        public var checksum: String?
+        /// The SHA-256 (hex) of the copy's bytes, where the destination's listing gives it (an `exec` plugin's own),
+        /// compared with the ledger's.
+        public var sha256: String?
+        public init(name: String, size: Int64? = nil, checksum: String? = nil, sha256: String? = nil) {
             self.name = name
             self.size = size
+            self.checksum = checksum
+            self.sha256 = sha256
         }
     }
 

@@ -49,6 +49,7 @@ public final class Gateway: GatewayObservable, Sendable {
         await withTaskGroup(of: Void.self) { group in
             for lane in lanes.values { group.addTask { await lane.run() } }
             group.addTask { await self.watchLedger() }
+            group.addTask { await self.verifyOnSchedule() }
             await group.waitForAll()
         }
         for destination in config.destinations { await destination.finishIfBuilt() }
@@ -83,6 +84,16 @@ public final class Gateway: GatewayObservable, Sendable {
     public func rescanAll(reason: String) {
         logger.info("full pass of every destination: \(reason)")
         for lane in lanes.values { lane.wantFullPass() }
+    }
+
+    /// Verifies the destinations that have a `check.interval` on that schedule (``ScheduledVerification``); a repair
+    /// makes a full pass of the destination, so its copies are sent again at once.
+    private func verifyOnSchedule() async {
+        let lanes = self.lanes
+        await ScheduledVerification(
+            config: config, ledger: ledger, clock: engine.clock, logger: logger, isStopped: { [weak self] in self?.isStopped ?? true },
+            repaired: { name in lanes[name]?.wantFullPass() }
+        ).run()
     }
 
     /// Notices changes other processes commit to the ledger (`syncgate retry`, `syncgate forget`) within about a

@@ -29,6 +29,7 @@ extension Ledger {
             if schema < 5 { try addClaimColumns(db) }
             if schema < 6 { try addJudgementTables(db) }
             if schema < 7 { try addLeaderTable(db) }
+            if schema < 8 { try addVerificationTable(db) }
             if schema < Ledger.schemaVersion {
                 try db.execute("UPDATE syncgate_meta SET value = ? WHERE key = 'schema'", [String(Ledger.schemaVersion)])
                 return .upgraded(from: schema, to: Ledger.schemaVersion)
@@ -76,7 +77,26 @@ extension Ledger {
         try addClaimColumns(db)
         try addJudgementTables(db)
         try addLeaderTable(db)
+        try addVerificationTable(db)
         return .created(Ledger.schemaVersion)
+    }
+
+    /// Schema 8: per destination, its last verification (`syncgate check`, ``VerificationRecord``): when, how many
+    /// synced rows it compared, and what it found and repaired.
+    private static func addVerificationTable(_ db: any LedgerConnection) throws {
+        let d = db.dialect
+        try db.executeOnce("""
+            CREATE TABLE verifications (
+                destination \(d.keyText) PRIMARY KEY NOT NULL,
+                verified_at \(d.real) NOT NULL,
+                checked \(d.integer) NOT NULL,
+                missing \(d.integer) NOT NULL,
+                different \(d.integer) NOT NULL,
+                extra \(d.integer) NOT NULL,
+                errors \(d.integer) NOT NULL,
+                repaired \(d.integer) NOT NULL
+            )\(d.tableSuffix)
+            """, [])
     }
 
     /// Schema 7: the leaders of destinations that need one writer (``DestinationLeadership``): per destination the

@@ -20,6 +20,8 @@ public struct StatusReport: Sendable {
         /// Rows of files gone from their source, not counted above, kept until dropped (`recent.completed` after,
         /// or once `delete_remote` deleted their copy).
         public var removed = 0
+        /// Its last verification against the ledger (`syncgate check`), nil when it has none.
+        public var verification: VerificationRecord? = nil
 
         /// Files that wait for it: pending while it is away.
         public var waiting: Int { state == .available ? 0 : pending + uploading }
@@ -55,6 +57,7 @@ public struct StatusReport: Sendable {
         let removed = try await ledger.removedCounts()
         let last = try await ledger.lastSuccess()
         let records = try await ledger.destinationRecords()
+        let verifications = try await ledger.verifications()
         let chosen = config.destinations.filter { destination == nil || $0.name == destination }
         let lines = chosen.map { d in
             let record = records[d.name]
@@ -66,6 +69,7 @@ public struct StatusReport: Sendable {
                 errorCode: away ? record?.errorCode : nil, nextProbe: away ? record?.nextProbeAt : nil
             )
             line.removed = removed[d.name] ?? 0
+            line.verification = verifications[d.name]
             return line
         }
         let names = Set(chosen.map(\.name))
@@ -144,7 +148,7 @@ public struct StatusReport: Sendable {
         var object: [String: Any] = [
             "name": d.name, "type": d.type, "state": d.state.rawValue, "synced": d.synced, "pending": d.pending,
             "uploading": d.uploading, "failed": d.failed, "waiting": d.waiting, "last_success_at": ReportJSON.time(d.lastSuccess),
-            "removed": d.removed,
+            "removed": d.removed, "verification": d.verification.map { $0.json as Any } ?? NSNull(),
         ]
         if d.state != .available {
             object["since"] = ReportJSON.time(d.since)
@@ -229,11 +233,17 @@ public struct StatusReport: Sendable {
             let away = Set(destinations.filter { $0.state != .available }.map(\.name))
             let listed = files.filter { $0.status == .failed || !away.contains($0.destination) }
             if files.isEmpty {
-                out += "\nEvery routed file is synced" + (lastRun.map { " (last run \(when($0.finishedAt ?? $0.startedAt)))" } ?? "") + ".\n"
+                out += "\nEvery routed file is synced" + (lastRun.map { " (last run \(when($0.finishedAt ?? $0.startedAt)))" } ?? "") + ", as the ledger says:\n"
+                for d in destinations { out += "  \(d.name): " + verificationText(d) + "\n" }
             } else if !listed.isEmpty {
                 out += "\nNot synced (\(listed.count)):\n"
                 for e in listed { out += StatusReport.fileLine(e, when: when) }
             }
+        }
+        let verified = destinations.filter { $0.verification != nil }
+        if !files.isEmpty && !listsPaths && !verified.isEmpty {
+            out += "\nVerification:\n"
+            for d in verified { out += "  \(d.name): " + verificationText(d) + "\n" }
         }
         if !recentlyCompleted.isEmpty {
             out += "\nRecently completed (\(recentlyCompleted.count)):\n"
@@ -244,6 +254,20 @@ public struct StatusReport: Sendable {
             for e in recentlyFailed.prefix(20) { out += "  \(e.destination)  \(TerminalText.escape(e.file.path))  \(when(e.lastAttemptAt))\n" }
         }
         return out
+    }
+
+    /// `synced (verified 2 h ago)`, with what the last verification found, or that the ledger is unverified.
+    func verificationText(_ d: DestinationLine) -> String {
+        guard let v = d.verification else { return "synced, unverified (syncgate check compares the ledger with what it holds)" }
+        let ago = HumanTime.ago(v.verifiedAt, now: generatedAt)
+        guard v.findings > 0 else { return "synced (verified \(ago), \(v.checked) checked)" }
+        var found: [String] = []
+        if v.missing > 0 { found.append("\(v.missing) missing") }
+        if v.different > 0 { found.append("\(v.different) different") }
+        if v.extra > 0 { found.append("\(v.extra) extra") }
+        if v.errors > 0 { found.append("\(v.errors) unreadable") }
+        let repaired = v.repaired > 0 ? "; \(v.repaired) marked pending" : ""
+        return "verified \(ago): \(v.checked) checked, " + found.joined(separator: ", ") + repaired
     }
 
     static func fileLine(_ e: LedgerEntry, when: (Date?) -> String) -> String {

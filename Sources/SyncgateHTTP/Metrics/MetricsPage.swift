@@ -34,6 +34,15 @@ enum MetricsPage {
                   [("destination", d.name)]).set(Int64(d.waiting))
             gauge("syncgate_last_success_timestamp_seconds", "Time of the last file synced to the destination (0: never).",
                   [("destination", d.name)]).set(d.lastSuccess?.timeIntervalSince1970 ?? 0)
+            gauge("syncgate_verification_timestamp_seconds", "When the destination was last verified against the ledger (syncgate check; 0: never).",
+                  [("destination", d.name)]).set(d.verification?.verifiedAt.timeIntervalSince1970 ?? 0)
+            gauge("syncgate_verification_checked_files", "Synced files the last verification compared with the destination.",
+                  [("destination", d.name)]).set(Int64(d.verification?.checked ?? 0))
+            for (kind, n) in [("missing", d.verification?.missing), ("different", d.verification?.different),
+                              ("extra", d.verification?.extra), ("error", d.verification?.errors)] {
+                gauge("syncgate_verification_findings", "What the last verification found, by kind.",
+                      [("destination", d.name), ("kind", kind)]).set(Int64(n ?? 0))
+            }
         }
         gauge("syncgate_queue_depth", "Files seen changed and not planned yet (settling, or waiting for a pass).").set(Int64(figures.queueDepth))
         gauge("syncgate_last_complete_pass_timestamp_seconds", "When the last pass over every source ended (0: none yet).")

@@ -103,6 +103,16 @@ extension PageScript {
             node.append(counts);
             const meta = el("p", "meta");
             meta.append(document.createTextNode("Last success: "), timeNode("span", null, d.last_success_at));
+            const v = d.verification;
+            meta.dataset.verification = v ? "verified" : "unverified";
+            if (v) {
+              const found = [["missing", v.missing], ["different", v.different], ["extra", v.extra], ["unreadable", v.errors]]
+                .filter(([, n]) => n > 0).map(([label, n]) => n + " " + label);
+              meta.append(document.createTextNode(" · Verified "), timeNode("span", null, v.verified_at),
+                          document.createTextNode(" (" + v.checked + " checked" + (found.length ? ", " + found.join(", ") : ", all there") + ")"));
+            } else {
+              meta.append(document.createTextNode(" · Unverified (syncgate check)"));
+            }
             node.append(meta);
             const inFlight = el("div", "sub in-flight");
             inFlight.dataset.inFlight = d.name;
