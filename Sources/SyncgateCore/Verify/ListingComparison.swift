@@ -62,13 +62,26 @@ struct ListingComparison: Sendable {
         if let size = copy.size, size != row.size {
             findings.append(VerificationFinding(kind: .different, remoteName: name, file: row.file, detail: "size \(size), synced \(row.size)"))
         } else if let checksum = copy.checksum, let delivered = row.receipt?.etag, !delivered.isEmpty, checksum != delivered {
-            findings.append(VerificationFinding(kind: .different, remoteName: name, file: row.file, detail: "\(checksum), synced \(delivered)"))
+            findings.append(VerificationFinding(kind: .different, remoteName: name, file: row.file, detail: Self.describe(checksum, delivered: delivered)))
         } else if let listed = copy.sha256, let delivered = row.sha256, listed.lowercased() != delivered.lowercased() {
             findings.append(VerificationFinding(
                 kind: .different, remoteName: name, file: row.file, detail: "SHA-256 \(listed.prefix(12))..., synced \(delivered.prefix(12))..."))
         } else if wantsHashes, let sha256 = row.sha256 ?? row.receipt?.sha256 {
             hashCandidates.append(HashCandidate(file: row.file, remoteName: name, sha256: sha256))
         }
+    }
+
+    /// What differs between the listed checksum and the delivered one, readably: a local copy's modification time
+    /// (`mtime-<seconds>.<nanoseconds>`) as a UTC time to the millisecond, an ETag as it is.
+    static func describe(_ listed: String, delivered: String) -> String {
+        func time(_ value: String) -> String? {
+            guard value.hasPrefix("mtime-"), let seconds = Double(value.dropFirst(6)) else { return nil }
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            return formatter.string(from: Date(timeIntervalSince1970: seconds))
+        }
+        if let now = time(listed), let then = time(delivered) { return "modified \(now), delivered copy's time \(then)" }
+        return "ETag \(listed), delivered \(delivered)"
     }
 
     /// The listed names no row knows, in byte order.
