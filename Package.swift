@@ -73,7 +73,7 @@ let package = Package(
         .target(name: "SyncgateNetwork", dependencies: ["SyncgateCore", httpClient, nioCore, nioSSL, crypto]),
 
         // Destination plugins: one folder each, registered in Sources/syncgate/BuiltinPlugins.swift.
-        .target(name: "SyncgateLocal", dependencies: ["SyncgateCore", crypto]),
+        .target(name: "SyncgateLocal", dependencies: ["SyncgateCore", crypto, nioPosix]),
         .target(name: "SyncgateS3", dependencies: ["SyncgateCore", "SyncgateNetwork", httpClient, crypto, nioCore, nioHTTP1, logging]),
         .target(name: "SyncgateSDL", dependencies: [nioCore, "CZlib", "SyncgateJSON"]),  // SDL wire format: frames, BSON, RPC messages
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),  // the system's zlib, for its CRC-32

@@ -6,6 +6,7 @@ import Darwin
 import Crypto
 import Foundation
 import Synchronization
+import NIOPosix
 import SyncgateCore
 
 /// `type: local`: writes each file under a folder, keeping its relative path, through a temporary file, fsync and
@@ -266,9 +267,21 @@ public struct LocalDestination: Destination {
         return RemoteListing(entries: entries, spaceAvailable: freeSpace())
     }
 
-    /// The SHA-256 of a copy, read whole (`syncgate check --checksum`); nil when no regular file has the name.
+    /// The listing for `syncgate check`, a page at a time in byte order, as the folders are walked.
+    public func verificationListing(beforeRequest: () async throws -> Void,
+                                    page: ([RemoteListing.Entry]) async throws -> Void) async throws -> Bool {
+        try await beforeRequest()
+        try await LocalLister.forEachPage(of: tree, page)
+        return true
+    }
+
+    public var verificationListingIsOrdered: Bool { true }
+
+    /// The SHA-256 of a copy, read whole (`syncgate check --checksum`) on a thread of NIO's blocking pool, not on
+    /// one the tasks share; nil when no regular file has the name.
     public func copySHA256(remoteName: String) async throws -> String? {
-        try LocalCopyHasher.sha256(of: remoteName, in: tree)
+        let tree = tree
+        return try await NIOThreadPool.singleton.runIfActive { try LocalCopyHasher.sha256(of: remoteName, in: tree) }
     }
 
     /// The destination folder can be used: it exists (it is made when missing, as the first upload would), is a

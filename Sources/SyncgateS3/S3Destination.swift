@@ -261,6 +261,18 @@ public final class S3Destination: Destination, Sendable {
                              isComplete: complete)
     }
 
+    /// ``verificationListing()`` a ListObjectsV2 page at a time, in the byte order S3 lists keys in (directory buckets
+    /// do not: the check then finds the order broken and compares in memory).
+    public func verificationListing(beforeRequest: () async throws -> Void,
+                                    page: ([RemoteListing.Entry]) async throws -> Void) async throws -> Bool {
+        try await S3Listing(client: client).forEachPage(prefix: settings.prefix, beforeRequest: beforeRequest) { objects in
+            try await page(objects.map { RemoteListing.Entry(name: $0.name, size: $0.size, checksum: $0.etag?.value) })
+            return true
+        }
+    }
+
+    public var verificationListingIsOrdered: Bool { true }
+
     /// The listing, stopped after `maxKeys` names (then `complete` is false), in pages of `pageSize`.
     func listObjects(maxKeys: Int?, pageSize: Int? = nil) async throws -> (entries: [RemoteListing.Entry], complete: Bool) {
         try await S3Listing(client: client).run(maxKeys: maxKeys, pageSize: pageSize)

@@ -42,6 +42,28 @@ struct S3Listing: Sendable {
         let context = "ListObjectsV2 s3://\(settings.bucket)/\(prefix)"
         var entries: [Object] = []
         var nameBytes = 0
+        let complete = try await forEachPage(prefix: prefix, delimiter: delimiter, withETags: withETags, pageSize: pageSize) { page in
+            for object in page {
+                nameBytes += object.name.utf8.count
+                entries.append(object)
+                guard entries.count <= maximumEntriesHere, nameBytes <= maximumNameBytesHere else {
+                    throw failure(
+                        context, "more than \(maximumEntriesHere) names (or \(maximumNameBytesHere >> 20) MiB of them) under the prefix; listing stopped",
+                        code: "ListingTooLong")
+                }
+            }
+            if let maxKeys, entries.count >= maxKeys { return false }
+            return true
+        }
+        return (entries, complete)
+    }
+
+    /// The objects under `prefix`, handed to `body` a page at a time as the server sends them (nothing is held
+    /// between pages): what `syncgate check` merges with the ledger. `beforeRequest` is awaited before each request
+    /// (the destination's `rate`). `body` returns false to stop. Returns whether the listing went to its end.
+    func forEachPage(prefix: String, delimiter: String? = nil, withETags: Bool = true, pageSize: Int? = nil,
+                     beforeRequest: () async throws -> Void = {}, _ body: ([Object]) async throws -> Bool) async throws -> Bool {
+        let context = "ListObjectsV2 s3://\(settings.bucket)/\(prefix)"
         var token: String?
         var seenTokens: Set<String> = []
         var pages = 0
@@ -57,25 +79,19 @@ struct S3Listing: Sendable {
             if let delimiter { query.append(("delimiter", delimiter)) }
             if let token { query.append(("continuation-token", token)) }
             if let pageSize { query.append(("max-keys", String(pageSize))) }
+            try await beforeRequest()
             let response = try await client.send(.GET, key: nil, query: query, context: context, maxResponseBytes: S3Listing.maximumPageBytes)
             guard let root = S3XMLElement.parse(response.body), root.name == "ListBucketResult" else {
                 throw DestinationError.retryable("\(context): the answer is not a ListBucketResult", code: "MalformedXML")
             }
             let encoded = root.value("EncodingType") == "url"
-            var pageNames = 0
+            var page: [Object] = []
             for content in root.all("Contents") {
                 guard let raw = content.value("Key") else { continue }
                 let name = encoded ? S3URIEncoding.decode(raw, plusIsSpace: true) : raw
-                pageNames += 1
-                nameBytes += name.utf8.count
-                entries.append(Object(name: name, size: content.value("Size").flatMap { Int64($0) }, etag: withETags ? content.value("ETag").map { S3ETag($0) } : nil))
-                guard entries.count <= maximumEntriesHere, nameBytes <= maximumNameBytesHere else {
-                    throw failure(
-                        context, "more than \(maximumEntriesHere) names (or \(maximumNameBytesHere >> 20) MiB of them) under the prefix; listing stopped",
-                        code: "ListingTooLong")
-                }
+                page.append(Object(name: name, size: content.value("Size").flatMap { Int64($0) }, etag: withETags ? content.value("ETag").map { S3ETag($0) } : nil))
             }
-            emptyInARow = pageNames == 0 ? emptyInARow + 1 : 0
+            emptyInARow = page.isEmpty ? emptyInARow + 1 : 0
             let truncated = root.value("IsTruncated") == "true"
             token = truncated ? root.value("NextContinuationToken") : nil
             if truncated {
@@ -92,9 +108,9 @@ struct S3Listing: Sendable {
                     throw failure(context, "\(emptyInARow) pages in a row without a name, and still truncated", code: "ListingLoop")
                 }
             }
-            if let maxKeys, entries.count >= maxKeys, token != nil { return (entries, false) }
+            if try await !body(page), token != nil { return false }
         } while token != nil
-        return (entries, true)
+        return true
     }
 
     /// A multipart upload not yet completed or aborted, as ListMultipartUploads names it.

@@ -41,7 +41,7 @@ struct CheckCommand: AsyncParsableCommand {
         var notVerifiable: [(name: String, reason: String)] = []
         for target in targets {
             let verifier = Verifier(name: target.name, destination: target.destination, ledger: ledger, checksum: checksum,
-                                    repair: repair || target.settings.check.repair)
+                                    repair: repair || target.settings.check.repair, limits: target.limits)
             do {
                 let report = try await verifier.run()
                 reports.append(report)

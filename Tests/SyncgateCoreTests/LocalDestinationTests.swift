@@ -30,6 +30,28 @@ struct LocalDestinationTests {
         await #expect(throws: DestinationError.self) { try await destination.delete(remoteName: "a/b.bin") }
     }
 
+    /// `syncgate check` merges the local listing with the ledger, so it must come in the byte order of the full
+    /// names, across folders (`a-b` and `a0` around the folder `a`, `Z` before `a`, `é` last) and across pages, with
+    /// what ``LocalDestination/list()`` lists and nothing else (no link, no temporary file).
+    @Test func theCheckListingComesInTheByteOrderOfNames() async throws {
+        let dir = try TemporaryDirectory("sg-local-order")
+        defer { dir.remove() }
+        var names = ["a-b", "a/x", "a/y/z", "a/y-", "a0", "Z", "\u{e9}", "b", "a.b/c"]
+        names += (0..<2_100).map { "bulk/\($0 % 3)/f\($0)" }
+        for name in names { try dir.write("dst/" + name, "x") }
+        try FileManager.default.createSymbolicLink(atPath: dir.file("dst/link").path, withDestinationPath: dir.file("dst/b").path)
+        try dir.write("dst/a/.syncgate-tmp-partial", "not a copy")
+        let destination = LocalDestination(root: dir.file("dst").path)
+        #expect(destination.verificationListingIsOrdered)
+        var pages: [[RemoteListing.Entry]] = []
+        let complete = try await destination.verificationListing(beforeRequest: {}) { pages.append($0) }
+        #expect(complete && pages.count == 3 && pages.allSatisfy { $0.count <= 1_000 }, "\(pages.map(\.count))")
+        let listed = pages.flatMap { $0.map(\.name) }
+        #expect(listed == names.sorted { ExactString.compare($0, $1) < 0 })
+        #expect(Set(listed) == Set(try await destination.list().names))
+        #expect(pages.joined().allSatisfy { $0.size == 1 && $0.checksum?.hasPrefix("mtime-") == true })
+    }
+
     @Test func replacesACopyByNameOnlyAndNeverThroughALinkPutInItsPlace() async throws {
         let dir = try TemporaryDirectory("sg-local-replace")
         defer { dir.remove() }

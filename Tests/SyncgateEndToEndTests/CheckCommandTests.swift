@@ -52,8 +52,9 @@ struct CheckCommandTests {
     }
 
     /// The cycle the issue asks for. `damage` damages the destination (names relative to its prefix) and `read`
-    /// reads a copy back (nil when absent); `remove` removes a name at the destination.
-    func damageCheckRepairSync(prefix: String = "", cli: SyncgateCLI? = nil, damage: () async throws -> Void, read: (String) async throws -> Data?,
+    /// reads a copy back (nil when absent); `remove` removes a name at the destination. `merged`: the destination
+    /// lists in byte order, so the check merges its listing with the ledger page by page.
+    func damageCheckRepairSync(prefix: String = "", cli: SyncgateCLI? = nil, merged: Bool = false, damage: () async throws -> Void, read: (String) async throws -> Data?,
                                sameSizeDetectable: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let cli = cli ?? self.cli
         let first = try await cli.run(["sync"])
@@ -76,6 +77,7 @@ struct CheckCommandTests {
         #expect(found == expected, "\(object)", sourceLocation: sourceLocation)
         #expect(object["checked"] as? Int == 4, "\(object)", sourceLocation: sourceLocation)
         #expect(object["repaired"] as? Int == 0, "a check without --repair changes nothing", sourceLocation: sourceLocation)
+        #expect(object["listing_merged"] as? Bool == merged, "\(object)", sourceLocation: sourceLocation)
 
         let repair = try await checkJSON(["--repair"], cli: cli)
         #expect(repair.status == 1, sourceLocation: sourceLocation)
@@ -106,7 +108,7 @@ struct CheckCommandTests {
     @Test func localFolder() async throws {
         defer { dir.remove() }
         try writeConfig("{name: target, type: local, path: synced}")
-        try await damageCheckRepairSync(damage: {
+        try await damageCheckRepairSync(merged: true, damage: {
             try FileManager.default.removeItem(at: dir.file("synced/gone.txt"))
             try dir.write("synced/swapped.txt", String(repeating: "x", count: Self.files["swapped.txt"]!.utf8.count))
             try dir.write("synced/sub/short.txt", "trunc")
@@ -208,7 +210,7 @@ struct CheckCommandTests {
         // Outside the routed prefix: never reported. (The prefix holds no `/`: moto refuses the signature of a correctly
         // signed ListObjectsV2 whose prefix does, see S3ExistingCheckTests.)
         try await put("elsewhere/not-ours.txt", "another tool's object")
-        try await damageCheckRepairSync(prefix: "out-", cli: cli, damage: {
+        try await damageCheckRepairSync(prefix: "out-", cli: cli, merged: true, damage: {
             try await s3.delete(bucket: "check", key: "out-gone.txt")
             try await put("out-swapped.txt", String(repeating: "x", count: Self.files["swapped.txt"]!.utf8.count))
             try await put("out-sub/short.txt", "trunc")
@@ -353,7 +355,7 @@ struct CheckCommandTests {
         defer { dir.remove() }
         try await PostgresTestServer.withDatabase { url, _ in
             try writeConfig("{name: target, type: local, path: synced}", state: "\"\(url)\"")
-            try await damageCheckRepairSync(damage: {
+            try await damageCheckRepairSync(merged: true, damage: {
                 try FileManager.default.removeItem(at: dir.file("synced/gone.txt"))
                 try dir.write("synced/swapped.txt", String(repeating: "x", count: Self.files["swapped.txt"]!.utf8.count))
                 try dir.write("synced/sub/short.txt", "trunc")

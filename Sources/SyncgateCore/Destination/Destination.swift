@@ -21,6 +21,18 @@ public protocol Destination: Sendable {
     /// can use cheaply (a checksum from the listing itself, a modification time). Never reads a copy. Default: ``list()``.
     func verificationListing() async throws -> RemoteListing
 
+    /// ``verificationListing()`` a page at a time, each handed to `page` as it comes: in the byte order of the
+    /// names when ``verificationListingIsOrdered``, so that `syncgate check` merges it with the ledger page by page and
+    /// holds neither whole. `beforeRequest` is awaited before each request the listing makes (the destination's
+    /// `rate`). Returns whether the listing is complete. Default: ``verificationListing()``, as one page.
+    func verificationListing(beforeRequest: () async throws -> Void,
+                             page: ([RemoteListing.Entry]) async throws -> Void) async throws -> Bool
+
+    /// `true` when ``verificationListing(beforeRequest:page:)`` gives names in byte order (S3's ListObjectsV2, a
+    /// local folder's walk). The check verifies the order as it goes, and compares in memory instead when it is
+    /// broken. Default `false`.
+    var verificationListingIsOrdered: Bool { get }
+
     /// The SHA-256 of the copy stored under `remoteName`, read whole (`syncgate check --checksum`), or nil when this
     /// destination cannot read its copies back. Default: nil.
     func copySHA256(remoteName: String) async throws -> String?
@@ -136,6 +148,14 @@ extension Destination {
     public func classify(_ error: any Error) -> Classification { Classification.of(error) }
     public func probe() async throws {}
     public func verificationListing() async throws -> RemoteListing { try await list() }
+    public func verificationListing(beforeRequest: () async throws -> Void,
+                                    page: ([RemoteListing.Entry]) async throws -> Void) async throws -> Bool {
+        try await beforeRequest()
+        let listing = try await verificationListing()
+        try await page(listing.entries)
+        return listing.isComplete
+    }
+    public var verificationListingIsOrdered: Bool { false }
     public func copySHA256(remoteName: String) async throws -> String? { nil }
     public var settingsFingerprint: String { "" }
     public func remoteName(forRelativePath path: String) throws -> String { path }

@@ -6,18 +6,38 @@ extension Ledger {
     /// Rows marked pending per transaction by ``markForResend(destination:findings:at:)``.
     static let resendRowsPerTransaction = 500
 
-    /// Hands every row of `destination` (receipt included) to `comparison`, in key order, on the ledger's threads:
-    /// nothing but the comparison's findings is held.
-    func compare(_ comparison: ListingComparison, destination: String) async throws -> ListingComparison {
+    /// Hands every row of `destination` (receipt included) to `index`, in key order, on the ledger's threads:
+    /// nothing but the comparison's findings is held beside the listing.
+    func compare(_ index: ListingIndex, destination: String) async throws -> ListingIndex {
         try await offThread { [self] in
-            var comparison = comparison
+            var index = index
             try withRows(where: { "\($0.unindexed("destination")) = ?" }, [destination], columns: Ledger.columns) { stream in
                 while let entry = stream.entry() {
-                    comparison.compare(entry)
+                    index.compare(entry)
                     try stream.advance()
                 }
             }
-            return comparison
+            return index
+        }
+    }
+
+    /// The sources that have rows for `destination` (``VerificationRowCursor`` reads each one's rows in path order).
+    func sources(withRowsFor destination: String) async throws -> [String] {
+        try await read { db in
+            try db.fetchAll("SELECT DISTINCT source FROM files WHERE destination = ?", [destination]).compactMap { $0.string(0) }
+        }
+    }
+
+    /// At most `limit` rows of `destination` fed by `source` whose path comes after `path` (from the first when nil),
+    /// in path order, receipts included: one short read per page, along the primary key.
+    func rows(of destination: String, source: String, after path: String?, limit: Int) async throws -> [LedgerEntry] {
+        try await read { db in
+            let after = path == nil ? "" : " AND path > ?"
+            let sql = """
+                SELECT \(Ledger.columns) FROM files WHERE source = ?\(after) AND \(db.dialect.unindexed("destination")) = ?
+                ORDER BY source, path, destination LIMIT \(limit)
+                """
+            return try db.fetchAll(sql, [source] + (path.map { [$0] } ?? []) + [destination]).map(Ledger.entry)
         }
     }
 

@@ -1,19 +1,14 @@
 import Foundation
 
-/// Compares a destination's listing with its ledger rows, one row at a time (in the ledger's key order), and keeps
-/// only what it found: the findings, the rows whose copies are to be hashed (`--checksum`), and counts.
+/// Compares ledger rows with their copies as a destination's listing names them, and keeps only what it found: the
+/// findings, the rows whose copies are to be hashed (`--checksum`), and counts. It is fed one row at a time by
+/// ``ListingMerge`` (a listing in byte order, merged page by page) or ``ListingIndex`` (any other listing, held).
 ///
 /// A synced row whose copy is not listed is **missing** (unless the listing may leave names out); one whose copy is
 /// listed with another size, another checksum than its receipt recorded (an S3 ETag, a local file's modification time),
 /// or another SHA-256 (a plugin's own) is **different**. A listed name that no row of the destination knows, whatever its status, is
 /// **extra**. Rows not synced (pending, uploading, failed) and rows of files gone from their source are never missing.
 struct ListingComparison: Sendable {
-    /// A listed copy, and whether a ledger row names it.
-    private struct Listed {
-        var entry: RemoteListing.Entry
-        var known = false
-    }
-
     /// A copy that matched by the listing, to be read whole and hashed (`--checksum`).
     struct HashCandidate: Sendable {
         var file: FileKey
@@ -21,34 +16,25 @@ struct ListingComparison: Sendable {
         var sha256: String
     }
 
-    private var listed: [ExactString: Listed]
-    private let listingIsComplete: Bool
     private let wantsHashes: Bool
-    private let remoteName: @Sendable (String) -> String
+    /// Missing and different copies, in the order their rows were compared.
     private(set) var findings: [VerificationFinding] = []
+    /// Names listed that no row knows, in the order they were found.
+    private(set) var extraNames: [String] = []
     private(set) var hashCandidates: [HashCandidate] = []
     /// Synced rows compared.
     private(set) var checked = 0
     /// Synced rows whose copy was not listed by an incomplete listing: neither missing nor confirmed.
     private(set) var unconfirmed = 0
+    /// Names the destination listed.
+    var listed = 0
 
-    /// `remoteName` maps a ledger path to the name the destination stores it under (used for rows without a receipt).
-    init(listing: RemoteListing, hashing: Bool, remoteName: @escaping @Sendable (String) -> String) {
-        var listed: [ExactString: Listed] = [:]
-        listed.reserveCapacity(listing.entries.count)
-        for entry in listing.entries { listed[ExactString(entry.name)] = Listed(entry: entry) }
-        self.listed = listed
-        listingIsComplete = listing.isComplete
+    init(hashing: Bool) {
         wantsHashes = hashing
-        self.remoteName = remoteName
     }
 
-    /// Compares one ledger row of the destination.
-    mutating func compare(_ row: LedgerEntry) {
-        let name = row.receipt?.remoteName ?? remoteName(row.file.path)
-        let key = ExactString(name)
-        let copy = listed[key]?.entry
-        if copy != nil { listed[key]?.known = true }
+    /// Compares one ledger row with its copy `copy` (nil when the listing did not name `name`).
+    mutating func compare(_ row: LedgerEntry, remoteName name: String, copy: RemoteListing.Entry?, listingIsComplete: Bool) {
         guard row.status == .synced, row.removed == nil else { return }
         checked += 1
         guard let copy else {
@@ -71,6 +57,19 @@ struct ListingComparison: Sendable {
         }
     }
 
+    /// A listed name that no row of the destination knows.
+    mutating func noteExtra(_ name: String) {
+        extraNames.append(name)
+    }
+
+    /// The listing that was merged turned out to leave names out (it said so at its end): the copies reported missing
+    /// are only unconfirmed.
+    mutating func listingWasIncomplete() {
+        let missing = findings.count { $0.kind == .missing }
+        findings.removeAll { $0.kind == .missing }
+        unconfirmed += missing
+    }
+
     /// What differs between the listed checksum and the delivered one, readably: a local copy's modification time
     /// (`mtime-<seconds>.<nanoseconds>`) as a UTC time to the millisecond, an ETag as it is.
     static func describe(_ listed: String, delivered: String) -> String {
@@ -86,8 +85,6 @@ struct ListingComparison: Sendable {
 
     /// The listed names no row knows, in byte order.
     func extras() -> [VerificationFinding] {
-        listed.filter { !$0.value.known }.keys.sorted { ExactString.compare($0.value, $1.value) < 0 }.map {
-            VerificationFinding(kind: .extra, remoteName: $0.value, file: nil)
-        }
+        extraNames.sorted { ExactString.compare($0, $1) < 0 }.map { VerificationFinding(kind: .extra, remoteName: $0, file: nil) }
     }
 }

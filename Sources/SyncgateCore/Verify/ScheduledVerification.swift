@@ -31,7 +31,7 @@ struct ScheduledVerification: Sendable {
                 if let at = last[destination.name]?.verifiedAt, clock.now() < at.addingTimeInterval(interval.seconds) { continue }
                 if let failed = failedAt[destination.name], ContinuousClock.now - failed < Self.retryAfterFailure { continue }
                 let verifier = Verifier(name: destination.name, destination: destination.destination, ledger: ledger, clock: clock,
-                                        repair: destination.settings.check.repair)
+                                        repair: destination.settings.check.repair, limits: destination.limits)
                 do {
                     let report = try await verifier.run()
                     failedAt[destination.name] = nil

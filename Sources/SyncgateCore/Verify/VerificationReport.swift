@@ -11,6 +11,9 @@ public struct VerificationReport: Sendable {
     /// rows whose copies it did not name are then counted in ``unconfirmed``, not reported missing.
     public var listingIsComplete: Bool
     public var unconfirmed: Int
+    /// True when the listing was merged with the ledger page by page (in byte order, memory flat); false when it was
+    /// held whole (a listing in no order, or one that broke it).
+    public var listingMerged = false
 
     public var destination: String { record.destination }
     public var isClean: Bool { findings.isEmpty }
@@ -31,6 +34,7 @@ public struct VerificationReport: Sendable {
         object["listed"] = listed
         object["listing_complete"] = listingIsComplete
         object["unconfirmed"] = unconfirmed
+        object["listing_merged"] = listingMerged
         object["findings"] = findings.map(\.json)
         return object
     }
