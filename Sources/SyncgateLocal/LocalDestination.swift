@@ -263,7 +263,7 @@ public struct LocalDestination: Destination {
 
     /// The regular files under the folder (links are neither followed nor listed, see ``LocalLister``).
     public func list() async throws -> RemoteListing {
-        let entries = try LocalLister.entries(of: tree)
+        let entries = try await LocalLister.entries(of: tree)
         return RemoteListing(entries: entries, spaceAvailable: freeSpace())
     }
 
