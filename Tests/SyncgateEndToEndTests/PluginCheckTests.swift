@@ -31,9 +31,13 @@ struct PluginCheckTests {
         let result = try await cli.run(["plugin", "check", "--", ExecPluginTests.testPlugin], timeout: 240)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr.suffix(2000))")
         for step in ["ok   probe is answered ok", "ok   cancel ends a put paced at", "ok   Retry-After", "ok   errors of each class and scope",
+                     "ok   exists: a receipt for the bytes put", "ok   batch delete of 2 names put and 1 never put",
+                     "ok   list names what was put", "ok   delete removes each name",
                      "ok   exits within 3 s", "checks: all passed", "runs in ", "environment: "] {
             #expect(result.stdout.contains(step), "lacks '\(step)': \(result.stdout)")
         }
+        // It declares every capability: each step ran (none skipped), and none failed.
+        #expect(!result.stdout.contains("skipped"), "\(result.stdout)")
         #expect(!result.stdout.contains("FAIL"), "\(result.stdout)")
     }
 
