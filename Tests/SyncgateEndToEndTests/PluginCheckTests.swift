@@ -24,6 +24,15 @@ struct PluginCheckTests {
         #expect(line != nil, "no failing step '\(step)': \(result.stdout)", sourceLocation: sourceLocation)
         #expect(line?.contains(says) == true, "the step does not say '\(says)': \(result.stdout)", sourceLocation: sourceLocation)
         #expect(result.stdout.contains("plugin check: FAILED"), "\(result.stdout)", sourceLocation: sourceLocation)
+        expectOneLineEach(result.stdout, sourceLocation: sourceLocation)
+    }
+
+    /// Each step is one line of the report, whatever the names put (one holds a newline) or the plugin said.
+    func expectOneLineEach(_ report: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let stray = report.split(separator: "\n").filter { line in
+            !["checking plugin ", "  runs in ", "  environment: ", "ok   ", "FAIL ", "plugin check: "].contains { line.hasPrefix($0) }
+        }
+        #expect(stray.isEmpty, "lines that are no step's: \(stray)", sourceLocation: sourceLocation)
     }
 
     @Test func theBehavingTestPluginPassesEveryStep() async throws {
@@ -39,6 +48,7 @@ struct PluginCheckTests {
         // It declares every capability: each step ran (none skipped), and none failed.
         #expect(!result.stdout.contains("skipped"), "\(result.stdout)")
         #expect(!result.stdout.contains("FAIL"), "\(result.stdout)")
+        expectOneLineEach(result.stdout)
     }
 
     @Test func progressGoingBackIsCaught() async throws {
