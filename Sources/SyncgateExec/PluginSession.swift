@@ -369,8 +369,10 @@ final class PluginSession: Sendable {
     /// is not a fixed time but goes on while the pipe holds bytes not read yet (or its end, not yet seen: the
     /// forwarder is behind, on a busy machine), and gives up only once the pipe has stayed empty and open for
     /// ``logDrainLimit`` (a process the plugin started keeps it, silent), after ``logDrainCap`` in all, or once
-    /// ``logDrainBytes`` more were read (such a process floods it). The first wait to give up says so, once.
+    /// ``logDrainBytes`` more were read (such a process floods it). The first wait to give up says so, once; a
+    /// later one (closing the session, stopping the host) then returns at once: what holds the pipe still does.
     func waitForLog() {
+        if state.withLock({ $0.logAbandoned }) { return }
         let started = ContinuousClock.now
         let bytesBefore = state.withLock { $0.logBytes }
         var quietSince = started
