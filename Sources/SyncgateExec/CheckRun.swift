@@ -30,7 +30,8 @@ final class CheckRun: Sendable {
     }
 
     /// Reports a step, failing it as well when the plugin broke the protocol while it ran: killed for it (the reason
-    /// said), or progress going back. The plugin is started again for the next step.
+    /// said), or progress going back. The plugin is started again for the next step. Its detail is one line, control
+    /// characters escaped.
     func record(_ name: String, _ passed: Bool, _ detail: String? = nil) {
         var problems: [String] = []
         let session = state.withLock { $0.session }
@@ -42,7 +43,8 @@ final class CheckRun: Sendable {
         let ok = passed && problems.isEmpty
         var parts: [String] = []
         for part in [detail].compactMap({ $0 }) + problems where !parts.contains(where: { $0.contains(part) }) { parts.append(part) }
-        let text = parts.joined(separator: "; ")
+        // One line each, whatever the names or the plugin's messages hold (a name with a newline is among the puts).
+        let text = TerminalText.escape(parts.joined(separator: "; "))
         state.withLock { state in
             state.count += 1
             if !ok { state.failed.append(name) }

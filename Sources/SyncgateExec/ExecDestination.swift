@@ -147,7 +147,7 @@ public final class ExecDestination: Destination, Sendable {
         if pacing != nil { fields["paced"] = true }
         let label = spec.label
         let notes = self.notes
-        let answer = try await call("put", fields, what: "put '\(item.remoteName)'", idle: false, deadline: putDeadline, session: session, progress: { bytes in
+        let answer = try await call("put", fields, what: "put '\(TerminalText.escape(item.remoteName))'", idle: false, deadline: putDeadline, session: session, progress: { bytes in
             if bytes > size { notes.add("\(label) sent progress \(bytes) for put '\(item.remoteName)', past its size \(size)") }
             if let value = reported.advance(to: min(bytes, size)) {
                 progress(value)
@@ -168,7 +168,7 @@ public final class ExecDestination: Destination, Sendable {
 
     public func delete(remoteName: String) async throws {
         guard capabilities.delete else { throw DestinationError.permanent("\(spec.label) does not delete", code: "unsupported") }
-        _ = try await call("delete", ["remote_name": .string(remoteName)], what: "delete '\(remoteName)'", idle: true)
+        _ = try await call("delete", ["remote_name": .string(remoteName)], what: "delete '\(TerminalText.escape(remoteName))'", idle: true)
     }
 
     public func delete(remoteNames: [String]) async throws -> [String: DestinationError] {
@@ -216,7 +216,7 @@ public final class ExecDestination: Destination, Sendable {
         let answer = try await call("exists", [
             "path": .string(item.absolutePath), "remote_name": .string(item.remoteName), "size": .int(item.size),
             "sha256": .string(item.sha256),
-        ], what: "exists '\(item.remoteName)'", idle: true)
+        ], what: "exists '\(TerminalText.escape(item.remoteName))'", idle: true)
         guard let receipt = answer["receipt"], case .object = receipt else { return nil }
         return ExecDestination.receipt(receipt, remoteName: item.remoteName)
     }

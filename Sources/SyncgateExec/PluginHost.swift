@@ -187,8 +187,8 @@ final class PluginHost: Sendable {
     }
 
     /// Stops the plugin (its stdin closed, then killed if it has not exited within a second), and waits for the log
-    /// of every plugin it started to be read to its end (at most ``PluginSession/logDrainLimit`` each): their last
-    /// lines are out when this returns. For a thread that may block.
+    /// of every plugin it started to be read to its end (bounded: ``PluginSession/waitForLog()``): their last lines
+    /// are out when this returns. For a thread that may block.
     func stop() {
         let (session, sessions): (PluginSession?, [PluginSession]) = state.withLock { state in
             defer {

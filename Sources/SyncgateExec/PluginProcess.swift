@@ -148,6 +148,13 @@ final class PluginProcess: Sendable {
         }
     }
 
+    /// Whether its stderr pipe holds bytes not read yet, or its end not yet read (every writer has closed it).
+    var stderrHasUnread: Bool {
+        var poller = pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 0) > 0 else { return false }
+        return poller.revents & Int16(POLLIN | POLLHUP) != 0
+    }
+
     /// SIGKILL to the plugin and its process group (whatever it started goes too).
     func kill() {
         let alive = state.withLock { $0.reaped == nil }

@@ -104,7 +104,10 @@ extension PluginSession {
         let limit = 100
         LineReaderLoose.read(process.stderr, limit: 8 * 1024) { bytes in
             let text = String(decoding: bytes, as: UTF8.self)
-            state.withLock { $0.lastLogLine = String(text.prefix(2000)) }
+            state.withLock { state in
+                state.lastLogLine = String(text.prefix(2000))
+                state.logBytes += bytes.count + 1
+            }
             let now = ContinuousClock.now
             if now - windowStart >= .seconds(10) {
                 if dropped > 0 { logger.warning("\(label): \(dropped) log lines dropped (the plugin logs too much)") }

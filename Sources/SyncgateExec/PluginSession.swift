@@ -16,9 +16,9 @@ struct PluginGone: Error, CustomStringConvertible {
 /// request within the grace, or that leaves a request without a word for its answer timeout is killed; every
 /// request in flight then fails with an error naming it, and the host starts it again when next needed.
 ///
-/// When the plugin exits, and when syncgate closes the session, its stderr is read to its end (at most
-/// ``logDrainLimit`` more) before the end is reported: its last log lines, and the count of lines dropped, are then
-/// in syncgate's log, and its last line in the message saying it exited.
+/// When the plugin exits, and when syncgate closes the session, its stderr is read to its end before the end is
+/// reported (``waitForLog()``: bounded in time and bytes): its last log lines, and the count of lines dropped, are
+/// then in syncgate's log, and its last line in the message saying it exited.
 final class PluginSession: Sendable {
     let process: PluginProcess
     /// "plugin 'syncgate-destination-webhook'": for messages.
@@ -35,7 +35,9 @@ final class PluginSession: Sendable {
         var ended: PluginGone?
         var closing = false
         var lastLogLine = ""
-        /// The log was not read to its end within ``PluginSession/logDrainLimit`` (said once).
+        /// Bytes read from the plugin's stderr so far (what ``PluginSession/waitForLog()`` bounds).
+        var logBytes = 0
+        /// The log was not read to its end by ``PluginSession/waitForLog()`` (said once).
         var logAbandoned = false
         /// The requests answered last (id: what), so that a second answer to one is named as such.
         var answered: [Int: String] = [:]
@@ -65,9 +67,14 @@ final class PluginSession: Sendable {
     /// The one timer of ``sweep()``: a Dispatch source (not `Sendable`), made in `init` and then only cancelled.
     private let timer = Mutex<(any DispatchSourceTimer)?>(nil)
 
-    /// The longest wait for the plugin's stderr to end once it exited or was stopped: a process it started that
-    /// keeps its stderr open must not hold up syncgate.
+    /// How long the plugin's stderr may stay open and quiet (nothing unread in its pipe) once the plugin exited or
+    /// was stopped before syncgate stops waiting for its end: a process it started that keeps its stderr open must
+    /// not hold up syncgate.
     static let logDrainLimit = Duration.seconds(2)
+    /// The longest wait for the end of its stderr however busy it stays, and the most bytes read from it meanwhile
+    /// (a process it started that goes on writing to it).
+    static let logDrainCap = Duration.seconds(15)
+    static let logDrainBytes = 1 << 20
 
     final class Waiter: Sendable {
         let what: String
@@ -356,17 +363,36 @@ final class PluginSession: Sendable {
         ended.wait(timeout: .seconds(1))
     }
 
-    /// Waits until the plugin's stderr has been read to its end and its last lines are in the log, at most
-    /// ``logDrainLimit`` (the first wait to give up says so, once). For a thread that may block, once the plugin
-    /// has exited or was killed.
+    /// Waits until the plugin's stderr has been read to its end and its last lines are in the log. For a thread that
+    /// may block, once the plugin has exited or was killed: what it wrote before it went is then in the pipe or in
+    /// the forwarder's hands, and its end follows unless a process it started still holds the pipe. So the wait
+    /// is not a fixed time but goes on while the pipe holds bytes not read yet (or its end, not yet seen: the
+    /// forwarder is behind, on a busy machine), and gives up only once the pipe has stayed empty and open for
+    /// ``logDrainLimit`` (a process the plugin started keeps it, silent), after ``logDrainCap`` in all, or once
+    /// ``logDrainBytes`` more were read (such a process floods it). The first wait to give up says so, once; a
+    /// later one (closing the session, stopping the host) then returns at once: what holds the pipe still does.
     func waitForLog() {
-        if logRead.wait(timeout: PluginSession.logDrainLimit) { return }
-        let first = state.withLock { state in
-            defer { state.logAbandoned = true }
-            return !state.logAbandoned
-        }
-        if first {
-            logger.warning("\(label): its stderr is still open \(PluginSession.logDrainLimit.syncgateText) after it ended (a process it started keeps it?); its last log lines may be missing")
+        if state.withLock({ $0.logAbandoned }) { return }
+        let started = ContinuousClock.now
+        let bytesBefore = state.withLock { $0.logBytes }
+        var quietSince = started
+        while !logRead.wait(timeout: .milliseconds(50)) {
+            let now = ContinuousClock.now
+            if process.stderrHasUnread { quietSince = now }
+            let read = state.withLock { $0.logBytes } - bytesBefore
+            let quiet = now - quietSince >= PluginSession.logDrainLimit
+            guard quiet || now - started >= PluginSession.logDrainCap || read > PluginSession.logDrainBytes else { continue }
+            let first = state.withLock { state in
+                defer { state.logAbandoned = true }
+                return !state.logAbandoned
+            }
+            guard first else { return }
+            if quiet {
+                logger.warning("\(label): its stderr is still open \(PluginSession.logDrainLimit.syncgateText) after it ended (a process it started keeps it?); its last log lines may be missing")
+            } else {
+                logger.warning("\(label): its stderr is still being written \((now - started).syncgateText) after it ended (\(ByteSize.format(Int64(read))) since; a process it started keeps it?); its last log lines may be missing")
+            }
+            return
         }
     }
 

@@ -62,11 +62,15 @@ public struct PluginSpec: Sendable {
 
     /// The name of the program or, when it is an interpreter (`node`, `python3`, `bash`, `env`...), of the script
     /// it runs (`[node, webdav.js]` is `webdav.js`): the first argument that is not an option (nor, for `env`, a
-    /// variable or an interpreter's name) and names a file (relative to `directory`).
+    /// variable or an interpreter's name) and names a file (relative to `directory`); for Python's `-m MODULE`, the
+    /// module (`[python3, -m, webdav_plugin]` is `webdav_plugin`).
     static func name(executable: String, arguments: [String], directory: String) -> String {
         let program = (executable as NSString).lastPathComponent
         guard isInterpreter(program) else { return program }
-        for argument in arguments {
+        var python = isPython(program)
+        for (index, argument) in arguments.enumerated() {
+            if python, argument == "-m", index + 1 < arguments.count, !arguments[index + 1].hasPrefix("-") { return arguments[index + 1] }
+            if isInterpreter(argument) { python = python || isPython(argument) }
             if argument.hasPrefix("-") || argument.contains("=") || isInterpreter(argument) { continue }
             let path = argument.hasPrefix("/") ? argument : (directory as NSString).appendingPathComponent(argument)
             var isFolder: ObjCBool = false
@@ -83,7 +87,15 @@ public struct PluginSpec: Sendable {
 
     /// `python3.12` is `python`: the name without the digits and dots of its version.
     static func isInterpreter(_ name: String) -> Bool {
-        let base = String(name.reversed().drop { $0.isNumber || $0 == "." }.reversed()).lowercased()
-        return interpreters.contains(base)
+        interpreters.contains(base(name))
+    }
+
+    /// Python (or PyPy), whose `-m MODULE` names the plugin.
+    static func isPython(_ name: String) -> Bool {
+        ["python", "pypy"].contains(base(name))
+    }
+
+    static func base(_ name: String) -> String {
+        String((name as NSString).lastPathComponent.reversed().drop { $0.isNumber || $0 == "." }.reversed()).lowercased()
     }
 }

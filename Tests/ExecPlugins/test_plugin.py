@@ -29,10 +29,12 @@ A paced put (`"paced": true`, sent when the destination has `bandwidth`) asks fo
 (`want`) and writes it once granted; a `cancel` that comes meanwhile ends it with a `cancelled` error.
 
 A state file (settings.state, optional) counts puts across restarts, so `every` counts over the whole test.
+With settings.hold N it answers no put until N are in flight (or none came for 20 s), and appends to the file
+settings.in_flight, at each put it reads, how many puts it has read and not yet answered (the concurrency test).
 It answers the requests of each chunk it reads from stdin with one write (as many as syncgate had sent), so
 that a busy plugin costs one wake-up per batch, not per file, on both sides.
 """
-import hashlib, json, os, sys, time
+import hashlib, json, os, select, sys, time
 
 mode = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--misbehave" else ""
 out = sys.stdout
@@ -51,11 +53,30 @@ def send(obj):
 
 
 def flush():
+    global in_flight, answered
     if pending:
         data = "".join(pending).encode()
         pending.clear()
         while data:
             data = data[os.write(1, data):]
+    in_flight -= answered
+    answered = 0
+
+
+hold = 0  # settings.hold: puts held unanswered until this many are in flight
+in_flight_log = None  # settings.in_flight: where the number in flight is written at each put
+held = []  # the puts held
+in_flight = 0  # puts read and not answered yet (their answers not written)
+answered = 0  # puts answered since the last flush
+
+
+def release_held():
+    """Copies the puts held (their answers go out with the next flush)."""
+    global answered
+    for req in held:
+        copy(req, req["id"])
+    answered += len(held)
+    held.clear()
 
 
 backlog = []
@@ -65,6 +86,9 @@ rest = b""
 def read_lines():
     """Reads one chunk of stdin into the backlog; False at its end."""
     global rest
+    if held and not select.select([0], [], [], 20)[0]:
+        release_held()  # no more puts came: answer those held
+        return True
     chunk = os.read(0, 1 << 16)
     if not chunk:
         return False
@@ -226,9 +250,19 @@ for line in lines():
                         pass
         every = int(s.get("every", "1"))
         state = s.get("state")
+        hold = int(s.get("hold", "0"))
+        in_flight_log = s.get("in_flight")
         print("INFO configured for " + root + " token=" + s.get("token", ""), file=sys.stderr, flush=True)
         send({"id": rid, "ok": {}})
     elif op == "put":
+        if hold:
+            in_flight += 1
+            with open(in_flight_log, "a") as f:
+                f.write("%d\n" % in_flight)
+            held.append(req)
+            if len(held) >= hold:
+                release_held()
+            continue
         if mode == "noise":
             print("copying " + req["remote_name"])
             sys.stdout.flush()

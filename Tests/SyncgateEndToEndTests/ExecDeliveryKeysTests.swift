@@ -153,6 +153,20 @@ struct ExecDeliveryKeysTests {
         #expect(accepted.status == 0, "\(accepted.stderr)")
     }
 
+    @Test func concurrencyBoundsAPluginsPutsInFlight() async throws {
+        defer { dir.remove() }
+        // The plugin answers no put until 2 are in flight (settings.hold; after 20 s without a put it answers those
+        // it holds) and writes, at each put it reads, how many it has read and not answered: with `concurrency: 2`
+        // that reaches 2 (syncgate uses the concurrency) and never 3 (a put sent before one in flight was answered).
+        try writeFiles(6, size: 100)
+        try writeConfig("", settings: "{path: out, hold: \"2\", in_flight: in-flight.txt}")
+        _ = try await timedSync()
+        try expectDelivered(6)
+        let seen = String(decoding: try dir.read("in-flight.txt"), as: UTF8.self).split(separator: "\n").compactMap { Int($0) }
+        #expect(seen.count >= 6, "a line per put: \(seen)")
+        #expect(seen.max() == 2, "puts in flight at once, as the plugin saw them: \(seen)")
+    }
+
     @Test func minIntervalSpacesAPluginsUploads() async throws {
         defer { dir.remove() }
         // 6 uploads, 300 ms apart at least: 1.5 s from the first start to the last.

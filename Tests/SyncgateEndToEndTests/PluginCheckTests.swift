@@ -24,6 +24,15 @@ struct PluginCheckTests {
         #expect(line != nil, "no failing step '\(step)': \(result.stdout)", sourceLocation: sourceLocation)
         #expect(line?.contains(says) == true, "the step does not say '\(says)': \(result.stdout)", sourceLocation: sourceLocation)
         #expect(result.stdout.contains("plugin check: FAILED"), "\(result.stdout)", sourceLocation: sourceLocation)
+        expectOneLineEach(result.stdout, sourceLocation: sourceLocation)
+    }
+
+    /// Each step is one line of the report, whatever the names put (one holds a newline) or the plugin said.
+    func expectOneLineEach(_ report: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let stray = report.split(separator: "\n").filter { line in
+            !["checking plugin ", "  runs in ", "  environment: ", "ok   ", "FAIL ", "plugin check: "].contains { line.hasPrefix($0) }
+        }
+        #expect(stray.isEmpty, "lines that are no step's: \(stray)", sourceLocation: sourceLocation)
     }
 
     @Test func theBehavingTestPluginPassesEveryStep() async throws {
@@ -31,10 +40,15 @@ struct PluginCheckTests {
         let result = try await cli.run(["plugin", "check", "--", ExecPluginTests.testPlugin], timeout: 240)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr.suffix(2000))")
         for step in ["ok   probe is answered ok", "ok   cancel ends a put paced at", "ok   Retry-After", "ok   errors of each class and scope",
+                     "ok   exists: a receipt for the bytes put", "ok   batch delete of 2 names put and 1 never put",
+                     "ok   list names what was put", "ok   delete removes each name",
                      "ok   exits within 3 s", "checks: all passed", "runs in ", "environment: "] {
             #expect(result.stdout.contains(step), "lacks '\(step)': \(result.stdout)")
         }
+        // It declares every capability: each step ran (none skipped), and none failed.
+        #expect(!result.stdout.contains("skipped"), "\(result.stdout)")
         #expect(!result.stdout.contains("FAIL"), "\(result.stdout)")
+        expectOneLineEach(result.stdout)
     }
 
     @Test func progressGoingBackIsCaught() async throws {

@@ -48,6 +48,10 @@ struct PluginHelloTests {
             ("/usr/bin/node", ["--no-warnings", "webdav.js", "--verbose"], "webdav.js"),
             ("/usr/bin/python3.12", ["-u", "\(folder)/plugin.py"], "plugin.py"),
             ("/usr/bin/env", ["NODE_ENV=production", "node", "webdav.js"], "webdav.js"),
+            ("/usr/bin/python3", ["-u", "-m", "webdav_plugin", "--verbose"], "webdav_plugin"),
+            ("/usr/bin/env", ["python3", "-m", "webdav_plugin"], "webdav_plugin"),
+            // -m is Python's: another interpreter's is an option like any other.
+            ("/usr/bin/ruby", ["-m", "webdav.js"], "webdav.js"),
             // Not a script: the interpreter's own name.
             ("/usr/bin/node", ["-e", "console.log(1)"], "node"),
             ("/usr/bin/node", ["missing.js"], "node"),

@@ -5,7 +5,7 @@ import SyncgateCore
 import SyncgateTestSupport
 import Testing
 
-/// How a plugin's session ends: its stderr is read to the end (at most 2 s more) before the end is reported, so its
+/// How a plugin's session ends: its stderr is read to the end (bounded) before the end is reported, so its
 /// last log line is in the message saying it exited, and the count of log lines it had dropped is in the log, whether
 /// the plugin crashed or syncgate closed it at the end of a run. Plugins here are `/bin/sh` scripts that write a
 /// burst of log lines just before they exit, more than the pipe holds, so that the log is still being read when
@@ -79,5 +79,19 @@ struct PluginSessionEndTests {
         let held = logs.lines.filter { $0.contains("its stderr is still open") }
         #expect(held == ["warning plugin 'test': its stderr is still open 2s after it ended (a process it started keeps it?); its last log lines may be missing"],
                 "\(logs.lines.suffix(5))")
+    }
+
+    /// A process the plugin started keeps writing to its stderr after the plugin exited: the wait for the end of the
+    /// log is bounded in bytes (and time), not only while the pipe is quiet; the end is reported, saying so once.
+    @Test func aChildThatFloodsThePluginsStderrDoesNotHoldUpItsEnd() async throws {
+        defer { dir.remove() }
+        let session = try session("read request; yes 'INFO flood from a child' </dev/null 1>&2 & echo 'INFO bye' >&2; exit 0")
+        defer { kill(-session.process.pid, SIGKILL) }
+        let message = await failedPut(session)
+        #expect(message?.hasPrefix("plugin 'test' exited (status 0)") == true, "\(message ?? "answered")")
+        try await OffThePool.run { session.close(grace: .seconds(1)) }
+        let held = logs.lines.filter { $0.contains("its stderr is still") }
+        #expect(held.count == 1 && held[0].hasPrefix("warning plugin 'test': its stderr is still being written "),
+                "\(held) \(logs.lines.suffix(3))")
     }
 }
