@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 import SyncgateCore
 
 /// Lists the files under the local destination's folder: regular files only, each folder opened relative to its
@@ -43,7 +44,9 @@ enum LocalLister {
                 }
             }
             if type == UInt8(DT_REG) {
-                entries.append(RemoteListing.Entry(name: folder.child(entry.name), size: Int64(st.st_size), checksum: tag(st)))
+                entries.append(RemoteListing.Entry(
+                    name: folder.child(entry.name), size: Int64(st.st_size), checksum: tag(st),
+                    modified: Date(timeIntervalSince1970: Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9)))
             } else if type == UInt8(DT_DIR) {
                 let fd = openat(folder.descriptor, entry.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 guard fd >= 0 else { continue }  // unreadable, or replaced by a link since it was read
