@@ -188,8 +188,8 @@ extension GatewayConfig {
         }
         let rawState = try optional(RawState.self, "state")
         let state = (rawState ?? RawState.sqliteDefault).location(baseDirectory: baseDirectory, environment: environment)
-        /// Where plugins keep files of their own (cached tokens): the state file's folder, or `.syncgate` beside the
-        /// config for a PostgreSQL state.
+        /// Where plugins keep files of their own (cached tokens): the state file's folder, or for a PostgreSQL state
+        /// the folder an SQLite state would have by default (``defaultStateFile(baseDirectory:environment:)``).
         let stateDirectory: String = switch state {
         case .sqlite(let path): URL(fileURLWithPath: path).deletingLastPathComponent().path
         case .postgres: URL(fileURLWithPath: defaultStateFile(baseDirectory: baseDirectory, environment: environment)).deletingLastPathComponent().path
