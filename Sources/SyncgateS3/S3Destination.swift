@@ -83,7 +83,7 @@ public final class S3Destination: Destination, Sendable {
         let etag: S3ETag
         if size >= settings.multipart.threshold {
             let partSize = settings.multipart.effectivePartSize(for: size)
-            logger.debug("multipart upload", metadata: ["key": "\(display)", "size": "\(size)", "part_size": "\(partSize)"])
+            logger.debug("multipart upload", metadata: ["key": "\(display)", "bytes": .stringConvertible(size), "part_size": .stringConvertible(partSize)])
             let upload = S3MultipartUpload(
                 client: client, key: key, reader: reader, size: size, partSize: partSize,
                 concurrency: settings.multipart.concurrency, headers: headers, sha256: item.sha256,

@@ -154,4 +154,41 @@ struct JSONLogTests {
         let failure = lines.first { $0["path"] as? String == "sub/x.txt" && $0["level"] as? String == "warning" }
         #expect(failure?["class"] as? String == "permanent" && failure?["scope"] as? String == "file", "\(lines.filter { $0["path"] as? String == "sub/x.txt" })")
     }
+
+    /// A destination that does not answer: `run` logs that it went away, once, as a warning with the failure's
+    /// class and scope, and never the credentials it was given.
+    @Test func runLogsADestinationGoingAway() async throws {
+        defer { dir.remove() }
+        let secret = "SecretKey/\(UUID().uuidString)"
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [{name: outbox, path: outbox}]
+            destinations:
+              - name: bucket
+                type: s3
+                endpoint: http://127.0.0.1:1
+                bucket: b
+                region: us-east-1
+                access_key_id: AKIDAWAYTEST
+                secret_access_key: \(secret)
+            """)
+        try dir.write("outbox/a.txt", "alpha")
+        try dir.write("outbox/b.txt", "bravo")
+        let log = dir.file("run.log")
+        let gateway = try ProcessRunner.start(SyncgateCLI.binary, ["run", "--log-format", "json"], currentDirectory: dir.url, logFile: log)
+        defer { if gateway.isRunning { kill(gateway.processIdentifier, SIGKILL) } }
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline, !((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("\"state\":\"unavailable\"") {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        kill(gateway.processIdentifier, SIGTERM)
+        #expect(await ProcessRunner.waitForExit(gateway, timeout: 30))
+        let text = try String(contentsOf: log, encoding: .utf8)
+        #expect(!text.contains(secret))
+        let lines = Self.lines(text, "run")
+        let away = lines.filter { $0["state"] as? String == "unavailable" }
+        #expect(away.count == 1, "two files wait, one line says the destination is away: \(text)")
+        #expect(away.first?["level"] as? String == "warning" && away.first?["destination"] as? String == "bucket", "\(text)")
+        #expect(away.first?["class"] as? String == "retryable" && away.first?["scope"] as? String == "destination", "\(text)")
+    }
 }
