@@ -27,12 +27,15 @@ public struct StatusServer: Sendable {
     var connectionLimits = ConnectionLimits.standard
     /// The places for connections (`settings.maxConnections`), shared by every connection of ``run(onListening:)``.
     let connections: ConnectionLimiter
+    /// What `syncgate_build_info` of `/metrics` says.
+    public var build = BuildDescription.unknown
 
     /// Makes the server (and bootstraps swift-metrics onto ``MetricsBootstrap/registry``, once per process, so make
     /// it before the gateway's first pass). `heartbeat`: how often `/api/events` sends a comment line when nothing
     /// happens.
     public init(settings: HTTPSettings, gateway: any GatewayObservable, logger: Logger, heartbeat: Duration = .seconds(15)) {
         MetricsBootstrap.bootstrap()
+        _ = ProcessMetrics.fallbackStart
         self.settings = settings
         self.gateway = gateway
         self.logger = logger
@@ -118,7 +121,7 @@ public struct StatusServer: Sendable {
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: AccessMiddleware(policy: AccessPolicy(settings: settings), logger: logger))
-        let gateway = self.gateway, logger = self.logger
+        let gateway = self.gateway, logger = self.logger, build = self.build
         router.get("/healthz") { _, _ -> Response in
             Responses.text("ok\n")
         }
@@ -129,7 +132,7 @@ public struct StatusServer: Sendable {
             let report = try await APIRoutes.answering("metrics", logger: logger) {
                 try await gateway.statusReport()
             }
-            return Responses.text(MetricsPage.render(report: report, figures: gateway.figures, ready: gateway.isReady), type: MetricsPage.contentType)
+            return Responses.text(MetricsPage.render(report: report, figures: gateway.figures, ready: gateway.isReady, build: build), type: MetricsPage.contentType)
         }
         APIRoutes(gateway: gateway, heartbeat: heartbeat, streams: EventStreamSlots(limit: maxEventStreams),
                   broadcast: EventBroadcast(gateway: gateway, capacity: EventStream.backlogBytes), logger: logger).register(on: router)

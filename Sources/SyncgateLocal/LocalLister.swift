@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 import SyncgateCore
 
 /// Lists the files under the local destination's folder: regular files only, each folder opened relative to its
@@ -49,7 +50,9 @@ enum LocalLister {
                 }
             }
             if type == UInt8(DT_REG) {
-                children.append((entry.name, RemoteListing.Entry(name: folder.child(entry.name), size: Int64(st.st_size), checksum: tag(st))))
+                children.append((entry.name, RemoteListing.Entry(
+                    name: folder.child(entry.name), size: Int64(st.st_size), checksum: tag(st),
+                    modified: Date(timeIntervalSince1970: Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9))))
             } else if type == UInt8(DT_DIR) {
                 children.append((entry.name + "/", nil))
             }

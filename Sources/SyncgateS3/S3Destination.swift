@@ -83,7 +83,7 @@ public final class S3Destination: Destination, Sendable {
         let etag: S3ETag
         if size >= settings.multipart.threshold {
             let partSize = settings.multipart.effectivePartSize(for: size)
-            logger.debug("multipart upload", metadata: ["key": "\(display)", "size": "\(size)", "part_size": "\(partSize)"])
+            logger.debug("multipart upload", metadata: ["key": "\(display)", "bytes": .stringConvertible(size), "part_size": .stringConvertible(partSize)])
             let upload = S3MultipartUpload(
                 client: client, key: key, reader: reader, size: size, partSize: partSize,
                 concurrency: settings.multipart.concurrency, headers: headers, sha256: item.sha256,
@@ -257,7 +257,7 @@ public final class S3Destination: Destination, Sendable {
     /// replaced by other bytes of the same size has another ETag). The same ListObjectsV2 pages, no HEAD per object.
     public func verificationListing() async throws -> RemoteListing {
         let (objects, complete) = try await S3Listing(client: client).objects(prefix: settings.prefix)
-        return RemoteListing(entries: objects.map { RemoteListing.Entry(name: $0.name, size: $0.size, checksum: $0.etag?.value) },
+        return RemoteListing(entries: objects.map { RemoteListing.Entry(name: $0.name, size: $0.size, checksum: $0.etag?.value, modified: $0.modified) },
                              isComplete: complete)
     }
 

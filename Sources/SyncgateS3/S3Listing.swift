@@ -27,12 +27,13 @@ struct S3Listing: Sendable {
         var name: String
         var size: Int64?
         var etag: S3ETag?
+        var modified: Date?
     }
 
     /// The listing; stops after `maxKeys` names (then `complete` is false). `pageSize` asks for smaller pages.
     func run(maxKeys: Int? = nil, pageSize: Int? = nil) async throws -> (entries: [RemoteListing.Entry], complete: Bool) {
         let (objects, complete) = try await objects(prefix: settings.prefix, withETags: false, maxKeys: maxKeys, pageSize: pageSize)
-        return (objects.map { RemoteListing.Entry(name: $0.name, size: $0.size) }, complete)
+        return (objects.map { RemoteListing.Entry(name: $0.name, size: $0.size, modified: $0.modified) }, complete)
     }
 
     /// The objects under `prefix` (with `delimiter` "/", those directly in that folder), with their sizes and
@@ -89,7 +90,8 @@ struct S3Listing: Sendable {
             for content in root.all("Contents") {
                 guard let raw = content.value("Key") else { continue }
                 let name = encoded ? S3URIEncoding.decode(raw, plusIsSpace: true) : raw
-                page.append(Object(name: name, size: content.value("Size").flatMap { Int64($0) }, etag: withETags ? content.value("ETag").map { S3ETag($0) } : nil))
+                page.append(Object(name: name, size: content.value("Size").flatMap { Int64($0) }, etag: withETags ? content.value("ETag").map { S3ETag($0) } : nil,
+                                   modified: content.value("LastModified").flatMap(S3Time.parse)))
             }
             emptyInARow = page.isEmpty ? emptyInARow + 1 : 0
             let truncated = root.value("IsTruncated") == "true"

@@ -16,7 +16,7 @@ struct CheckCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Option(name: .long, help: "Only this destination (repeat for several; default: every destination).")
+    @Option(name: .long, help: "Only this destination (repeat for several; default: every destination).", completion: DestinationCompletion.kind)
     var destination: [String] = []
 
     @Flag(name: .long, help: "Mark missing and different copies pending, so that the next sync sends them again.")

@@ -6,6 +6,7 @@ import Darwin
 private let systemWrite = Darwin.write
 #endif
 import Foundation
+import Logging
 import SyncgateCore
 import Synchronization
 
@@ -34,13 +35,38 @@ enum Console {
         write(text, to: 1)
     }
 
-    static func error(_ line: String) {
-        write("syncgate: " + Redactor.shared.redact(line) + "\n", to: 2)
+    /// How lines on standard error are written (`--log-format`): set before the arguments are parsed, so that a
+    /// usage error is written in it too.
+    static var logFormat: LogLine.Format {
+        get { format.withLock { $0 } }
+        set { format.withLock { $0 = newValue } }
+    }
+    private static let format = Mutex(LogLine.Format.plain)
+
+    /// An error line: `syncgate: LINE`, or a JSON object at level `error` with `fields`.
+    static func error(_ line: String, fields: [String: Any] = [:]) {
+        log(.error, line, fields: fields)
     }
 
-    /// Text to standard error as it is (a progress line, a note already worded).
+    /// A warning: `syncgate: warning: LINE`, or a JSON object at level `warning`.
+    static func warning(_ line: String, fields: [String: Any] = [:]) {
+        log(.warning, line, plainPrefix: "warning: ", fields: fields)
+    }
+
+    /// A line on standard error at `level`: plain `syncgate: ` + `plainPrefix` + `line` (secrets scrubbed), or its
+    /// JSON object (``LogLine``) with `fields` typed.
+    static func log(_ level: Logger.Level, _ line: String, plainPrefix: String = "", fields: [String: Any] = [:]) {
+        switch logFormat {
+        case .plain: StandardError.write("syncgate: " + Redactor.shared.redact(plainPrefix + line) + "\n")
+        case .json: StandardError.write(LogLine.json(level: level, label: "syncgate", message: line, fields: fields) + "\n")
+        }
+    }
+
+    /// Text to standard error as it is (a progress line, a line break ending one): plain output only; with
+    /// `--log-format json` nothing (each line there is a JSON object).
     static func errorRaw(_ text: String) {
-        write(text, to: 2)
+        guard logFormat == .plain else { return }
+        StandardError.write(text)
     }
 
     static var stderrIsTerminal: Bool { isatty(2) == 1 }

@@ -10,7 +10,7 @@ struct ForgetCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Option(name: .long, help: "Only this destination.")
+    @Option(name: .long, help: "Only this destination.", completion: DestinationCompletion.kind)
     var destination: String?
 
     @Argument(help: "Relative paths to forget (default: every failed file).")

@@ -6,8 +6,13 @@ import Synchronization
 
 /// Options every command takes.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: "The config file.")
-    var config: String = "plugins.yaml"
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The config file (default: $SYNCGATE_CONFIG, else the first of ./plugins.yaml, $XDG_CONFIG_HOME/syncgate/plugins.yaml, /etc/syncgate/plugins.yaml).",
+            valueName: "path"),
+        completion: .file(extensions: ["yaml", "yml"]))
+    var config: String?
 
     @Flag(name: [.short, .long], help: "Log more (repeat for debug).")
     var verbose: Int
@@ -16,7 +21,7 @@ struct GlobalOptions: ParsableArguments {
     var quiet = false
 
     @Option(name: .long, help: "Log lines as plain text (plain) or one JSON object per line for log shippers (json).")
-    var logFormat: RedactingLogHandler.Format = .plain
+    var logFormat: LogLine.Format = .plain
 
     var logLevel: Logger.Level {
         if quiet { return .error }
@@ -36,16 +41,30 @@ struct GlobalOptions: ParsableArguments {
         return Logger(label: "syncgate")
     }
 
-    /// Loads the config; config errors print one line each, `file:line:col: key: message`, and exit 78.
-    func loadConfig(logger: Logger, checkingFiles: Bool = false, readingLedgerOnly: Bool = false) throws -> GatewayConfig {
+    /// The config file to read (``ConfigDiscovery``); when there is none, says where it looked and exits 78.
+    func configFile() throws -> ConfigDiscovery.Found {
+        do {
+            return try ConfigDiscovery().locate(explicit: config)
+        } catch {
+            Console.error(error.description)
+            throw ExitCode(ExitStatus.config)
+        }
+    }
+
+    /// Loads the config (`file`, or the one ``configFile()`` finds); config errors print one line each,
+    /// `file:line:col: key: message`, and exit 78.
+    func loadConfig(
+        logger: Logger, file: ConfigDiscovery.Found? = nil, checkingFiles: Bool = false, readingLedgerOnly: Bool = false
+    ) throws -> GatewayConfig {
+        let path = try (file ?? configFile()).path
         do {
             return try GatewayConfig.load(
-                path: config, registry: BuiltinPlugins.registry, logger: logger, checkingFiles: checkingFiles,
+                path: path, registry: BuiltinPlugins.registry, logger: logger, checkingFiles: checkingFiles,
                 readingLedgerOnly: readingLedgerOnly)
         } catch let error as ConfigError {
             let all = error.all
             for each in all { Console.error(each.description) }
-            if all.count > 1 { Console.error("\(all.count) errors in \(config)") }
+            if all.count > 1 { Console.error("\(all.count) errors in \(path)") }
             throw ExitCode(ExitStatus.config)
         }
     }
@@ -80,6 +99,24 @@ struct GlobalOptions: ParsableArguments {
 }
 
 extension GlobalOptions {
+    /// The `--log-format` written anywhere before `--` (plain when none, or when its value is not a format): read
+    /// before the arguments are parsed, so that a usage error is written in that format too.
+    static func logFormat(in arguments: [String]) -> LogLine.Format {
+        var format = LogLine.Format.plain
+        var index = 0
+        while index < arguments.count, arguments[index] != "--" {
+            let word = arguments[index]
+            if word == "--log-format", index + 1 < arguments.count {
+                format = LogLine.Format(rawValue: arguments[index + 1]) ?? format
+                index += 1
+            } else if word.hasPrefix("--log-format=") {
+                format = LogLine.Format(rawValue: String(word.dropFirst("--log-format=".count))) ?? format
+            }
+            index += 1
+        }
+        return format
+    }
+
     /// The options above, which may also come before the command's name (`syncgate --config x.yaml sync`).
     /// Keep in step with the declarations above (the end-to-end tests try each one before the command).
     static let order = GlobalOptionOrder(
@@ -98,15 +135,16 @@ extension GlobalOptions {
 
 enum ProcessSetup {
     private static let done = Mutex(false)
-    static func once(_ level: Logger.Level, format: RedactingLogHandler.Format) {
+    static func once(_ level: Logger.Level, format: LogLine.Format) {
         let first = done.withLock { done in
             defer { done = true }
             return !done
         }
         guard first else { return }
         signal(SIGPIPE, SIG_IGN)
+        Console.logFormat = format
         LoggingSystem.bootstrap { label in RedactingLogHandler(label: label, level: level, format: format) }
     }
 }
 
-extension RedactingLogHandler.Format: ExpressibleByArgument {}
+extension LogLine.Format: ExpressibleByArgument {}

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 import SyncgateCore
 
 /// Ctrl-C (SIGINT), SIGTERM and SIGHUP (a closed terminal, or a service manager's stop): the first stops new uploads (in-flight ones get a grace period) and the process
@@ -31,11 +32,11 @@ final class InterruptHandler: @unchecked Sendable {
                     onFirst()
                     self.cancellation.cancel()
                     self.queue.asyncAfter(deadline: .now() + InterruptHandler.exitDeadline.seconds) {
-                        Console.errorRaw("syncgate: a destination did not let go in time; stopping now (the next run resumes)\n")
+                        Console.log(.warning, "a destination did not let go in time; stopping now (the next run resumes)")
                         _exit(130)
                     }
                 } else {
-                    Console.errorRaw("syncgate: interrupted again, stopping now\n")
+                    Console.log(.warning, "interrupted again, stopping now")
                     _exit(130)
                 }
             }

@@ -7,11 +7,14 @@ struct ListCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Option(name: .long, help: "The destination.")
+    @Option(name: .long, help: "The destination.", completion: DestinationCompletion.kind)
     var destination: String
 
     @Flag(name: .long, help: "Print JSON.")
     var json = false
+
+    @Flag(name: .customShort("l"), help: "Long listing: size and modification time (UTC) before each name, where the destination says.")
+    var long = false
 
     func run() async throws {
         let logger = global.makeLogger()
@@ -31,14 +34,23 @@ struct ListCommand: AsyncParsableCommand {
         if json {
             Console.out(ReportJSON.encode([
                 "destination": destination,
-                "files": listing.entries.map { ["name": $0.name, "size": $0.size.map { $0 as Any } ?? NSNull()] as [String: Any] },
+                "files": listing.entries.map {
+                    ["name": $0.name, "size": $0.size.map { $0 as Any } ?? NSNull(), "modified": ReportJSON.time($0.modified)] as [String: Any]
+                },
                 "space_available": listing.spaceAvailable.map { $0 as Any } ?? NSNull(),
             ] as [String: Any], pretty: true))
             return
         }
         for entry in listing.entries {
             let name = TerminalText.escape(entry.name)
-            Console.out(entry.size.map { String($0).leftPadded(12) + "  " + name } ?? name)
+            if long {
+                // As `rclone lsl` and `aws s3 ls`: size, time, name; `-` where the destination does not say.
+                let size = entry.size.map { String($0) } ?? "-"
+                let time = entry.modified.map(HumanTime.utc) ?? "-".leftPadded(19)
+                Console.out(size.leftPadded(12) + "  " + time + "  " + name)
+            } else {
+                Console.out(entry.size.map { String($0).leftPadded(12) + "  " + name } ?? name)
+            }
         }
         var footer = "\(listing.entries.count) file(s)"
         if let space = listing.spaceAvailable { footer += ", \(ByteSize.format(space)) available" }

@@ -9,7 +9,7 @@ struct RemoveCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Option(name: .long, help: "The destination.")
+    @Option(name: .long, help: "The destination.", completion: DestinationCompletion.kind)
     var destination: String
 
     @Flag(name: .long, help: "Print JSON.")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import SyncgateCore
 
 struct RetryCommand: AsyncParsableCommand {
@@ -10,7 +11,7 @@ struct RetryCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Option(name: .long, help: "Only this destination.")
+    @Option(name: .long, help: "Only this destination.", completion: DestinationCompletion.kind)
     var destination: String?
 
     @Flag(name: .long, help: "One JSON object per event on standard output.")
@@ -26,9 +27,9 @@ struct RetryCommand: AsyncParsableCommand {
                 let n = try await ledger.requestRetry(destination: destination, paths: paths, at: Date())
                 let unblocked = paths.isEmpty ? try await ledger.unblock(destination: destination, at: Date()) : 0
                 if !json {
-                    var note = "syncgate: retrying \(n) failed file(s)"
+                    var note = "retrying \(n) failed file(s)"
                     if unblocked > 0 { note += "; trying \(unblocked) blocked destination(s) again" }
-                    Console.errorRaw(note + "\n")
+                    Console.log(.notice, note, fields: ["files": n, "destinations": unblocked])
                 }
             },
             handOverToGateway: true

@@ -32,7 +32,8 @@ struct RunCommand: AsyncParsableCommand {
         let ledger = try global.openLedger(config)
         let notifier = SystemdNotifier()
         let control = GatewayControl()
-        let signals = ServiceSignals(onStop: { control.stop() }, onReload: { control.reload(global: global, logger: logger) })
+        let file = config.file
+        let signals = ServiceSignals(onStop: { control.stop() }, onReload: { control.reload(file: file, logger: logger) })
         let watchdog = notifier.watchdogInterval.map { interval in
             Task {
                 while !Task.isCancelled {
@@ -62,7 +63,8 @@ struct RunCommand: AsyncParsableCommand {
         defer { trimmer.cancel() }
         var server: Task<Void, any Error>? = nil
         if let http = config.http {
-            let statusServer = StatusServer(settings: http, gateway: observed, logger: logger)
+            var statusServer = StatusServer(settings: http, gateway: observed, logger: logger)
+            statusServer.build = BuildInfo.description
             server = Task {
                 do {
                     try await statusServer.run()
@@ -129,7 +131,7 @@ struct RunCommand: AsyncParsableCommand {
                 logger.warning("SIGHUP: http: changes take effect when syncgate run starts again")
             }
             config = next
-            logger.info("config read again from \(global.config)")
+            logger.info("config read again from \(config.file)")
         }
         notifier.notify("STOPPING=1")
         withExtendedLifetime(signals) {}
@@ -167,10 +169,11 @@ final class GatewayControl: Sendable {
 
     /// Reads the config again; when it validates (and keeps the same state file), the gateway drains and starts
     /// again with it. When it does not, the error is logged with its location and the old config stays in force.
-    func reload(global: GlobalOptions, logger: Logger) {
+    /// `file` is the one the gateway started with (a reload never looks for another).
+    func reload(file: String, logger: Logger) {
         let next: GatewayConfig
         do {
-            next = try GatewayConfig.load(path: global.config, registry: BuiltinPlugins.registry, logger: logger)
+            next = try GatewayConfig.load(path: file, registry: BuiltinPlugins.registry, logger: logger)
         } catch let error as ConfigError {
             let errors = error.all.map(\.description).joined(separator: "; ")
             logger.error("SIGHUP: the config does not validate, the old one stays in force: \(errors)")

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 
 /// The signals of `syncgate run`: SIGTERM or SIGINT drains the gateway (no new work; uploads in flight get their
 /// grace period) and the process is gone ``drainDeadline`` later at the latest, exiting 0; a second one exits at
@@ -28,11 +29,11 @@ final class ServiceSignals: @unchecked Sendable {
                 if self.stops == 1 {
                     onStop()
                     self.queue.asyncAfter(deadline: .now() + ServiceSignals.drainDeadline.seconds) {
-                        Console.errorRaw("syncgate: uploads in flight did not end in time; stopping now (the next start resumes)\n")
+                        Console.log(.warning, "uploads in flight did not end in time; stopping now (the next start resumes)")
                         _exit(0)
                     }
                 } else {
-                    Console.errorRaw("syncgate: stopping now\n")
+                    Console.log(.warning, "stopping now")
                     _exit(0)
                 }
             }

@@ -6,8 +6,9 @@ struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status", abstract: "The state of every destination and every file not synced (works while a sync runs).",
         discussion: """
-            With PATH arguments: those files at every destination, synced ones included. With --check: exit 1 when a \
-            file failed or a destination is blocked (for monitoring), 0 otherwise.
+            With PATH arguments: those files at every destination, synced ones included; a path the ledger does not \
+            know exits 1. With --check: exit 1 when a file failed or a destination is blocked (for monitoring), 0 \
+            otherwise.
             """
     )
 
@@ -16,7 +17,7 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print JSON.")
     var json = false
 
-    @Option(name: .long, help: "Only this destination.")
+    @Option(name: .long, help: "Only this destination.", completion: DestinationCompletion.kind)
     var destination: String?
 
     @Flag(name: .long, help: "Only failed files.")
@@ -28,7 +29,8 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Exit 1 when a file failed or a destination is blocked.")
     var check = false
 
-    @Option(name: .long, help: "Also write a Prometheus textfile-collector file (atomically).")
+    @Option(name: .long, help: ArgumentHelp("Also write a Prometheus textfile-collector file (atomically); - writes it to standard output instead of the report.", valueName: "file"),
+            completion: .file(extensions: ["prom"]))
     var prometheus: String?
 
     @Argument(help: "Files to show at every destination: paths relative to their source, or paths of files inside a source folder.")
@@ -37,6 +39,7 @@ struct StatusCommand: AsyncParsableCommand {
     func validate() throws {
         if all && !json { throw ValidationError("--all streams JSON lines: use it with --json") }
         if all && !paths.isEmpty { throw ValidationError("--all lists every row: leave out the paths") }
+        if prometheus == "-" && (json || all) { throw ValidationError("--prometheus - writes the metrics to standard output: leave out --json") }
     }
 
     func run() async throws {
@@ -53,18 +56,29 @@ struct StatusCommand: AsyncParsableCommand {
             }
             return
         }
+        let relative = paths.map { relativePath($0, config: config) }
         let report = try await StatusReport.build(
-            config: config, ledger: ledger, destination: destination, failedOnly: failed, paths: paths.map { relativePath($0, config: config) })
-        if let prometheus {
+            config: config, ledger: ledger, destination: destination, failedOnly: failed, paths: relative)
+        if prometheus == "-" {
+            Console.outRaw(PrometheusWriter.render(report, build: BuildInfo.description))
+        } else if let prometheus {
             do {
-                try PrometheusWriter.write(report, to: prometheus)
+                try PrometheusWriter.write(report, build: BuildInfo.description, to: prometheus)
             } catch {
                 Console.error("cannot write \(prometheus): \(error.localizedDescription)")
                 throw ExitCode(ExitStatus.failed)
             }
         }
-        if json { Console.out(report.json) } else { Console.outRaw(report.text) }
-        if check && report.needsAttention { throw ExitCode(ExitStatus.failed) }
+        if json { Console.out(report.json) } else if prometheus != "-" { Console.outRaw(report.text) }
+        // A path the ledger does not know (mistyped, or never seen by a sync) is an error, as `ls` of a missing
+        // file is.
+        let known = Set(report.files.map(\.file.path))
+        let unknown = zip(paths, relative).filter { !known.contains($0.1) }
+        for (written, path) in unknown {
+            let said = written == path ? "" : " (\(path) in its source)"
+            Console.error("\(written)\(said): not in the ledger\(destination.map { " for \($0)" } ?? ""): no sync has seen it; give the path relative to its source folder, or the path of a file inside one", fields: ["path": path])
+        }
+        if !unknown.isEmpty || (check && report.needsAttention) { throw ExitCode(ExitStatus.failed) }
     }
 
     /// A path as the ledger keeps it: relative to its source folder. A path to a file inside a source folder (from

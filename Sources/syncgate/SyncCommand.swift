@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import SyncgateCore
 
 struct SyncCommand: AsyncParsableCommand {
@@ -15,7 +16,7 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Only re-attempt files that failed before.")
     var onlyFailed = false
 
-    @Option(name: .long, help: "Only this destination (repeatable).")
+    @Option(name: .long, help: "Only this destination (repeatable).", completion: DestinationCompletion.kind)
     var destination: [String] = []
 
     @Flag(name: .long, help: "One JSON object per event on standard output.")
@@ -54,11 +55,14 @@ struct SyncRunner {
         // Ctrl-C is handled from the start: a signal while the config loads (reading CA bundles, key files) stops
         // the run before it sends anything, with the same exit code, instead of killing the process.
         let interrupts = InterruptHandler {
-            if !json { Console.errorRaw("\nsyncgate: interrupted; finishing uploads in flight (Ctrl-C again to stop now)\n") }
+            if !json {
+                Console.errorRaw("\n")  // ends a progress line
+                Console.log(.notice, "interrupted; finishing uploads in flight (Ctrl-C again to stop now)")
+            }
         }
         let config = try global.loadConfig(logger: logger)
         for name in options.destinations where config.destination(named: name) == nil {
-            throw ValidationError("no destination named '\(name)' in \(global.config) (known: \(config.destinations.map(\.name).joined(separator: ", ")))")
+            throw ValidationError("no destination named '\(name)' in \(config.file) (known: \(config.destinations.map(\.name).joined(separator: ", ")))")
         }
 
         var temporaryState: String? = nil
@@ -81,7 +85,7 @@ struct SyncRunner {
             } catch let busy as StateLock.Busy {
                 if busy.isGateway, handOverToGateway, let before {
                     try await before(try global.openLedger(effective))
-                    Console.errorRaw("syncgate: the gateway (\(busy.holder.dropFirst("gateway ".count))) running on this state file takes it from here\n")
+                    Console.log(.notice, "the gateway (\(busy.holder.dropFirst("gateway ".count))) running on this state file takes it from here")
                     return SyncSummary()
                 }
                 Console.error(busy.description)
@@ -98,7 +102,7 @@ struct SyncRunner {
         try await before?(ledger)
 
         let dryRun = self.dryRun
-        let progressLine = (!json && !dryRun && Console.stderrIsTerminal && !global.quiet) ? ProgressLine() : nil
+        let progressLine = (!json && !dryRun && Console.stderrIsTerminal && !global.quiet && global.logFormat == .plain) ? ProgressLine() : nil
         // A reader of the output that goes away (`syncgate sync --json | head -1`) ends the run as quietly as
         // SIGPIPE would, but with the ledger written.
         Console.onBrokenPipe = { interrupts.stopQuietly() }
@@ -126,11 +130,18 @@ struct SyncRunner {
                 switch event.kind {
                 case .failed(let failure) where !failure.isCancellation:
                     if progressLine != nil { Console.errorRaw("\r\u{1B}[2K") }
-                    Console.error("\(event.destination): \(TerminalText.escape(event.file.path)): failed (\(failure.failureClass.name)): \(TerminalText.escape(failure.message))")
+                    Console.error("\(event.destination): \(TerminalText.escape(event.file.path)): failed (\(failure.failureClass.name)): \(TerminalText.escape(failure.message))",
+                                  fields: LogFields.file(event).merging(LogFields.failure(failure)) { $1 })
                 case .retrying(let attempt, let failure, let delay) where verbose:
-                    Console.error("\(event.destination): \(TerminalText.escape(event.file.path)): attempt \(attempt) failed (\(TerminalText.escape(failure.message))); retrying in \(delay.syncgateText)")
-                case .synced(_, _, let uploaded) where verbose:
-                    Console.error("\(event.destination): \(TerminalText.escape(event.file.path)): \(uploaded ? "synced" : "already there")")
+                    var fields = LogFields.file(event).merging(LogFields.failure(failure)) { $1 }
+                    fields["attempts"] = attempt
+                    fields["retry_in_seconds"] = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+                    Console.log(.info, "\(event.destination): \(TerminalText.escape(event.file.path)): attempt \(attempt) failed (\(TerminalText.escape(failure.message))); retrying in \(delay.syncgateText)",
+                                fields: fields)
+                case .synced(_, let attempts, let uploaded) where verbose:
+                    var fields = LogFields.file(event)
+                    fields["attempts"] = attempts
+                    Console.log(.info, "\(event.destination): \(TerminalText.escape(event.file.path)): \(uploaded ? "synced" : "already there")", fields: fields)
                 default: break
                 }
             }, warn: { warning in
@@ -138,9 +149,10 @@ struct SyncRunner {
                     Console.out(ReportJSON.encode(["event": warning.sourceMissing ? "error" : "warning", "source": warning.source,
                                                  "path": warning.relativePath, "message": warning.message]))
                 } else if warning.sourceMissing {
-                    Console.error("error: source \(warning.source): \(TerminalText.escape(warning.message))")
+                    Console.log(.error, "source \(warning.source): \(TerminalText.escape(warning.message))", plainPrefix: "error: ",
+                                fields: ["source": warning.source])
                 } else if !global.quiet {
-                    Console.error("warning: \(TerminalText.escape(warning.description))")
+                    Console.warning(TerminalText.escape(warning.description), fields: ["source": warning.source, "path": warning.relativePath])
                 }
             })
         } catch let error as LedgerError {
@@ -155,13 +167,25 @@ struct SyncRunner {
         } else if dryRun {
             Console.out("dry run: \(summary.planned) to upload, \(summary.files) files scanned; nothing was changed")
         } else if !global.quiet {
-            for line in SyncRunner.summaryLines(summary) { Console.error(TerminalText.escape(line)) }
+            for (index, line) in SyncRunner.summaryLines(summary).enumerated() {
+                Console.log(.notice, TerminalText.escape(line), fields: index == 0 ? SyncRunner.summaryFields(summary) : [:])
+            }
         }
         return summary
     }
 }
 
 extension SyncRunner {
+    /// The end-of-run line's figures as typed fields (`--log-format json`).
+    static func summaryFields(_ summary: SyncSummary) -> [String: Any] {
+        [
+            "files": summary.uploaded, "bytes": summary.bytesUploaded, "up_to_date": summary.upToDate,
+            "already_there": summary.alreadyPresent, "failed": summary.failedPermanently + summary.failedRetryable,
+            "retryable": summary.failedRetryable, "waiting": summary.waiting, "warnings": summary.warnings,
+            "seconds": summary.seconds, "code": Int(summary.exitCode),
+        ]
+    }
+
     /// The end-of-run report: what was done, then each destination that was away and what waits for it.
     static func summaryLines(_ summary: SyncSummary) -> [String] {
         var line = "\(summary.uploaded) uploaded (\(ByteSize.format(summary.bytesUploaded))), \(summary.upToDate) up to date"

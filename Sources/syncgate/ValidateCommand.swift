@@ -10,14 +10,15 @@ struct ValidateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = global.makeLogger()
-        let config = try global.loadConfig(logger: logger, checkingFiles: true)
+        let file = try global.configFile()
+        let config = try global.loadConfig(logger: logger, file: file, checkingFiles: true)
         // A source folder that is not there is a mistake in the config (unless the source says it may be missing).
         let missing = config.sources.filter { !$0.optional }.compactMap { $0.checkFolder() }
         if !missing.isEmpty {
             for error in missing { Console.error(error.description) }
             throw ExitCode(ExitStatus.config)
         }
-        Console.out("\(global.config): OK")
+        Console.out("\(file.path): OK (\(file.origin.text))")
         Console.out("state: \(config.statePath)")
         Console.out("sources:")
         for source in config.sources {

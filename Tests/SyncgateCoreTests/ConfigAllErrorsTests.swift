@@ -79,7 +79,7 @@ struct ConfigAllErrorsTests {
                 path: synced
                 concurency: 2
             """)
-        #expect(found.map(\.description) == ["plugins.yaml:9:5: destinations[0].concurency: unknown key 'concurency'"])
+        #expect(found.map(\.description) == ["plugins.yaml:9:5: destinations[0].concurency: unknown key 'concurency'; did you mean 'concurrency'?"])
     }
 
     @Test func missingTopLevelKeysAreAllReported() {

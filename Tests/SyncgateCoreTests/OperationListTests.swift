@@ -53,4 +53,23 @@ struct OperationListTests {
         #expect(snap.recentlyFailed.last?.file.path == "f\(total - 1)")
         #expect(snap.ongoing.isEmpty)
     }
+
+    /// A file that failed and then was delivered (a Retry on the page) is no longer a recent failure; the same
+    /// file at another destination, and other files, still are.
+    @Test func aDeliveredFileLeavesTheRecentlyFailedList() {
+        let clock = VirtualClock()
+        let list = OperationList(clock: clock)
+        let t = clock.now()
+        let boom = DeliveryFailure(message: "boom", failureClass: .permanent, attempts: 1)
+        list.apply(event("a", .failed(boom), at: t))
+        list.apply(event("a", .failed(boom), at: t, destination: "bucket"))
+        list.apply(event("b", .failed(boom), at: t))
+        clock.advance(by: 5)
+        list.apply(event("a", .started(attempt: 1), at: clock.now()))
+        #expect(list.snapshot().recentlyFailed.count == 3, "a retry in flight has not delivered it yet")
+        list.apply(event("a", .synced(receipt: Receipt(remoteName: "a"), attempts: 1, uploaded: true), at: clock.now()))
+        let snap = list.snapshot()
+        #expect(snap.recentlyFailed.map { "\($0.destination):\($0.file.path)" }.sorted() == ["bucket:a", "car:b"])
+        #expect(snap.recentlyCompleted.map(\.file.path) == ["a"])
+    }
 }

@@ -26,6 +26,32 @@ struct SystemdTests {
         for line in ["Type=notify", "ProtectSystem=strict", "ReadWritePaths=", "WatchdogSec=", "ExecReload=/bin/kill -HUP $MAINPID"] {
             #expect(service.contains(line), "\(line)")
         }
+        // Hardened (issue 29): both services filter system calls, see only their own processes, and validate the
+        // config before they start.
+        for unit in ["syncgate.service", "syncgate-sync.service"] {
+            let text = try String(contentsOf: TestPaths.packageRoot.appendingPathComponent("examples/systemd/\(unit)"), encoding: .utf8)
+            for line in ["SystemCallFilter=@system-service", "ProtectProc=invisible", "ProcSubset=pid", "User=syncgate",
+                         "ExecStartPre=/usr/local/bin/syncgate validate "] {
+                #expect(text.contains("\n" + line), "\(unit): \(line)")
+            }
+        }
+    }
+
+    /// The sysusers.d entry makes the user the units run as: systemd-sysusers applied to an empty root.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-sysusers"), "needs systemd-sysusers (Debian's systemd package)"))
+    func theSysusersEntryMakesTheServiceUser() async throws {
+        let dir = try TemporaryDirectory("sg-sysusers")
+        defer { dir.remove() }
+        // (With --root, sysusers reads its entries from the root's own sysusers.d.)
+        let conf = try String(contentsOf: TestPaths.packageRoot.appendingPathComponent("examples/systemd/syncgate.sysusers.conf"), encoding: .utf8)
+        try dir.write("root/etc/sysusers.d/syncgate.conf", conf)
+        let result = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/systemd-sysusers"), ["--root=\(dir.path)/root"])
+        #expect(result.status == 0, "\(result.output)")
+        let passwd = try String(contentsOf: dir.file("root/etc/passwd"), encoding: .utf8)
+        let entry = passwd.split(separator: "\n").first { $0.hasPrefix("syncgate:") }.map(String.init)
+        #expect(entry?.hasSuffix(":/var/lib/syncgate:/usr/sbin/nologin") == true, "\(passwd)")
+        let group = try String(contentsOf: dir.file("root/etc/group"), encoding: .utf8)
+        #expect(group.split(separator: "\n").contains { $0.hasPrefix("syncgate:") }, "\(group)")
     }
 
     @Test func runSpeaksTheNotifyProtocol() async throws {

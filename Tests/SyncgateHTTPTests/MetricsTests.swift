@@ -7,37 +7,11 @@ import Testing
 /// the gateway's figures and the delivery counters of swift-metrics, each family typed and described.
 @Suite("metrics")
 struct MetricsTests {
-    struct Family: Decodable {
-        struct Sample: Decodable {
-            var name: String
-            var labels: [String: String]
-            var value: Double
-        }
+    typealias Family = PrometheusText.Family
 
-        var name: String
-        var type: String
-        var help: String
-        var samples: [Sample]
-
-        /// The value of the one sample named `sample` (the family's name by default) with these labels.
-        func value(_ labels: [String: String], sample: String? = nil) -> Double? {
-            let matching = samples.filter { s in
-                s.name == (sample ?? name) && labels.allSatisfy { s.labels[$0.key] == $0.value }
-            }
-            return matching.count == 1 ? matching[0].value : nil
-        }
-    }
-
-    /// Parses the text with prometheus_client (Tests/PrometheusParser/parse_metrics.py).
+    /// Parses the text with prometheus_client (``PrometheusText``).
     static func parse(_ text: String) async throws -> [String: Family] {
-        let dir = try TemporaryDirectory("sg-metrics")
-        defer { dir.remove() }
-        let file = try dir.write("metrics.txt", text)
-        let script = TestPaths.packageRoot.appendingPathComponent("Tests/PrometheusParser/parse_metrics.py")
-        let result = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script.path, file.path], timeout: 60)
-        try #require(result.status == 0, "prometheus_client: \(result.stderr)")
-        let families = try JSONDecoder().decode([Family].self, from: Data(result.stdout.utf8))
-        return Dictionary(families.map { ($0.name, $0) }) { first, _ in first }
+        try await PrometheusText.parse(text)
     }
 
     @Test func aPassShowsInEveryFamilyAndPrometheusParsesIt() async throws {
@@ -122,6 +96,41 @@ struct MetricsTests {
         #expect(durations.value(["destination": name], sample: "syncgate_upload_duration_seconds_count") == 2)
         #expect(durations.value(["destination": name, "le": "+Inf"], sample: "syncgate_upload_duration_seconds_bucket") == 2)
         #expect(durations.value(["destination": name, "le": "1800.0"], sample: "syncgate_upload_duration_seconds_bucket") == 2)
+        try await server.stop()
+    }
+
+    /// The process's own series, read from /proc as every Prometheus client library exports them, and
+    /// `syncgate_build_info` (issue 29). The server runs in this test process: its figures are this process's.
+    @Test func processSeriesAndBuildInfo() async throws {
+        let gateway = try TestGateway(destinations: ["{name: archive, type: local, path: archive}"])
+        defer { gateway.stop() }
+        let server = try await RunningServer(gateway: gateway)
+        let families = try await MetricsTests.parse(try await HTTPCall(base: server.base).get("/metrics").body)
+        func value(_ family: String, _ type: String, sample: String? = nil) throws -> Double {
+            let found = try #require(families[family], "no family \(family) in \(families.keys.sorted())")
+            #expect(found.type == type, "\(family)")
+            #expect(!found.help.isEmpty, "\(family) has no HELP")
+            return try #require(found.value([:], sample: sample), "\(family): \(found.samples)")
+        }
+        let now = Date().timeIntervalSince1970
+        let started = try value("process_start_time_seconds", "gauge")
+        #expect(started <= now + 1 && started > now - 7 * 86400, "\(started) against \(now)")
+        let cpu = try value("process_cpu_seconds", "counter", sample: "process_cpu_seconds_total")
+        #expect(cpu > 0, "\(cpu)")
+        // This process's own resident size as /proc/self/status says (VmRSS, KiB), within a factor of two.
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let rssKiB = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+            .flatMap { Double($0.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ")[0]) })
+        let resident = try value("process_resident_memory_bytes", "gauge")
+        #expect(resident > rssKiB * 1024 / 2 && resident < rssKiB * 1024 * 2, "\(resident) against VmRSS \(rssKiB) KiB")
+        #expect(try value("process_virtual_memory_bytes", "gauge") >= resident)
+        let open = try value("process_open_fds", "gauge")
+        #expect(open >= 3, "\(open)")
+        #expect(try value("process_max_fds", "gauge") >= open)
+        // A status server not told its build says so in the labels.
+        let build = try #require(families["syncgate_build_info"])
+        #expect(build.type == "gauge")
+        #expect(build.value(["version": "unknown", "commit": "unknown", "build_date": "unknown"]) == 1, "\(build.samples)")
         try await server.stop()
     }
 }

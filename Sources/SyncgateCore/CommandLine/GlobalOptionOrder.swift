@@ -67,6 +67,32 @@ public struct GlobalOptionOrder: Sendable {
         return commandWords + moved + arguments[insertAt...]
     }
 
+    /// A word where a command's name was due that names none (`syncgate statsu`, `syncgate plugin chek`), with
+    /// the names possible there (sorted); nil when the words name commands, or stop before one (an option that is
+    /// not a global one, `--`, nothing), or after a command without subcommands (its own arguments follow).
+    /// `help` is the argument parser's own command.
+    public func unknownCommand(in arguments: [String]) -> (word: String, known: [String])? {
+        var index = 0
+        var command = commands
+        while index < arguments.count, !command.subcommands.isEmpty {
+            let word = arguments[index]
+            if let sub = command.subcommands[word] {
+                command = sub
+                index += 1
+            } else if valued.contains(word) {
+                index += 2
+            } else if word.hasPrefix("-") {
+                let name = word.firstIndex(of: "=").map { String(word[..<$0]) } ?? word
+                guard valued.contains(name) || flags.contains(word) || isShortFlags(word) else { return nil }
+                index += 1
+            } else {
+                if command.subcommands.count == commands.subcommands.count, word == "help" { return nil }
+                return (word, command.subcommands.keys.sorted())
+            }
+        }
+        return nil
+    }
+
     private func isShortFlags(_ word: String) -> Bool {
         word.count >= 2 && word.first == "-" && word.dropFirst().allSatisfy { shortFlags.contains($0) }
     }

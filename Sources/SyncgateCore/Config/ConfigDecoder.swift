@@ -60,7 +60,8 @@ public final class ConfigDecoder: @unchecked Sendable {
             for (key, _) in entry.mapping {
                 guard let name = key.string, !entry.keys.contains(name) else { continue }
                 let keyPath = pathText.isEmpty ? name : "\(pathText).\(name)"
-                errors.append(error(at: key, keyPath: keyPath, "unknown key '\(name)'"))
+                let near = NearestName.suggestion(for: name, among: entry.keys).map { "; did you mean '\($0)'?" } ?? ""
+                errors.append(error(at: key, keyPath: keyPath, "unknown key '\(name)'\(near)"))
             }
         }
         return errors.sorted { ($0.line ?? 0, $0.column ?? 0) < ($1.line ?? 0, $1.column ?? 0) }

@@ -35,6 +35,19 @@ public struct GatewayConfig: Sendable {
     public static let maxFileSize = 1 << 20
     /// Where the ledger is without a `state:` key, relative to the config file.
     static let defaultStatePath = ".syncgate/state.sqlite"
+    /// The state's folder for a config under `/etc` without `STATE_DIRECTORY` (what a package creates).
+    public static let systemStateDirectory = "/var/lib/syncgate"
+
+    /// Where the ledger is without a `state:` key: `.syncgate/state.sqlite` beside the config; for a config under
+    /// `/etc`, which a hardened service cannot write (`ProtectSystem=strict`), `state.sqlite` in systemd's
+    /// `$STATE_DIRECTORY` (its first folder, from `StateDirectory=`) or else in `/var/lib/syncgate`.
+    static func defaultStateFile(baseDirectory: URL, environment: [String: String]) -> String {
+        let base = baseDirectory.standardizedFileURL.path
+        guard base == "/etc" || base.hasPrefix("/etc/") else { return resolve(defaultStatePath, against: baseDirectory) }
+        let systemd = environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+        let folder = systemd.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? systemStateDirectory
+        return URL(fileURLWithPath: folder).appendingPathComponent("state.sqlite").standardizedFileURL.path
+    }
 
     public func destination(named name: String) -> DestinationConfig? {
         destinations.first { $0.name == name }
@@ -175,11 +188,11 @@ extension GatewayConfig {
         }
         let rawState = try optional(RawState.self, "state")
         let state = (rawState ?? RawState.sqliteDefault).location(baseDirectory: baseDirectory, environment: environment)
-        /// Where plugins keep files of their own (cached tokens): the state file's folder, or `.syncgate` beside the
-        /// config for a PostgreSQL state.
+        /// Where plugins keep files of their own (cached tokens): the state file's folder, or for a PostgreSQL state
+        /// the folder an SQLite state would have by default (``defaultStateFile(baseDirectory:environment:)``).
         let stateDirectory: String = switch state {
         case .sqlite(let path): URL(fileURLWithPath: path).deletingLastPathComponent().path
-        case .postgres: URL(fileURLWithPath: resolve(defaultStatePath, against: baseDirectory)).deletingLastPathComponent().path
+        case .postgres: URL(fileURLWithPath: defaultStateFile(baseDirectory: baseDirectory, environment: environment)).deletingLastPathComponent().path
         }
         let artwork = try optional(GlobSet.self, "artwork")
         let defaults = try optional(DeliveryOverrides.self, "defaults")?.applied(to: .builtIn) ?? .builtIn

@@ -9,12 +9,10 @@ struct RawState: Decodable {
     var postgres: PostgresStateLocation?
     var passwordFile: SecretFile?
 
-    /// No `state:` key: `.syncgate/state.sqlite` beside the config.
-    static let sqliteDefault = RawState(path: GatewayConfig.defaultStatePath)
+    /// No `state:` key: an SQLite file where ``GatewayConfig/defaultStateFile(baseDirectory:environment:)`` says.
+    static let sqliteDefault = RawState()
 
-    private init(path: String) {
-        self.path = path
-    }
+    private init() {}
 
     enum CodingKeys: String, CodingKey {
         case url
@@ -48,7 +46,8 @@ struct RawState: Decodable {
     /// Where the state is: a PostgreSQL password from the URL, else `PGPASSWORD`, else `password_file`.
     func location(baseDirectory: URL, environment: [String: String]) -> StateLocation {
         guard var postgres else {
-            return .sqlite(path: GatewayConfig.resolve(path ?? GatewayConfig.defaultStatePath, against: baseDirectory))
+            guard let path else { return .sqlite(path: GatewayConfig.defaultStateFile(baseDirectory: baseDirectory, environment: environment)) }
+            return .sqlite(path: GatewayConfig.resolve(path, against: baseDirectory))
         }
         if postgres.password == nil {
             if let value = environment["PGPASSWORD"], !value.isEmpty {

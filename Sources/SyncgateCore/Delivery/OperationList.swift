@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// The operations of a running gateway: ongoing uploads with their progress, recently completed ones (kept for
-/// `recent.completed`) and recently failed ones (kept for `recent.failed`). Every change is published on
+/// `recent.completed`) and recently failed ones (kept for `recent.failed`, or until the file is delivered). Every change is published on
 /// ``changes()`` streams.
 public final class OperationList: Sendable {
     /// One file at one destination.
@@ -90,6 +90,8 @@ public final class OperationList: Sendable {
                 }
             case .synced(_, let attempts, _):
                 state.ongoing[key] = nil
+                // Delivered after all (a retry): no longer a recent failure.
+                state.failed.removeAll { $0.file == event.file && $0.destination == event.destination }
                 state.completed.append(Operation(file: event.file, destination: event.destination, progress: 1, attempts: attempts, error: nil, time: event.time))
                 if state.completed.count >= 2 * OperationList.recentLimit { Self.trim(&state.completed, keep: keepCompleted, now: clock.now()) }
             case .failed(let failure):

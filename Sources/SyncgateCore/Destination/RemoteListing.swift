@@ -1,3 +1,5 @@
+import Foundation
+
 /// What ``Destination/list()`` returns.
 public struct RemoteListing: Sendable, Hashable {
     public struct Entry: Sendable, Hashable {
@@ -9,11 +11,15 @@ public struct RemoteListing: Sendable, Hashable {
         /// The SHA-256 (hex) of the copy's bytes, where the destination's listing gives it (an `exec` plugin's own),
         /// compared with the ledger's.
         public var sha256: String?
-        public init(name: String, size: Int64? = nil, checksum: String? = nil, sha256: String? = nil) {
+        /// When the copy was last written, where the listing says (a local file's modification time, an S3
+        /// object's LastModified): what `syncgate ls -l` shows.
+        public var modified: Date?
+        public init(name: String, size: Int64? = nil, checksum: String? = nil, sha256: String? = nil, modified: Date? = nil) {
             self.name = name
             self.size = size
             self.checksum = checksum
             self.sha256 = sha256
+            self.modified = modified
         }
     }
 

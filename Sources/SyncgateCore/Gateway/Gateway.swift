@@ -14,6 +14,7 @@ public final class Gateway: GatewayObservable, Sendable {
     let logger: Logger
     private let lanes: [String: DestinationLane]
     private let hub = EventHub()
+    private let deliveries: DeliveryLog
     private let state = Mutex(State())
 
     private struct State {
@@ -30,9 +31,14 @@ public final class Gateway: GatewayObservable, Sendable {
         let engine = SyncEngine(config: config, ledger: ledger, clock: clock, logger: logger)
         self.engine = engine
         let hub = self.hub
+        let deliveries = DeliveryLog(logger: logger)
+        self.deliveries = deliveries
         var lanes: [String: DestinationLane] = [:]
         for destination in config.destinations {
-            lanes[destination.name] = DestinationLane(destination: destination, engine: engine, logger: logger) { hub.publish($0) }
+            lanes[destination.name] = DestinationLane(destination: destination, engine: engine, logger: logger) { event in
+                hub.publish(event)
+                deliveries.record(event)
+            }
         }
         self.lanes = lanes
     }
@@ -52,6 +58,7 @@ public final class Gateway: GatewayObservable, Sendable {
             group.addTask { await self.verifyOnSchedule() }
             await group.waitForAll()
         }
+        deliveries.finish()
         for destination in config.destinations { await destination.finishIfBuilt() }
         ledger.leaveFleet()
         try? await ledger.noteRunFinished(at: engine.clock.now(), exitCode: ExitStatus.success)

@@ -1,8 +1,9 @@
 import Foundation
 
-/// Writes a node_exporter textfile-collector file atomically (temporary file + rename).
+/// Writes a node_exporter textfile-collector file atomically (temporary file + rename), or the same text to
+/// standard output (`status --prometheus -`).
 public enum PrometheusWriter {
-    public static func render(_ report: StatusReport) -> String {
+    public static func render(_ report: StatusReport, build: BuildDescription = .unknown) -> String {
         var out = "# HELP syncgate_files Files per destination and status.\n# TYPE syncgate_files gauge\n"
         for d in report.destinations {
             for (status, n) in [("synced", d.synced), ("pending", d.pending), ("uploading", d.uploading), ("failed", d.failed)] {
@@ -27,13 +28,25 @@ public enum PrometheusWriter {
         }
         out += "# HELP syncgate_sync_running Whether a sync holds the state lock.\n# TYPE syncgate_sync_running gauge\n"
         out += "syncgate_sync_running \(report.syncRunning ? 1 : 0)\n"
+        // A timer that stopped (or a run that keeps failing) shows here: alert on time() minus the first.
+        out += "# HELP syncgate_last_run_timestamp_seconds When the last sync or gateway run ended (when it started, while it runs; 0: never).\n"
+        out += "# TYPE syncgate_last_run_timestamp_seconds gauge\n"
+        let lastRun = report.lastRun.map { ($0.finishedAt ?? $0.startedAt).timeIntervalSince1970 }
+        out += "syncgate_last_run_timestamp_seconds \(lastRun.map { String(format: "%.3f", $0) } ?? "0")\n"
+        if let code = report.lastRun?.exitCode {
+            out += "# HELP syncgate_last_run_exit_code The exit code of the last run that ended (0 synced, 1 failed, 75 retry scheduled).\n"
+            out += "# TYPE syncgate_last_run_exit_code gauge\n"
+            out += "syncgate_last_run_exit_code \(code)\n"
+        }
+        out += "# HELP \(BuildDescription.metricName) \(BuildDescription.metricHelp)\n# TYPE \(BuildDescription.metricName) gauge\n"
+        out += "\(BuildDescription.metricName){\(build.labels.map { "\($0.0)=\"\(escape($0.1))\"" }.joined(separator: ","))} 1\n"
         return out
     }
 
-    public static func write(_ report: StatusReport, to path: String) throws {
+    public static func write(_ report: StatusReport, build: BuildDescription = .unknown, to path: String) throws {
         let url = URL(fileURLWithPath: path)
         let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        try Data(render(report).utf8).write(to: temporary)
+        try Data(render(report, build: build).utf8).write(to: temporary)
         // rename(2) replaces an existing file atomically. (Foundation's replaceItemAt failed here on Linux when the
         // file existed, and left a folder in /tmp on every call.)
         guard rename(temporary.path, url.path) == 0 else {

@@ -3,18 +3,14 @@ import Logging
 
 /// A log handler that writes to standard error and scrubs registered secrets from every message and metadata value:
 /// plain lines (`syncgate: warning: ...`) for people, or one JSON object per line for log shippers
-/// (`--log-format json`: `time`, `level`, `label`, `message` and the metadata as keys).
+/// (`--log-format json`, ``LogLine``: metadata logged as numbers, `.stringConvertible(n)`, are JSON numbers).
 public struct RedactingLogHandler: LogHandler {
-    public enum Format: String, Sendable, CaseIterable {
-        case plain, json
-    }
-
     public var logLevel: Logger.Level
     public var metadata: Logger.Metadata = [:]
     let label: String
-    let format: Format
+    let format: LogLine.Format
 
-    public init(label: String, level: Logger.Level, format: Format = .plain) {
+    public init(label: String, level: Logger.Level, format: LogLine.Format = .plain) {
         self.label = label
         self.logLevel = level
         self.format = format
@@ -31,18 +27,11 @@ public struct RedactingLogHandler: LogHandler {
         let line: String
         switch format {
         case .plain:
-            let meta = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             // Names in messages are a terminal's to show, not to obey: control characters escaped.
-            line = TerminalText.escapeKeepingLines(Redactor.shared.redact("syncgate: \(event.level): \(event.message)\(meta)")) + "\n"
+            line = TerminalText.escapeKeepingLines(Redactor.shared.redact("syncgate: \(event.level): \(event.message)\(LogLine.plainFields(all))"))
         case .json:
-            var object: [String: Any] = [:]
-            for (key, value) in all { object[key] = Redactor.shared.redact("\(value)") }
-            object["time"] = ReportJSON.time(Date())
-            object["level"] = event.level.rawValue
-            object["label"] = label
-            object["message"] = Redactor.shared.redact("\(event.message)")
-            line = ReportJSON.encode(object) + "\n"
+            line = LogLine.json(level: event.level, label: label, message: "\(event.message)", fields: all.mapValues(LogLine.value))
         }
-        FileHandle.standardError.write(Data(line.utf8))
+        StandardError.write(line + "\n")
     }
 }

@@ -147,7 +147,7 @@ final class WatchLoop: @unchecked Sendable {
         flushRescans()
         shared.withLock { $0.ready = true }
         nextRootCheck = now + WatchLoop.nanoseconds(options.rootCheck)
-        logger.debug("watching", metadata: ["sources": "\(sources.count)", "folders": "\(folders.watchCount)"])
+        logger.debug("watching", metadata: ["sources": .stringConvertible(sources.count), "folders": .stringConvertible(folders.watchCount)])
 
         while !shouldStop && !outbox.isFinished {
             now = WatchLoop.monotonic()

@@ -35,7 +35,7 @@ struct APIRoutes: Sendable {
                 // Off the server's executor: it writes the ledger (``ServerExecutor``).
                 try await Task.detached { try await gateway.retry(destination: selection.destination, paths: selection.paths) }.value
             }
-            logger.info("retry requested over HTTP", metadata: ["destination": "\(selection.destination ?? "*")", "paths": "\(selection.paths.count)", "files": "\(n)"])
+            logger.info("retry requested over HTTP", metadata: ["destination": "\(selection.destination ?? "*")", "paths": .stringConvertible(selection.paths.count), "files": .stringConvertible(n)])
             return Responses.json(ReportJSON.encode(["retried": n]) + "\n")
         }
         router.post("/api/forget") { request, _ -> Response in
@@ -43,7 +43,7 @@ struct APIRoutes: Sendable {
             let n = try await APIRoutes.answering("forget", logger: logger) {
                 try await Task.detached { try await gateway.forget(destination: selection.destination, paths: selection.paths) }.value
             }
-            logger.info("forget requested over HTTP", metadata: ["destination": "\(selection.destination ?? "*")", "paths": "\(selection.paths.count)", "files": "\(n)"])
+            logger.info("forget requested over HTTP", metadata: ["destination": "\(selection.destination ?? "*")", "paths": .stringConvertible(selection.paths.count), "files": .stringConvertible(n)])
             return Responses.json(ReportJSON.encode(["forgotten": n]) + "\n")
         }
     }

@@ -23,11 +23,11 @@ struct AccessMiddleware<Context: RequestContext>: RouterMiddleware {
                 response = try error.response(from: request, context: context)
             }
         case .unauthorized(let reason):
-            logger.debug("refused", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "status": "401", "why": "\(reason)"])
+            logger.debug("refused", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "status": .stringConvertible(401), "why": "\(reason)"])
             response = try HTTPError(.unauthorized, headers: [.wwwAuthenticate: "Bearer realm=\"syncgate\""], message: reason)
                 .response(from: request, context: context)
         case .forbidden(let reason):
-            logger.debug("refused", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "status": "403", "why": "\(reason)"])
+            logger.debug("refused", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "status": .stringConvertible(403), "why": "\(reason)"])
             response = try HTTPError(.forbidden, message: reason).response(from: request, context: context)
         }
         response.headers[.xContentTypeOptions] = "nosniff"

@@ -126,7 +126,7 @@ final class ConnectionLimiter: Sendable {
     private func warnAtLimit() {
         let (evicted, refused) = turnedAway
         logger.warning("HTTP connections at their limit (\(limit), http.max_connections): idle ones are closed to make room",
-                       metadata: ["idle_closed": "\(evicted)", "refused": "\(refused)"])
+                       metadata: ["idle_closed": .stringConvertible(evicted), "refused": .stringConvertible(refused)])
     }
 
     /// At most one warning a minute: a flood must not flood the log too.

@@ -6,12 +6,12 @@ import SyncgateCore
 /// status, each destination's state, the last success, the queue, the last complete pass) is read at scrape time
 /// into a registry made for this scrape, so a series never outlives what it describes; what swift-metrics counts
 /// (attempts, deliveries, bytes, failures by class and scope, upload durations) follows from
-/// ``MetricsBootstrap/registry``.
+/// ``MetricsBootstrap/registry``; then the process's own series (``ProcessMetrics``) and `syncgate_build_info`.
 enum MetricsPage {
     /// The content type Prometheus scrapes (text format 0.0.4).
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    static func render(report: StatusReport, figures: GatewayFigures, ready: Bool) -> String {
+    static func render(report: StatusReport, figures: GatewayFigures, ready: Bool, build: BuildDescription = .unknown) -> String {
         let now = PrometheusCollectorRegistry()
         func gauge(_ name: String, _ help: String, _ labels: [(String, String)] = []) -> Gauge {
             let descriptor = DescribedMetricsFactory.descriptor(name, help)
@@ -51,6 +51,15 @@ enum MetricsPage {
             .increment(by: Int64(figures.passes))
         gauge("syncgate_ready", "Whether the gateway is ready (config loaded, ledger open, watches set).").set(Int64(ready ? 1 : 0))
         gauge("syncgate_needs_attention", "Whether a file failed or a destination is blocked (status --check).").set(Int64(report.needsAttention ? 1 : 0))
+        gauge(BuildDescription.metricName, BuildDescription.metricHelp, build.labels).set(Int64(1))
+        for series in ProcessMetrics.current()?.series ?? [] {
+            let descriptor = DescribedMetricsFactory.descriptor(series.name, series.help)
+            if series.counter {
+                now.makeCounter(descriptor: descriptor).increment(by: series.value)
+            } else {
+                now.makeGauge(descriptor: descriptor).set(series.value)
+            }
+        }
 
         var buffer: [UInt8] = []
         now.emit(into: &buffer)
