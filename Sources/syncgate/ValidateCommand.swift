@@ -3,7 +3,7 @@ import SyncgateCore
 
 struct ValidateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "validate", abstract: "Check the config and print what it would do."
+        commandName: "validate", abstract: "Check the config and print what it would do (with --quiet, only errors: the exit status says the rest)."
     )
 
     @OptionGroup var global: GlobalOptions
@@ -18,6 +18,8 @@ struct ValidateCommand: AsyncParsableCommand {
             for error in missing { Console.error(error.description) }
             throw ExitCode(ExitStatus.config)
         }
+        // --quiet (a unit's ExecStartPre): the exit status says it all; nothing goes to the journal on success.
+        if global.quiet { return }
         Console.out("\(file.path): OK (\(file.origin.text))")
         Console.out("state: \(config.statePath)")
         Console.out("sources:")

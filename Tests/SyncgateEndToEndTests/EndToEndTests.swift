@@ -335,5 +335,11 @@ struct EndToEndTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("archive (local)"))
         #expect(result.stdout.contains("retries file 1 / artwork 1"))
+        // --quiet (the units' ExecStartPre): nothing on success, the exit status says it; errors still on stderr.
+        result = try await cli.run(["validate", "--quiet"])
+        #expect(result.status == 0 && result.stdout.isEmpty && result.stderr.isEmpty, "\(result.stdout)\(result.stderr)")
+        try FileManager.default.removeItem(at: dir.file("outbox"))
+        result = try await cli.run(["validate", "--quiet"])
+        #expect(result.status == 78 && result.stderr.contains("sources[0].path: the folder"), "\(result.stderr)")
     }
 }
