@@ -30,12 +30,15 @@ struct CLIConventionsTests {
         try dir.write("conf/x.yaml", Self.config.replacingOccurrences(of: "path: outbox", with: "path: ../outbox"))
         for arguments in [
             ["--config", "conf/x.yaml", "validate"], ["validate", "--config", "conf/x.yaml"], ["--config=conf/x.yaml", "validate"],
-            ["-v", "--log-format", "json", "--config", "conf/x.yaml", "validate"], ["--quiet", "--config", "conf/x.yaml", "validate", "-v"],
+            ["-v", "--log-format", "json", "--config", "conf/x.yaml", "validate"], ["--log-format", "plain", "--config", "conf/x.yaml", "validate", "-v"],
         ] {
             let result = try await cli.run(arguments)
             #expect(result.status == 0, "\(arguments): \(result.stderr)")
             #expect(result.stdout.hasPrefix("conf/x.yaml: OK"), "\(arguments): \(result.stdout)")
         }
+        // --quiet before the command reaches it: validate then prints nothing (the exit status says it).
+        let quiet = try await cli.run(["--quiet", "--config", "conf/x.yaml", "validate"])
+        #expect(quiet.status == 0 && quiet.stdout.isEmpty, "\(quiet.stdout)\(quiet.stderr)")
         // A real pass, with the options first: the file reaches the folder next to the config.
         let sync = try await cli.run(["--config", "conf/x.yaml", "--log-format=json", "sync", "--json"])
         #expect(sync.status == 0, "\(sync.stderr)")
