@@ -87,7 +87,7 @@ public struct DeliveryOrder: Sendable, Hashable, CustomStringConvertible {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         let known = "priority, artwork, size, modtime, name, or walk alone; a direction after a comma: size,descending"
         guard let first = parts.first, let field = Field(rawValue: first.lowercased()), parts.count <= 2 else {
-            let hint = parts.first?.lowercased() == "mixed" || parts.contains("mixed")
+            let hint = parts.contains { $0.lowercased() == "mixed" }
                 ? " (rclone's 'mixed' is not supported: files of one tier already go in parallel)" : ""
             throw ConfigValueError("'\(text)' is not an order (known: \(known))\(hint)")
         }
