@@ -82,7 +82,8 @@ public struct DeliveryOrder: Sendable, Hashable, CustomStringConvertible {
     /// Whether the files' route priorities are needed.
     public var usesPriority: Bool { keys.contains { $0.field == .priority } }
 
-    /// Reads one key as written (`walk` alone, as the whole order, keeps the walk's order): `size`, `size,descending`, `modtime,ascending`, `priority`, `artwork`, `name`.
+    /// Reads one key as written: `size`, `size,descending`, `modtime,ascending`, `priority`, `artwork`, `name`
+    /// (`walk`, alone as the whole order, is read by the decoder: it keeps the walk's order).
     public static func key(_ text: String) throws -> Key {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         let known = "priority, artwork, size, modtime, name, or walk alone; a direction after a comma: size,descending"
