@@ -37,6 +37,8 @@ public final class HeadUnitDestination: Destination {
     /// One session per app: one instance of a fleet at a time.
     public var needsOneWriter: Bool { true }
     public var hashesWhileSending: Bool { true }
+    /// An app's icons matter first.
+    public var preferredOrder: DeliveryOrder { .artworkFirst }
 
     public func remoteName(forRelativePath path: String) throws -> String {
         try RemoteNameMapper.remoteName(for: path)

@@ -48,6 +48,8 @@ struct HeadUnitSimulator: ParsableCommand {
     @Flag(help: "Never answer StartService (a head unit whose HMI is not ready).") var noAck = false
     @Flag(help: "Answer SetAppIcon with UNSUPPORTED_RESOURCE, as a Core without UI does.") var noUi = false
     @Option(help: "Also listen for control commands on this port (0: none).") var controlPort = 0
+    @Option(help: "Seconds the head unit stays after the first app registers; then it exits, as a car leaving range (0: it stays).")
+    var acceptFor = 0.0
     @Flag(help: "Log every frame.") var verbose = false
 
     func validate() throws {
@@ -56,6 +58,7 @@ struct HeadUnitSimulator: ParsableCommand {
         }
         guard (4...5).contains(protocolVersion) else { throw ValidationError("--protocol-version must be 4 or 5") }
         guard mtu >= 1024, mtu <= 16 * 1024 * 1024 else { throw ValidationError("--mtu must be between 1024 and 16777216") }
+        guard acceptFor >= 0 else { throw ValidationError("--accept-for must not be negative") }
         guard stallAfterBytes >= 0 else { throw ValidationError("--stall-after-bytes must not be negative") }
         if let code = refuseRegistration {
             guard !code.isEmpty, code.allSatisfy({ $0.isUppercase || $0 == "_" }), code != "SUCCESS" else {
@@ -70,7 +73,7 @@ struct HeadUnitSimulator: ParsableCommand {
             activateAfterRefusal: activateAfterRefusal, noneLimit: noneLimit, heartbeatInterval: heartbeatInterval,
             delayMilliseconds: delayMs, genericErrors: genericErrors, corruptPuts: corruptPuts,
             cutAfterBytes: cutAfterBytes, cutConnections: cutConnections, refuseRegistration: refuseRegistration,
-            language: language, verbose: verbose)
+            language: language, acceptFor: acceptFor, verbose: verbose)
         let store = try FileStore(folder: URL(fileURLWithPath: storage), quota: quota)
         let registry = SessionRegistry()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)

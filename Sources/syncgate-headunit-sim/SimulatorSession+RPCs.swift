@@ -94,6 +94,15 @@ extension SimulatorSession {
         } else if settings.activateAfter >= 0 {
             activate(after: settings.activateAfter)
         }
+        if settings.openWindow(), let channel {
+            // The car drives out of range: the process ends, what was stored stays in the storage folder.
+            let seconds = settings.acceptFor
+            SimulatorLog.line("WINDOW open for \(seconds)s")
+            channel.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
+                SimulatorLog.line("WINDOW closed: the head unit goes away")
+                exit(0)
+            }
+        }
     }
 
     /// Raises the app to FULL after `seconds`, unless the control port forced a level meanwhile.

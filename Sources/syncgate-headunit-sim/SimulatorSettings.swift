@@ -17,6 +17,8 @@ final class SimulatorSettings: Sendable {
     /// The head unit's language and HMI display language (`--language`).
     let language: String
     let verbose: Bool
+    /// Seconds the head unit stays after the first app registers, then it goes away (0: it stays).
+    let acceptFor: Double
 
     /// What the control port changes and the connections count.
     private struct Counters {
@@ -30,6 +32,7 @@ final class SimulatorSettings: Sendable {
         var putBytes: Int64 = 0
         var connections = 0
         var heartbeatACKs = 0
+        var windowOpened = false
     }
 
     private let counters: Mutex<Counters>
@@ -37,8 +40,10 @@ final class SimulatorSettings: Sendable {
     init(
         protocolVersion: UInt8, mtu: Int, noACK: Bool, noUI: Bool, activateAfter: Double, activateAfterRefusal: Double,
         noneLimit: Int, heartbeatInterval: Double, delayMilliseconds: Int, genericErrors: Int, corruptPuts: Int,
-        cutAfterBytes: Int, cutConnections: Int, refuseRegistration: String?, language: String = "EN-US", verbose: Bool
+        cutAfterBytes: Int, cutConnections: Int, refuseRegistration: String?, language: String = "EN-US", acceptFor: Double = 0,
+        verbose: Bool
     ) {
+        self.acceptFor = acceptFor
         self.language = language
         self.protocolVersion = protocolVersion
         self.mtu = mtu
@@ -105,6 +110,15 @@ final class SimulatorSettings: Sendable {
         counters.withLock { counters in
             counters.puts += 1
             counters.putBytes += Int64(bytes)
+        }
+    }
+
+    /// Whether the `--accept-for` window starts now (true once: at the first registration).
+    func openWindow() -> Bool {
+        guard acceptFor > 0 else { return false }
+        return counters.withLock { counters in
+            defer { counters.windowOpened = true }
+            return !counters.windowOpened
         }
     }
 

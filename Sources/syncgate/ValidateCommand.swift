@@ -35,14 +35,15 @@ struct ValidateCommand: AsyncParsableCommand {
         Console.out("destinations:")
         for d in config.destinations {
             let r = d.settings.retry
-            Console.out("  \(d.name) (\(d.type)): concurrency \(d.settings.concurrency), retries file \(r.file) / artwork \(r.artwork), backoff \(r.baseDelay.syncgateText)..\(r.maxDelay.syncgateText) jitter \(r.jitter.rawValue), attempt timeout \(d.settings.attemptTimeout.syncgateText), throttle wait \(d.settings.throttleWait.syncgateText), unavailable wait \(d.settings.unavailableWait.syncgateText)\(limits(d.settings))")
+            Console.out("  \(d.name) (\(d.type)): concurrency \(d.settings.concurrency), retries file \(r.file) / artwork \(r.artwork), backoff \(r.baseDelay.syncgateText)..\(r.maxDelay.syncgateText) jitter \(r.jitter.rawValue), attempt timeout \(d.settings.attemptTimeout.syncgateText), throttle wait \(d.settings.throttleWait.syncgateText), unavailable wait \(d.settings.unavailableWait.syncgateText), order \(d.settings.order?.description ?? "the type's default")\(limits(d.settings))")
             for line in d.details { Console.out("    \(line)") }
         }
         Console.out("routes:")
         for route in config.routes {
             let from = route.sources.map { " from \($0.joined(separator: ", "))" } ?? ""
             let after = route.afterSync.map { " (after_sync: \($0.rawValue))" } ?? ""
-            Console.out("  \(route.match.patterns)\(from) -> \(route.to.joined(separator: ", "))\(after)")
+            let priority = route.priority != 0 ? " (priority \(route.priority))" : ""
+            Console.out("  \(route.match.patterns)\(from) -> \(route.to.joined(separator: ", "))\(after)\(priority)")
         }
     }
 

@@ -8,11 +8,18 @@ struct HeadUnitCLIRun {
     let port: Int
     var config: URL { folder.file("plugins.yaml") }
 
-    init(sim: HeadUnitSimulatorProcess, responseTimeout: String = "5s", retries: Int = 2, extra: String = "") throws {
-        try self.init(port: sim.port, responseTimeout: responseTimeout, retries: retries, extra: extra)
+    /// `routes`: the `routes:` list's items (default: every file to the car).
+    init(sim: HeadUnitSimulatorProcess, responseTimeout: String = "5s", retries: Int = 2, extra: String = "",
+         routes: String = HeadUnitCLIRun.everyFileToTheCar) throws {
+        try self.init(port: sim.port, responseTimeout: responseTimeout, retries: retries, extra: extra, routes: routes)
     }
 
-    init(port: Int, responseTimeout: String = "5s", retries: Int = 2, extra: String = "") throws {
+    static let everyFileToTheCar = """
+          - match: ["**/*"]
+            to: [car]
+        """
+
+    init(port: Int, responseTimeout: String = "5s", retries: Int = 2, extra: String = "", routes: String = HeadUnitCLIRun.everyFileToTheCar) throws {
         self.port = port
         folder = try TemporaryDirectory("headunit-cli")
         try FileManager.default.createDirectory(at: folder.file("src"), withIntermediateDirectories: true)
@@ -35,8 +42,7 @@ struct HeadUnitCLIRun {
                 retry: { file: \(retries), artwork: \(retries), base_delay: 100ms, max_delay: 500ms }
             \(extra)
             routes:
-              - match: ["**/*"]
-                to: [car]
+            \(routes)
 
             """)
     }

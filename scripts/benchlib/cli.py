@@ -32,6 +32,7 @@ def main(doc):
     if unknown:
         parser.error(f"unknown group(s): {', '.join(sorted(unknown))}")
     sizes = dict(files=20000, folders=200, big_local_mib=1024, big_s3_mib=256, many=100000, hu_files=500, hu_mib=50,
+                 hu_window_s=3, hu_window_delay_ms=50, hu_window_high=100, hu_window_low=400,
                  away_files=10000, limit_rate_files=300, limit_interval_files=100, limit_bw_files=20,
                  limit_bw_pair_files=30,
                  gw_settles=(1.0, 0.1), gw_rate=100, gw_seconds=60, gw_burst=10000, gw_default_files=20, gw_idle=60,
@@ -43,6 +44,7 @@ def main(doc):
     reps = args.reps
     if args.smoke:
         sizes = dict(files=100, folders=5, big_local_mib=4, big_s3_mib=17, many=500, hu_files=10, hu_mib=2,
+                     hu_window_s=2, hu_window_delay_ms=50, hu_window_high=10, hu_window_low=40,
                      away_files=200, shared_server=True, limit_rate_files=20, limit_interval_files=10, limit_bw_files=4,
                      limit_bw_pair_files=10,
                      gw_settles=(1.0,), gw_rate=100, gw_seconds=0.2, gw_burst=200, gw_default_files=0, gw_idle=2,

@@ -285,15 +285,16 @@ class Harness:
     def path(self, *parts):
         return os.path.join(self.work, *parts)
 
-    def config(self, name, source, destination_yaml, extra="", state=None):
-        """A config of one source and one destination; `state`: a PostgreSQL URL (default: a fresh SQLite file)."""
+    def config(self, name, source, destination_yaml, extra="", state=None, routes="[{match: ['**/*'], to: [dst]}]"):
+        """A config of one source and one destination; `state`: a PostgreSQL URL (default: a fresh SQLite file);
+        `routes`: the routes (every file to the destination)."""
         path = self.path(f"{name}.yaml")
         state_line = json.dumps(state) if state else self.path(name + '-state', 'state.sqlite')
         with open(path, "w") as f:
             f.write(f"version: 1\nstate: {state_line}\n"
                     f"sources: [{{name: src, path: {source}}}]\n"
                     f"destinations:\n  - name: dst\n{destination_yaml}\n"
-                    f"routes: [{{match: ['**/*'], to: [dst]}}]\n{extra}")
+                    f"routes: {routes}\n{extra}")
         reset(self.path(name + "-state"))
         return path
 

@@ -6,7 +6,7 @@ import subprocess
 import threading
 import time
 
-from .harness import free_port, make_file, make_tree, reset, stop, tree_summary, wait_listening
+from .harness import free_port, make_file, make_tree, measured, reset, stop, tree_summary, wait_listening
 
 
 class HeadunitGroup:
@@ -79,3 +79,46 @@ class HeadunitGroup:
                     note="start-up, session, ListFiles, ledger; nothing sent")
         self.record(f"headunit 6 one {s['hu_mib']} MiB file", "plain TCP copy (ceiling)", ceiling, note=f"{top:.0f} MiB/s")
         reset(small, big, self.path("hu-storage"))
+        self.headunit_window()
+
+    def headunit_window(self):
+        """Case 8 (issue 30): a head unit in range for a few seconds only (the simulator's --accept-for, each
+        response held --delay-ms, as a slow link): the bytes of the high-priority set (a route with `priority: 10`,
+        files the walk meets last) that arrive before it goes away, with `order: priority` and in the walk's order."""
+        s = self.sizes
+        window, delay = s["hu_window_s"], s["hu_window_delay_ms"]
+        source = self.path("hu-window")
+        make_tree(os.path.join(source, "bulk"), s["hu_window_low"], 64 * 1024, 4)
+        make_tree(os.path.join(source, "vip"), s["hu_window_high"], 64 * 1024, 1)
+        high_total = tree_summary(os.path.join(source, "vip"))[1]
+        results = {"priority": [], "walk": []}
+        high_bytes = {"priority": [], "walk": []}
+        for rep in range(self.reps):
+            for order in ("priority", "walk"):
+                port = free_port()
+                storage = self.path("hu-window-storage")
+                reset(storage)
+                os.makedirs(storage)
+                sim = subprocess.Popen([self.simulator, "--port", str(port), "--storage", storage, "--quota", str(4 << 30),
+                                        "--accept-for", str(window), "--delay-ms", str(delay)],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                try:
+                    wait_listening(port, sim, "the head-unit simulator")
+                    cfg = self.config(f"hu-window-{order}", source,
+                                      f"    type: headunit\n    host: 127.0.0.1\n    port: {port}\n"
+                                      f"    app: {{name: Bench, id: '1'}}\n    connect_timeout: 2s\n"
+                                      f"    retry: {{file: 0, artwork: 0}}\n    order: {order}",
+                                      routes="[{match: ['**/*'], to: [dst]}, {match: ['vip/**'], to: [dst], priority: 10}]")
+                    # 75: the head unit went away with files still to send (the point of the case); 0: all fitted.
+                    results[order].append(measured([self.syncgate, "sync", "--quiet", "--config", cfg], self.work, ok=(0, 75)))
+                finally:
+                    stop(sim)
+                high_bytes[order].append(sum(os.path.getsize(os.path.join(storage, name)) for name in os.listdir(storage)
+                                             if name.startswith("vip_")))
+        case = f"headunit 8 {window:g} s window {s['hu_window_high']}+{s['hu_window_low']} x 64 KiB"
+        for order, tool in (("priority", "syncgate, order: priority"), ("walk", "syncgate, walk order")):
+            got = statistics.median(high_bytes[order])
+            self.record(case, tool, results[order],
+                        note=f"high-priority bytes within the window: {got / (1 << 20):.2f} of {high_total / (1 << 20):.2f} MiB "
+                             f"({100 * got / high_total:.0f}%); responses held {delay} ms")
+        reset(source, self.path("hu-window-storage"))

@@ -28,6 +28,8 @@ public struct DeliverySettings: Sendable, Hashable {
     public var maxDelete = 100
     /// Verification against the ledger (`check:`): by `syncgate run` every `interval`, repairing or not.
     public var check = CheckSettings.builtIn
+    /// The order files are sent in (`order:`); nil: the destination's own (``Destination/preferredOrder``).
+    public var order: DeliveryOrder? = nil
 
     public static let builtIn = DeliverySettings(
         concurrency: 4, retry: .builtIn, recentCompleted: .seconds(10), recentFailed: .seconds(60),
@@ -67,9 +69,10 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
     var deleteRemote: Bool?
     var maxDelete: Int?
     var check: CheckOverrides?
+    var order: DeliveryOrder?
 
     enum CodingKeys: String, CodingKey {
-        case concurrency, retry, recent, rate, bandwidth, check
+        case concurrency, retry, recent, rate, bandwidth, check, order
         case deleteRemote = "delete_remote"
         case maxDelete = "max_delete"
         case attemptTimeout = "attempt_timeout"
@@ -82,7 +85,7 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
     /// The keys above, which belong to the core in a destination's mapping.
     static let keys: Set<String> = [
         "concurrency", "retry", "recent", "attempt_timeout", "throttle_wait", "probe_interval_max", "unavailable_wait", "rate", "min_interval", "bandwidth",
-        "delete_remote", "max_delete", "check",
+        "delete_remote", "max_delete", "check", "order",
     ]
 
     init(from decoder: any Decoder) throws {
@@ -100,6 +103,7 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         deleteRemote = try c.decodeIfPresent(Bool.self, forKey: .deleteRemote)
         maxDelete = try c.decodeIfPresent(Int.self, forKey: .maxDelete)
         check = try c.decodeIfPresent(CheckOverrides.self, forKey: .check)
+        order = try c.decodeIfPresent(DeliveryOrder.self, forKey: .order)
         if let maxDelete, maxDelete < 0 {
             throw ConfigValueError("must be >= 0 (0: delete nothing, only report)", key: CodingKeys.maxDelete)
         }
@@ -136,6 +140,7 @@ struct DeliveryOverrides: Decodable, Sendable, Hashable {
         if let deleteRemote { result.deleteRemote = deleteRemote }
         if let maxDelete { result.maxDelete = maxDelete }
         if let check { result.check = check.applied(to: base.check) }
+        if let order { result.order = order }
         return result
     }
 }

@@ -33,6 +33,9 @@ public struct DestinationConfig: Sendable {
     /// The plugin, built on first use (once; every copy of this config shares it).
     public var destination: any Destination { plugin.instance }
 
+    /// The order its files are sent in: its `order:` (or that of `defaults:`), else the plugin's own.
+    public var order: DeliveryOrder { settings.order ?? destination.preferredOrder }
+
     /// Its `rate`, `min_interval` and `bandwidth` limits: one set for every copy of this config, so that every
     /// pass and command of the process that uses the destination shares them.
     public var limits: DeliveryLimits { sharedLimits.limits(for: settings) }

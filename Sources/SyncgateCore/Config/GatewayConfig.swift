@@ -63,6 +63,16 @@ public struct GatewayConfig: Sendable {
         return destinations.compactMap { names.contains($0.name) ? $0.name : nil }
     }
 
+    /// A file's priority at a destination (`priority` of routes, for `order: priority`): the highest of the routes
+    /// that send it there; 0 when none says.
+    public func priority(source: String, relativePath: String, destination: String) -> Int {
+        var highest: Int? = nil
+        for route in routes where route.to.contains(destination) && route.applies(source: source, relativePath: relativePath) {
+            highest = max(highest ?? route.priority, route.priority)
+        }
+        return highest ?? 0
+    }
+
     /// Whether a file is deleted from its source once every destination it is routed to holds it: only when every
     /// route that sends it somewhere says `after_sync: delete` (its own, or else its source's). `keep` wins.
     public func deletesAfterSync(source: String, relativePath: String) -> Bool {
@@ -313,7 +323,8 @@ extension GatewayConfig {
             if raw.to.isEmpty {
                 load.note(decoder.error(at: root.descend(path + [.key("to")]), path: path + [.key("to")], "a route needs at least one destination"))
             }
-            routes.append(RouteConfig(match: raw.match ?? (try! GlobSet(patterns: ["**/*"])), sources: raw.sources, to: raw.to, afterSync: raw.afterSync))
+            routes.append(RouteConfig(match: raw.match ?? (try! GlobSet(patterns: ["**/*"])), sources: raw.sources, to: raw.to, afterSync: raw.afterSync,
+                                      priority: raw.priority ?? 0))
         }
         if routeNodes == nil {
             // No routes: every file goes to every destination.

@@ -5,9 +5,12 @@ public struct RouteConfig: Sendable, Hashable {
     public var to: [String]
     /// What happens to the files of this route once delivered (nil: as their source says).
     public var afterSync: AfterSync?
+    /// How soon its files go where the destination's `order:` names `priority`: higher first (default 0).
+    public var priority: Int
 
-    public init(match: GlobSet, sources: [String]? = nil, to: [String], afterSync: AfterSync? = nil) {
+    public init(match: GlobSet, sources: [String]? = nil, to: [String], afterSync: AfterSync? = nil, priority: Int = 0) {
         self.afterSync = afterSync
+        self.priority = priority
         self.match = match
         self.sources = sources
         self.to = to
@@ -24,9 +27,10 @@ struct RawRoute: Decodable {
     var sources: [String]?
     var to: [String]
     var afterSync: AfterSync?
+    var priority: Int?
 
     enum CodingKeys: String, CodingKey {
-        case match, sources, to
+        case match, sources, to, priority
         case afterSync = "after_sync"
     }
 }

@@ -74,6 +74,10 @@ public protocol Destination: Sendable {
     /// more just to hash them before sending. Default `false`: items always come with their hash.
     var hashesWhileSending: Bool { get }
 
+    /// The order files are sent in when the destination's config sets no `order:` (``DeliveryOrder``). Default:
+    /// the walk's order.
+    var preferredOrder: DeliveryOrder { get }
+
     /// Called before the ledger records deliveries as synced, with the files delivered since the last call: a
     /// destination that makes its copies durable in groups (the local folder's `fsync: batch`) flushes them
     /// here, so that a row is never `synced` before its copy would survive a power cut. Throwing fails the run
@@ -164,6 +168,7 @@ extension Destination {
     public var resendIsHarmless: Bool { false }
     public var needsOneWriter: Bool { false }
     public var hashesWhileSending: Bool { false }
+    public var preferredOrder: DeliveryOrder { .walk }
     public func makeDurable() throws {}
     public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] { [:] }
     public func existingCopy(of item: UploadItem) async throws -> Receipt? { nil }

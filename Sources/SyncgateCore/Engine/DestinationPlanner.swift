@@ -36,6 +36,8 @@ final class DestinationPlanner {
     private var repeatedHashes: Set<Int> = []
     /// Whether names can clash at all: not when the destination keeps paths apart and one source feeds it.
     private let tracksNames: Bool
+    /// Whether the destination's order needs each kept plan's route priority.
+    private let usesPriority: Bool
 
     /// Whether the plans can be handed over in waves while the scan goes on (``takeWave()``): only when no name
     /// can clash. Where one can, every name must be seen before anything is sent, so nothing is overwritten.
@@ -57,6 +59,7 @@ final class DestinationPlanner {
         self.now = now
         self.skipped = skipped
         self.tracksNames = config.namesCanClash(at: destination)
+        self.usesPriority = destination.order.usesPriority
         self.minAges = Dictionary(config.sources.filter { $0.minAge > .zero }.map { ($0.name, $0.minAge) }) { a, _ in a }
     }
 
@@ -102,9 +105,17 @@ final class DestinationPlanner {
     }
 
     private func keep(_ plan: PlannedDelivery) {
+        plans.append(dressed(plan))
+    }
+
+    /// A plan kept for the run, with what its upload and its place in the destination's order need.
+    private func dressed(_ plan: PlannedDelivery) -> PlannedDelivery {
         var plan = plan
         plan.isArtwork = config.isArtwork(plan.file.relativePath)
-        plans.append(plan)
+        if usesPriority {
+            plan.priority = config.priority(source: plan.file.source, relativePath: plan.file.relativePath, destination: destination.name)
+        }
+        return plan
     }
 
     /// Decides what to do with one file that is not simply up to date, from its ledger row (nil: none). Returns
@@ -202,9 +213,7 @@ final class DestinationPlanner {
         }
         if verifiesListingLater, reason == .upToDate || reason == .touched {
             if reason == .touched { touched.append(plan.file) }
-            var kept = plan
-            kept.isArtwork = config.isArtwork(plan.file.relativePath)
-            unverified.append(kept)
+            unverified.append(dressed(plan))
             return
         }
         switch reason.stillFailed {

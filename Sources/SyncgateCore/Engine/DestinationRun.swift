@@ -83,11 +83,11 @@ final class DestinationRun: Sendable {
         do {
             while let wave = await feed.nextWave(index) {
                 if cancellation.isCancelled { break }
-                let items = try await stage(wave)
+                let tiers = try await stage(wave)
                 try await sending?.value
                 sending = nil
                 if cancellation.isCancelled { break }
-                sending = Task { try await send(items) }
+                sending = Task { for tier in tiers { try await send(tier) } }
             }
             try await sending?.value
             try await handleRemovals()
@@ -100,10 +100,11 @@ final class DestinationRun: Sendable {
     }
 
     /// Readies one wave of plans: counts it, records its files `pending` (and fails those that cannot be sent),
-    /// and returns what is to be uploaded (nothing in a dry run, nor while the destination is away). The next wave
+    /// and returns what is to be uploaded (nothing in a dry run, nor while the destination is away), in the
+    /// destination's order, cut into the tiers that are sent one after another (``DeliveryOrder``). The next wave
     /// is readied while this one is sent (``send(_:)``), so that the ledger's transaction and the destination's
     /// preparation do not hold up uploads.
-    private func stage(_ outcome: DestinationPlanner.Outcome) async throws -> [UploadItem] {
+    private func stage(_ outcome: DestinationPlanner.Outcome) async throws -> [[UploadItem]] {
         let plugin = destination.destination
         var plans = outcome.plans
         let now = clock.now()
@@ -159,8 +160,11 @@ final class DestinationRun: Sendable {
         if !notOurs.isEmpty { plans.removeAll { notOurs.contains($0.file.key) } }
 
         var items: [UploadItem] = []
+        let order = destination.order
+        var priorities: [FileKey: Int] = [:]
         for plan in plans where plan.isUpload {
             let entry = plan.entry
+            if plan.priority != 0 { priorities[plan.file.key] = plan.priority }
             items.append(UploadItem(
                 source: plan.file.source, relativePath: plan.file.relativePath, absolutePath: plan.file.absolutePath,
                 remoteName: plan.remoteName ?? plan.file.relativePath, size: plan.file.size, modificationTime: plan.file.modificationTime,
@@ -215,7 +219,7 @@ final class DestinationRun: Sendable {
         }
         if away != nil { return [] }
         tally.update { $0.planned += items.count }
-        return items
+        return order.tiers(items) { DeliveryOrder.Fields($0, priority: priorities[$0.key] ?? 0) }
     }
 
     /// Files the ledger says are delivered, checked against the destination's listing: those it lacks are planned

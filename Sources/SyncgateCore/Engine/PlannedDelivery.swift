@@ -23,6 +23,8 @@ public struct PlannedDelivery: Sendable {
     }
     var entryRef: LedgerEntryRef?
     public var remoteName: String?
+    /// The file's route priority here, looked up only where the destination's order uses it (else 0).
+    public var priority = 0
 
     public init(file: ScannedFile, destination: String, action: Action, sha256: String?, isArtwork: Bool, entry: LedgerEntry?, remoteName: String?) {
         self.init(file: file, destination: destination, action: action, sha256: sha256, isArtwork: isArtwork, entryRef: entry.map(LedgerEntryRef.init), remoteName: remoteName)
