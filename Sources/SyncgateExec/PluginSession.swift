@@ -4,12 +4,6 @@ import SyncgateCore
 import Synchronization
 import SyncgateJSON
 
-/// Why a plugin's session ended before a request was answered: the message names the plugin.
-struct PluginGone: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
-}
-
 /// One running plugin and its requests in flight: sends each request as one line with a fresh id, and hands the
 /// answers the reader thread takes from its stdout to the request they answer. A plugin that breaks the protocol
 /// (a line that is not JSON, one over 1 MiB, an answer to an id not in flight), that does not end a cancelled
