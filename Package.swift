@@ -119,7 +119,7 @@ let package = Package(
         ),
 
         // Tests. Integration tests run the built executables against servers on loopback.
-        .target(name: "SyncgateTestSupport", dependencies: [logging], path: "Tests/SyncgateTestSupport"),
+        .target(name: "SyncgateTestSupport", dependencies: ["SyncgateCore", logging], path: "Tests/SyncgateTestSupport"),
         // The conformance suite every destination plugin runs (Tests/DestinationConformance).
         .target(name: "DestinationConformance", dependencies: ["SyncgateCore", "SyncgateTestSupport"], path: "Tests/DestinationConformance"),
         .testTarget(name: "SyncgateJSONTests", dependencies: ["SyncgateJSON"]),

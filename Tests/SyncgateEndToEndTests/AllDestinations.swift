@@ -115,7 +115,7 @@ final class AllDestinations {
                               currentDirectory: dir.url, timeout: timeout)
     }
 
-    func start(_ arguments: [String]) throws -> Process {
+    func start(_ arguments: [String]) throws -> ChildProcess {
         try ProcessRunner.start(TestPaths.executable("syncgate"), arguments, environment: environment, currentDirectory: dir.url)
     }
 

@@ -64,7 +64,10 @@ struct CrashConsistencyTests {
             // by a loaded machine): a shell reports both as 130, and the ledger must be consistent either way.
             let killedBySIGINT = process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGINT
             #expect(process.terminationStatus == 130 || killedBySIGINT, "\(process.terminationReason) \(process.terminationStatus)")
-            #expect(Date().timeIntervalSince(sent) < 8, "exit took \(Date().timeIntervalSince(sent)) s")
+            // The process's own exit, timed by the thread that waits for it (the test's tasks can be seconds late on a
+            // loaded machine); the CLI promises 3 s.
+            let took = (process.endedAt ?? Date()).timeIntervalSince(sent)
+            #expect(took < 8, "exit took \(took) s")
             let files = try await all.status()["files"] as? [[String: Any]] ?? []
             #expect(!files.contains { $0["status"] as? String == "uploading" }, "no row is left uploading")
         }

@@ -385,7 +385,7 @@ struct ExecPluginTests {
 
 /// A loopback HTTP server that stores each POST's body under its X-Syncgate-Name (refusing a wrong bearer token).
 struct WebhookSink {
-    let process: Process
+    let process: ChildProcess
     let port: Int
 
     init(_ dir: TemporaryDirectory, token: String? = nil) throws {

@@ -127,10 +127,10 @@ struct FaultInjectionTests {
 
         var environment: [String: String] { ["S3_SECRET": s3?.secretAccessKey ?? ""] }
 
-        func start() throws -> (Process, URL) {
+        func start() throws -> (ChildProcess, URL) {
             let out = dir.file("events.jsonl")
             _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = TestPaths.executable("syncgate")
             process.arguments = ["sync", "--json"]
             process.currentDirectoryURL = dir.url

@@ -335,7 +335,7 @@ struct FleetChaosTests {
     /// not at its next rescan. One row per file, none twice.
     @Test(.enabled(if: FleetChaosTests.sheetsEnabled, "needs PostgreSQL's server binaries and the Sheets test server"), .timeLimit(.minutes(30)))
     func aGatewayTakesTheLeadOfAKilledSheetsLeaderAtOnce() async throws {
-        var gateway: Process?
+        var gateway: ChildProcess?
         var gatewayLog: URL?
         defer { if let gateway, gateway.isRunning { ProcessRunner.stop(gateway) } }
         try await sheetsLeaderLoses("killed beside a gateway", leaderExits: false, gatewayBeside: { process, log in
@@ -406,8 +406,8 @@ struct FleetChaosTests {
     /// With `leaderExits: false` A was killed; with `leaderMayFinish`, A may have finished the sheet itself (exit 0).
     func sheetsLeaderLoses(
         _ what: String, leaderExits: Bool = true, leaderMayFinish: Bool = false, knownCrash: Bool = false,
-        gatewayBeside: ((_ process: Process, _ log: URL) -> Void)? = nil,
-        fault: (_ leader: Process, _ proxy: FaultProxy, _ server: PostgresTestServer, _ location: PostgresStateLocation, _ sheets: SheetsTestServer) async throws -> () async -> Void
+        gatewayBeside: ((_ process: ChildProcess, _ log: URL) -> Void)? = nil,
+        fault: (_ leader: ChildProcess, _ proxy: FaultProxy, _ server: PostgresTestServer, _ location: PostgresStateLocation, _ sheets: SheetsTestServer) async throws -> () async -> Void
     ) async throws {
         let dir = try TemporaryDirectory("sg-e2e-sheets-leader")
         defer { dir.remove() }

@@ -25,7 +25,7 @@ struct FleetTests {
     final class Slot {
         let command: [String]
         let name: String
-        var process: Process?
+        var process: ChildProcess?
         var starts = 0
         init(_ name: String, _ command: [String]) {
             self.name = name

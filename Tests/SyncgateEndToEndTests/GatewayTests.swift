@@ -28,7 +28,7 @@ struct GatewayTests {
     }
 
     /// Starts `syncgate run -v` with its output in `gateway.log`.
-    func startGateway() throws -> Process {
+    func startGateway() throws -> ChildProcess {
         try ProcessRunner.start(SyncgateCLI.binary, ["run", "-v"], currentDirectory: dir.url, logFile: dir.file("gateway.log"))
     }
 
@@ -55,7 +55,7 @@ struct GatewayTests {
         return object
     }
 
-    func stop(_ process: Process) async -> Int32 {
+    func stop(_ process: ChildProcess) async -> Int32 {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         if !(await ProcessRunner.waitForExit(process, timeout: 20)) {
             kill(process.processIdentifier, SIGKILL)

@@ -31,7 +31,7 @@ struct HTTPHostileClientTests {
     }
 
     /// `syncgate run -v` with a soft and hard limit of 1,024 descriptors, its output in `gateway.log`.
-    func startGateway() async throws -> Process {
+    func startGateway() async throws -> ChildProcess {
         let process = try ProcessRunner.start(
             URL(fileURLWithPath: "/bin/bash"), ["-c", "ulimit -n 1024 && exec \"$0\" run -v", SyncgateCLI.binary.path],
             currentDirectory: dir.url, logFile: dir.file("gateway.log"))
@@ -42,7 +42,7 @@ struct HTTPHostileClientTests {
 
     var log: String { (try? String(contentsOf: dir.file("gateway.log"), encoding: .utf8)) ?? "" }
 
-    func stop(_ process: Process) async -> Int32 {
+    func stop(_ process: ChildProcess) async -> Int32 {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         if !(await ProcessRunner.waitForExit(process, timeout: 30)) {
             kill(process.processIdentifier, SIGKILL)

@@ -190,7 +190,7 @@ struct MirrorJudgementTests {
 
     var log: String { (try? String(contentsOf: dir.file("gateway.log"), encoding: .utf8)) ?? "" }
 
-    func stop(_ process: Process) async -> Int32 {
+    func stop(_ process: ChildProcess) async -> Int32 {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         if !(await ProcessRunner.waitForExit(process, timeout: 30)) {
             kill(process.processIdentifier, SIGKILL)

@@ -24,17 +24,17 @@ struct StatusAndEdgesTests {
     }
 
     /// Starts `sync --json` with its events and its standard error in files of the test's folder.
-    func startSync() throws -> (Process, URL, URL) {
+    func startSync() throws -> (ChildProcess, URL, URL) {
         let out = dir.file("events.jsonl")
         let errors = dir.file("stderr.txt")
         for file in [out, errors] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = SyncgateCLI.binary
         process.arguments = ["sync", "--json"]
         process.currentDirectoryURL = dir.url
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: errors)
-        try ProcessRunner.withTerminationSignalsUnblocked { try process.run() }
+        try process.run()
         return (process, out, errors)
     }
 

@@ -17,7 +17,7 @@ struct SyncgateCLI {
         return try await ProcessRunner.run(SyncgateCLI.binary, arguments, environment: environment, currentDirectory: dir.url, timeout: timeout)
     }
 
-    func start(_ arguments: [String]) throws -> Process {
+    func start(_ arguments: [String]) throws -> ChildProcess {
         try ProcessRunner.start(SyncgateCLI.binary, arguments, environment: environment, currentDirectory: dir.url)
     }
 

@@ -26,21 +26,21 @@ public final class BrowserSession: @unchecked Sendable {
     /// case starting it fails the test).
     public static var shouldRun: Bool { unavailableReason == nil || TestPaths.serversRequired }
 
-    private let process: Process
+    private let process: ChildProcess
     private let input: FileHandle
     private let lines: LineReader
     private let lock = NSLock()
 
     public init() async throws {
         if let reason = BrowserSession.unavailableReason { throw Failure(description: "no browser: \(reason)") }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = ProcessRunner.which("python3")
         process.arguments = [BrowserSession.script.path]
         let stdin = Pipe(), stdout = Pipe()
         process.standardInput = stdin
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
-        try ProcessRunner.withTerminationSignalsUnblocked { try process.run() }
+        try process.run()
         self.process = process
         input = stdin.fileHandleForWriting
         lines = LineReader(stdout.fileHandleForReading)

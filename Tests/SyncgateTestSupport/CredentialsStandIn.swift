@@ -6,14 +6,14 @@ import Foundation
 /// (``counts()``). Always ``stop()`` it.
 public final class CredentialsStandIn: @unchecked Sendable {
     public let port: Int
-    private let process: Process
+    private let process: ChildProcess
 
     public static let script = TestPaths.packageRoot.appendingPathComponent("Tests/CredentialsStandIn/credentials_server.py")
 
     /// The base URL (`AWS_EC2_METADATA_SERVICE_ENDPOINT`).
     public var endpoint: String { "http://127.0.0.1:\(port)" }
 
-    private init(port: Int, process: Process) {
+    private init(port: Int, process: ChildProcess) {
         self.port = port
         self.process = process
     }

@@ -5,11 +5,11 @@ import Foundation
 public final class FaultProxy: @unchecked Sendable {
     public let port: Int
     public let controlPort: Int
-    private let process: Process
+    private let process: ChildProcess
 
     public static let script = TestPaths.packageRoot.appendingPathComponent("Tests/FaultProxy/fault_proxy.py")
 
-    private init(port: Int, controlPort: Int, process: Process) {
+    private init(port: Int, controlPort: Int, process: ChildProcess) {
         self.port = port
         self.controlPort = controlPort
         self.process = process

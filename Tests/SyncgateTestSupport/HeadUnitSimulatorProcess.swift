@@ -7,7 +7,7 @@ public final class HeadUnitSimulatorProcess: @unchecked Sendable {
     public let controlPort: Int
     public let storage: TemporaryDirectory
     public let logFile: URL
-    private let process: Process
+    private let process: ChildProcess
 
     /// Whether the simulator binary was built.
     public static var isAvailable: Bool {

@@ -7,7 +7,7 @@ import Foundation
 public final class NginxTLSProxy: @unchecked Sendable {
     public let port: Int
     public let directory: TemporaryDirectory
-    private var process: Process?
+    private var process: ChildProcess?
 
     public static let nginxPath = "/usr/sbin/nginx"
 

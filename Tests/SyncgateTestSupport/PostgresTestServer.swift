@@ -14,7 +14,7 @@ public final class PostgresTestServer: @unchecked Sendable {
     public static let adminUser = "syncgate_admin"
     public static let user = "syncgate"
     public static let password = "pg-test-secret-7Qx"
-    private var process: Process?
+    private var process: ChildProcess?
     private let binaries: Binaries
 
     /// The programs of one PostgreSQL installation.

@@ -56,14 +56,15 @@ public enum ProcessRunner {
         }
         var result = running.finish(killed: killed)
         result.peakMemoryKiB = peak
-        result.seconds = Date().timeIntervalSince(started)
+        // From the start to the child's exit as its waiting thread saw it, not to when this task noticed.
+        result.seconds = (running.process.endedAt ?? Date()).timeIntervalSince(started)
         return result
     }
 
     /// Waits (at most `timeout` seconds, without blocking a thread) for a started process to exit, then reaps it.
     /// Returns false, leaving it running, when it did not exit in time.
     @discardableResult
-    public static func waitForExit(_ process: Process, timeout: TimeInterval = 120) async -> Bool {
+    public static func waitForExit(_ process: ChildProcess, timeout: TimeInterval = 120) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning {
             if Date() > deadline { return false }
@@ -78,14 +79,13 @@ public enum ProcessRunner {
     /// performs `action` (a signal) on that same thread. True when it did; false when the process ended first
     /// or `timeout` passed.
     public static func when(
-        _ process: Process, timeout: TimeInterval = 120, _ condition: @escaping @Sendable () -> Bool,
+        _ process: ChildProcess, timeout: TimeInterval = 120, _ condition: @escaping @Sendable () -> Bool,
         then action: @escaping @Sendable () -> Void
     ) async -> Bool {
-        let box = UncheckedProcess(process: process)
         return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let thread = Thread {
                 let deadline = Date().addingTimeInterval(timeout)
-                while box.process.isRunning, Date() < deadline {
+                while process.isRunning, Date() < deadline {
                     if condition() {
                         action()
                         continuation.resume(returning: true)
@@ -98,8 +98,6 @@ public enum ProcessRunner {
             thread.start()
         }
     }
-
-    private struct UncheckedProcess: @unchecked Sendable { let process: Process }
 
     /// ``run(_:_:environment:currentDirectory:timeout:)`` for synchronous contexts (a `defer`, a one-time
     /// availability check); blocks the calling thread, so keep it for short programs.
@@ -122,7 +120,7 @@ public enum ProcessRunner {
 
     /// A started process whose output goes to two temporary files.
     private struct Running {
-        let process = Process()
+        let process = ChildProcess()
         let outFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("sg-out-\(UUID().uuidString)")
         let errFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("sg-err-\(UUID().uuidString)")
         let outHandle: FileHandle
@@ -143,7 +141,7 @@ public enum ProcessRunner {
             process.standardError = errHandle
             process.standardInput = FileHandle.nullDevice
             do {
-                try ProcessRunner.withTerminationSignalsUnblocked { try process.run() }
+                try process.run()
             } catch {
                 removeFiles()
                 throw error
@@ -168,7 +166,7 @@ public enum ProcessRunner {
     }
 
     /// Stops a server a test started: SIGTERM, SIGKILL if it is still there after `grace` seconds, then reaps it.
-    public static func stop(_ process: Process, grace: TimeInterval = 5) {
+    public static func stop(_ process: ChildProcess, grace: TimeInterval = 5) {
         if process.isRunning {
             process.terminate()
             let deadline = Date().addingTimeInterval(grace)
@@ -183,8 +181,8 @@ public enum ProcessRunner {
     public static func start(
         _ executable: URL, _ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil,
         logFile: URL? = nil
-    ) throws -> Process {
-        let process = Process()
+    ) throws -> ChildProcess {
+        let process = ChildProcess()
         process.executableURL = executable
         process.arguments = arguments
         if let currentDirectory { process.currentDirectoryURL = currentDirectory }
@@ -201,24 +199,9 @@ public enum ProcessRunner {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
         }
-        try withTerminationSignalsUnblocked { try process.run() }
+        try process.run()
         return process
     }
-
-    /// Runs `body` (which starts a process) with SIGTERM and SIGINT unblocked on this thread, so that the child
-    /// does not inherit them blocked (worker threads of the test runner block signals; a child started from one
-    /// then ignores `terminate()`). The thread's mask is restored afterwards.
-    public static func withTerminationSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGTERM)
-        sigaddset(&set, SIGINT)
-        var previous = sigset_t()
-        pthread_sigmask(SIG_UNBLOCK, &set, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        return try body()
-    }
-
 
     /// Whether python3 can import these modules, found without importing them (importing moto takes seconds on a
     /// busy machine, and these checks run while Swift Testing decides which tests to run, holding its threads).

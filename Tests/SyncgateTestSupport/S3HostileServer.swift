@@ -14,7 +14,7 @@ public final class S3HostileServer: @unchecked Sendable {
     public let mode: Mode
     private let directory: TemporaryDirectory
     private let logFile: URL
-    private var process: Process?
+    private var process: ChildProcess?
 
     public static var script: URL { TestPaths.packageRoot.appendingPathComponent("Tests/S3HostileServer/s3_hostile_server.py") }
 

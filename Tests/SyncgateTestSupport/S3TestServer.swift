@@ -19,7 +19,7 @@ public final class S3TestServer: @unchecked Sendable {
     /// its own goes through), for a profile that assumes ``roleARN``.
     public private(set) var assumerAccessKeyID: String?
     public private(set) var assumerSecretAccessKey: String?
-    private var process: Process?
+    private var process: ChildProcess?
     private let python: URL
     /// Variables moto is started with, besides the test's own.
     private let serverEnvironment: [String: String]

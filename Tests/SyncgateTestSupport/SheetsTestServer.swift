@@ -12,7 +12,7 @@ public final class SheetsTestServer: @unchecked Sendable {
     /// gcloud's application-default file for a user of this server (`authorized_user`, its `token_uri` here).
     public let adcFile: URL
     public let logFile: URL
-    private let process: Process
+    private let process: ChildProcess
 
     public static var script: URL { TestPaths.packageRoot.appendingPathComponent("Tests/SheetsServer/sheets_server.py") }
 

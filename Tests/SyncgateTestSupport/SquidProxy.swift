@@ -9,7 +9,7 @@ import Foundation
 public final class SquidProxy: @unchecked Sendable {
     public let port: Int
     public let directory: TemporaryDirectory
-    private var process: Process?
+    private var process: ChildProcess?
 
     public static let squidPath = "/usr/sbin/squid"
     public static let authHelperPath = "/usr/lib/squid/basic_ncsa_auth"
