@@ -45,7 +45,10 @@ public struct ByteSize: Sendable, Hashable, Decodable, CustomStringConvertible {
             value /= 1024
             index += 1
         }
-        return index == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[index])
+        guard index > 0 else { return "\(bytes) B" }
+        // One decimal, rounded half to even as printf's `%.1f` does (without printf's cost: this runs per file).
+        let tenths = Int64((value * 10).rounded(.toNearestOrEven))
+        return "\(tenths / 10).\(tenths % 10) \(units[index])"
     }
 }
 

@@ -40,9 +40,11 @@ final class DeliveryLog: Sendable {
         var lines: [Line] = []
         let now = ContinuousClock.now
         var scheduleFlush = false
+        var logOutcome = false
+        let kind = Self.outcomeKind(event)
         state.withLock { state in
             if let change = Self.stateChange(event, &state.destinations) { lines.append(change) }
-            guard let outcome = Self.outcome(event) else { return }
+            guard let kind else { return }
             if let start = state.windowStart, now - start >= .seconds(1) {
                 if let summary = Self.summary(&state.held) { lines.append(summary) }
                 state.windowStart = nil
@@ -53,15 +55,17 @@ final class DeliveryLog: Sendable {
             }
             if state.logged < Self.linesPerSecond {
                 state.logged += 1
-                lines.append(outcome.line)
+                logOutcome = true
             } else {
-                state.held[outcome.kind, default: 0] += 1
+                state.held[kind, default: 0] += 1
                 if !state.flushScheduled {
                     state.flushScheduled = true
                     scheduleFlush = true
                 }
             }
         }
+        // The line itself is made only for the outcomes logged one by one (in a burst, most are only counted).
+        if logOutcome, let line = Self.outcomeLine(event) { lines.append(line) }
         write(lines)
         if scheduleFlush { self.scheduleFlush() }
     }
@@ -103,18 +107,27 @@ final class DeliveryLog: Sendable {
         for line in lines { logger.log(level: line.level, "\(line.message)", metadata: LogFields.metadata(line.fields)) }
     }
 
-    /// The outcome line of a file's final event, with its kind; nil for other events.
-    private static func outcome(_ event: DeliveryEvent) -> (kind: String, line: Line)? {
+    /// The kind of outcome a file's final event is (`delivered`, `already_there`, `failed`); nil for other events.
+    private static func outcomeKind(_ event: DeliveryEvent) -> String? {
+        switch event.kind {
+        case .synced(_, _, let uploaded): return uploaded ? "delivered" : "already_there"
+        case .failed(let failure) where !failure.isCancellation: return "failed"
+        default: return nil
+        }
+    }
+
+    /// The outcome line of a file's final event; nil for other events.
+    private static func outcomeLine(_ event: DeliveryEvent) -> Line? {
         var fields = LogFields.file(event)
         switch event.kind {
         case .synced(_, let attempts, let uploaded):
             fields["attempts"] = attempts
             let what = uploaded ? "delivered (\(ByteSize.format(event.size)))" : "already there"
-            return (uploaded ? "delivered" : "already_there", Line(level: .info, message: "\(event.destination): \(event.file.path): \(what)", fields: fields))
+            return Line(level: .info, message: "\(event.destination): \(event.file.path): \(what)", fields: fields)
         case .failed(let failure) where !failure.isCancellation:
             fields.merge(LogFields.failure(failure)) { $1 }
             let message = "\(event.destination): \(event.file.path): failed (\(failure.failureClass.name), \(failure.scope.rawValue)): \(failure.message)"
-            return ("failed", Line(level: .warning, message: message, fields: fields))
+            return Line(level: .warning, message: message, fields: fields)
         default:
             return nil
         }
