@@ -38,6 +38,12 @@ struct PutFileSender {
     /// Reads up to `count` bytes at `offset` straight into a buffer (pread, no intermediate array).
     static func read(_ reader: FileReader, at offset: Int64, count: Int) throws -> ByteBuffer {
         var buffer = ByteBufferAllocator().buffer(capacity: count)
+        try read(reader, at: offset, count: count, into: &buffer)
+        return buffer
+    }
+
+    /// Reads into `buffer` after its readable bytes (the caller clears a buffer it reuses).
+    static func read(_ reader: FileReader, at offset: Int64, count: Int, into buffer: inout ByteBuffer) throws {
         _ = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
             var filled = 0
             while filled < count {
@@ -47,7 +53,6 @@ struct PutFileSender {
             }
             return filled
         }
-        return buffer
     }
 
     /// Sends in batches: once no more than half the window is still unanswered, it reads, checks (CRC-32) and
@@ -73,14 +78,20 @@ struct PutFileSender {
         let answers = ResponseWindow()
         var offset: Int64 = 0
         var nextSequence = 0
-        var inFlight: [(sequence: Int, start: Int64, end: Int64)] = []
+        var inFlight: [(sequence: Int, start: Int64, end: Int64, bulk: ByteBuffer)] = []
+        // The buffers of answered chunks, read into again: once the socket and the hasher are done with one, it is
+        // this sender's alone and `clear()` keeps its memory (a new 128 KiB buffer costs a page fault per 4 KiB
+        // page); one still shared gets fresh memory from `clear()`, as value semantics require.
+        var spares: [ByteBuffer] = []
         var space: Int64?
         progress(0)
         while offset < size || !inFlight.isEmpty {
             if offset < size && inFlight.count <= lowWater {
                 var batch: [SDLConnection.PutFileChunk] = []
                 while offset < size && inFlight.count + batch.count < window {
-                    let bulk = try PutFileSender.read(reader, at: offset, count: Int(min(Int64(chunk), size - offset)))
+                    var bulk = spares.isEmpty ? ByteBufferAllocator().buffer(capacity: chunk) : spares.removeFirst()
+                    bulk.clear()
+                    try PutFileSender.read(reader, at: offset, count: Int(min(Int64(chunk), size - offset)), into: &bulk)
                     guard bulk.readableBytes > 0 else {
                         throw DestinationError.retryable("\(reader.path) shrank while it was being sent", code: "file-changed")
                     }
@@ -91,7 +102,7 @@ struct PutFileSender {
                     batch.append(SDLConnection.PutFileChunk(
                         offset: offset, length: offset == 0 ? size : Int64(bulk.readableBytes), crc: crc.value,
                         sequence: nextSequence, bulk: bulk))
-                    inFlight.append((nextSequence, offset, offset + Int64(bulk.readableBytes)))
+                    inFlight.append((nextSequence, offset, offset + Int64(bulk.readableBytes), bulk))
                     nextSequence += 1
                     offset += Int64(bulk.readableBytes)
                 }
@@ -103,7 +114,7 @@ struct PutFileSender {
             let target = offset < size ? inFlight[inFlight.count - lowWater - 1].sequence : inFlight[inFlight.count - 1].sequence
             try await answers.wait(for: target)
             while let first = inFlight.first, let result = answers.take(first.sequence) {
-                inFlight.removeFirst()
+                spares.append(inFlight.removeFirst().bulk)
                 space = try await check(result, remoteName: remoteName, start: first.start, size: size) ?? space
                 progress(first.end)
             }
