@@ -32,13 +32,15 @@ extension SDLConnection {
         let timeoutError = DestinationError.retryable("the head unit did not answer \(name) within \(limit.syncgateText)", code: "timeout")
         var requests: [(head: ByteBuffer, bulk: ByteBuffer, correlationID: UInt32, sequence: Int, promise: EventLoopPromise<RPCMessage>)] = []
         requests.reserveCapacity(chunks.count)
-        for chunk in chunks {
-            let jsonSize = template.size(offset: chunk.offset, length: chunk.length, crc: chunk.crc)
+        // Checked before any is registered: a batch goes whole or not at all.
+        let sizes = chunks.map { template.size(offset: $0.offset, length: $0.length, crc: $0.crc) }
+        for (chunk, jsonSize) in zip(chunks, sizes) where RPCMessage.headerSize + jsonSize + chunk.bulk.readableBytes > mtu {
+            throw DestinationError.permanent(
+                "a PutFile of \(RPCMessage.headerSize + jsonSize + chunk.bulk.readableBytes) bytes does not fit the head unit's MTU of \(mtu) bytes",
+                code: "protocol-error")
+        }
+        for (chunk, jsonSize) in zip(chunks, sizes) {
             let payloadSize = RPCMessage.headerSize + jsonSize + chunk.bulk.readableBytes
-            guard payloadSize <= mtu else {
-                throw DestinationError.permanent(
-                    "a PutFile of \(payloadSize) bytes does not fit the head unit's MTU of \(mtu) bytes", code: "protocol-error")
-            }
             let correlationID = nextCorrelationID
             nextCorrelationID = nextCorrelationID >= 0x7FFF_FFFF ? 1 : nextCorrelationID + 1
             let promise = loop.makePromise(of: RPCMessage.self)
