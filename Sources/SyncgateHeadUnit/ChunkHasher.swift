@@ -18,13 +18,17 @@ final class ChunkHasher: Sendable {
         self.backlog = max(1, backlog)
     }
 
-    /// Queues the next chunk (a `ByteBuffer` shares its bytes, it is not copied).
-    func add(_ chunk: ByteBuffer) async {
+    /// Queues the next chunks, in order, as one piece of work for the queue (one wake-up of its thread for a batch).
+    /// A `ByteBuffer` shares its bytes: they are not copied.
+    func add(_ chunks: [ByteBuffer]) async {
+        guard !chunks.isEmpty else { return }
         if waiting.load(ordering: .acquiring) >= backlog { await drain() }
-        waiting.add(1, ordering: .relaxed)
+        waiting.add(chunks.count, ordering: .relaxed)
         queue.async { [self] in
-            hasher.withLock { hasher in chunk.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) } }
-            waiting.subtract(1, ordering: .releasing)
+            hasher.withLock { hasher in
+                for chunk in chunks { chunk.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) } }
+            }
+            waiting.subtract(chunks.count, ordering: .releasing)
         }
     }
 

@@ -20,6 +20,8 @@ final class ByteCutter: ChannelInboundHandler {
             self.remaining = 0
             context.fireChannelRead(Self.wrapInboundOut(keep))
             SimulatorLog.line("FAULT cut the connection after the byte budget")
+            // The answers to what came before the cut go out first (the session flushes them at the read's end).
+            context.flush()
             context.close(promise: nil)
             return
         }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -84,21 +85,28 @@ final class FileStore: Sendable {
     enum WriteResult { case ok, offsetMismatch, failed }
 
     /// Writes `bytes` at `offset`: offset 0 replaces the file, any other offset must equal the stored size.
-    func write(_ name: String, offset: Int64, bytes: [UInt8], persistent: Bool) -> WriteResult {
+    /// Straight from the received buffer with `pwrite` (no copy in between: a chunk is written once).
+    func write(_ name: String, offset: Int64, bytes: ByteBuffer, persistent: Bool) -> WriteResult {
         if name == "." || name == ".." || name.isEmpty { return .failed }
         return state.withLock { state in tracking(name, &state) { state -> WriteResult in
             let target = path(name)
-            if offset == 0 {
-                guard FileManager.default.createFile(atPath: target, contents: Data(bytes)) else { return .failed }
-            } else {
+            if offset != 0 {
                 guard let current = size(of: name), current == offset else { return .offsetMismatch }
-                guard let handle = FileHandle(forWritingAtPath: target) else { return .failed }
-                defer { try? handle.close() }
-                do {
-                    try handle.seek(toOffset: UInt64(offset))
-                    try handle.write(contentsOf: bytes)
-                } catch { return .failed }
             }
+            let fd = open(target, O_WRONLY | O_CLOEXEC | (offset == 0 ? O_CREAT | O_TRUNC : 0), 0o644)
+            guard fd >= 0 else { return .failed }
+            defer { close(fd) }
+            let written = bytes.withUnsafeReadableBytes { raw -> Bool in
+                var done = 0
+                while done < raw.count {
+                    let n = pwrite(fd, raw.baseAddress! + done, raw.count - done, off_t(offset) + off_t(done))
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { return false }
+                    done += n
+                }
+                return true
+            }
+            guard written else { return .failed }
             if persistent { state.volatileNames.remove(name) } else { state.volatileNames.insert(name) }
             return .ok
         } }

@@ -83,6 +83,10 @@ struct HeadUnitSimulator: ParsableCommand {
         let server = try ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            // Reads of up to 256 KiB (NIO's default stops at 64 KiB): a 128 KiB frame in one or two reads, not
+            // three or more appended to each other.
+            .childChannelOption(
+                ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 256 * 1024))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteCutter(settings: settings))

@@ -140,9 +140,10 @@ extension SimulatorSession {
     func putFile(_ request: RPCMessage, _ params: [String: JSONValue]) {
         let name = params["syncFileName"]?.string ?? ""
         let offset = params["offset"]?.int64 ?? 0
-        var bulk = request.bulk.getBytes(at: request.bulk.readerIndex, length: request.bulk.readableBytes) ?? []
-        let detail = "name=\(name) type=\(params["fileType"]?.string ?? "-") offset=\(offset) bytes=\(bulk.count) persistent=\(params["persistentFile"]?.bool ?? false)"
-        settings.countPut(bytes: bulk.count)
+        // The received bytes as they are (a slice of the frame): checked and written without a copy.
+        var bulk = request.bulk
+        let detail = "name=\(name) type=\(params["fileType"]?.string ?? "-") offset=\(offset) bytes=\(bulk.readableBytes) persistent=\(params["persistentFile"]?.bool ?? false)"
+        settings.countPut(bytes: bulk.readableBytes)
         if offset == 0 && overNoneLimit(&nonePuts) {
             log(request, "\(detail) -> REJECTED (level NONE)")
             respond(to: request, .rejected, info: "Too many requests from the app with NONE HMI level")
@@ -163,22 +164,28 @@ extension SimulatorSession {
             respond(to: request, .invalidData, info: "Sync file name contains forbidden symbols.")
             return
         }
-        if bulk.isEmpty {
+        if bulk.readableBytes == 0 {
             log(request, "\(detail) -> INVALID_DATA (empty)")
             respond(to: request, .invalidData, info: "Binary data empty")
             return
         }
         if settings.takeCorruption() {
-            bulk[0] ^= 0xFF
+            // A copy of its own (the frame's bytes are shared), its first byte flipped.
+            var corrupted = ByteBufferAllocator().buffer(capacity: bulk.readableBytes)
+            corrupted.writeImmutableBuffer(bulk)
+            corrupted.setInteger(bulk.getInteger(at: bulk.readerIndex, as: UInt8.self)! ^ 0xFF, at: corrupted.readerIndex)
+            bulk = corrupted
             SimulatorLog.line("FAULT corrupted the data of \(name) at offset \(offset)")
         }
-        if let crc = params["crc"]?.int64, UInt32(truncatingIfNeeded: crc) != CRC32.checksum(bulk) {
+        var computed = CRC32()
+        computed.update(bulk)
+        if let crc = params["crc"]?.int64, UInt32(truncatingIfNeeded: crc) != computed.value {
             log(request, "\(detail) -> CORRUPTED_DATA")
             respond(to: request, .corruptedData, info: "CRC Check on file failed. File upload has been cancelled, please retry.")
             return
         }
         let existing = offset == 0 ? (store.size(of: name) ?? 0) : 0
-        if Int64(bulk.count) - existing > store.spaceAvailable() {
+        if Int64(bulk.readableBytes) - existing > store.spaceAvailable() {
             log(request, "\(detail) -> OUT_OF_MEMORY")
             respond(to: request, .outOfMemory, info: "Not enough space", extra: ["spaceAvailable": .int(store.spaceAvailable())])
             return

@@ -32,6 +32,9 @@ final class SimulatorSession: ChannelInboundHandler {
     var activationScheduled = false
     var malformed: [NIODeadline] = []
     var heartbeatTask: RepeatedTask?
+    /// Between a read's first frame and its ``channelReadComplete(context:)``: answers wait for one flush.
+    var reading = false
+    var unflushed = false
 
     init(settings: SimulatorSettings, store: FileStore, registry: SessionRegistry) {
         self.settings = settings
@@ -56,10 +59,21 @@ final class SimulatorSession: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         SimulatorLog.line("ERROR \(error): closing")
+        context.flush()
         context.close(promise: nil)
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        reading = false
+        if unflushed {
+            unflushed = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        reading = true
         let frame = Self.unwrapInboundIn(data)
         if settings.verbose { SimulatorLog.line("FRAME \(frame.header)") }
         if frame.header.frameType != .control && frame.header.messageID == 0 && frame.header.version > 1 {
@@ -86,6 +100,7 @@ final class SimulatorSession: ChannelInboundHandler {
         malformed = malformed.filter { now - $0 < .seconds(1) } + [now]
         if malformed.count >= 10 {
             SimulatorLog.line("MALFORMED 10 frames within a second: disconnecting")
+            context.flush()
             context.close(promise: nil)
         }
     }
@@ -185,6 +200,8 @@ final class SimulatorSession: ChannelInboundHandler {
         return nextMessageID
     }
 
+    /// Answers written while frames are being read go out together, flushed once the read is handled
+    /// (``channelReadComplete(context:)``): one write to the socket for all the answers to what one read brought.
     func write(_ frames: [SDLFrame], delayed: Bool = false) {
         guard let channel else { return }
         var buffer = channel.allocator.buffer(capacity: frames.reduce(0) { $0 + 12 + $1.payload.readableBytes })
@@ -193,6 +210,9 @@ final class SimulatorSession: ChannelInboundHandler {
         if delay > 0 {
             let out = buffer
             channel.eventLoop.scheduleTask(in: .milliseconds(Int64(delay))) { channel.writeAndFlush(out, promise: nil) }
+        } else if reading {
+            channel.write(buffer, promise: nil)
+            unflushed = true
         } else {
             channel.writeAndFlush(buffer, promise: nil)
         }
@@ -217,10 +237,10 @@ final class SimulatorSession: ChannelInboundHandler {
     }
 
     /// Core's JSON is pretty-printed; so is the simulator's, so clients parse rather than compare.
+    /// (The project's own writer, in the layout of Foundation's pretty printing: a JSONEncoder per answer cost more
+    /// than checking the CRC of a whole chunk.)
     func prettyJSON(_ params: [String: JSONValue]) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return Array(try encoder.encode(JSONValue.object(sorting: params)))
+        Array(JSONText.pretty(.object(sorting: params), sortedKeys: true).utf8)
     }
 
     func notify(_ functionID: UInt32, _ params: [String: JSONValue]) {
