@@ -70,7 +70,9 @@ def send(obj):
 def flush():
     global in_flight, answered
     if pending:
-        if mode == "batch-undeclared" or (batched and len(pending) > 1):
+        # batch-undeclared: batches from the first answer after the handshake on (hello and configure are ids 1, 2)
+        undeclared = mode == "batch-undeclared" and all(obj.get("id", 0) > 2 for obj in pending)
+        if undeclared or (batched and len(pending) > 1):
             data = (json.dumps(pending) + "\n").encode()
         else:
             data = "".join(json.dumps(obj) + "\n" for obj in pending).encode()
