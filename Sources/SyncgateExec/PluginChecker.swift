@@ -56,6 +56,7 @@ public struct PluginChecker: Sendable {
         run.record("handshake (hello, configure)", true, "protocol 1, capabilities [\(capabilities.names.joined(separator: ", "))]")
 
         let items = await putAwkwardNames(run)
+        await batch(run, capabilities: capabilities)
         await listAndDelete(run, items: items, capabilities: capabilities)
         await batchDelete(run, capabilities: capabilities)
         await unreadable(run)

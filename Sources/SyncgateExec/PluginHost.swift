@@ -241,6 +241,8 @@ final class PluginHost: Sendable {
                 "attempt_timeout": .double(spec.attemptTimeout.seconds),
                 "answer_timeout": .double(spec.answerTimeout.seconds),
                 "cancel_grace": .double(spec.cancelGrace.seconds),
+                // This syncgate reads and writes batches; a plugin that speaks them declares `batch` (docs/plugins.md).
+                "batch": true,
             ], what: "hello", timeout: spec.startTimeout)
             guard let version = hello["protocol"]?.int64 else {
                 session.end(PluginGone(message: "\(spec.label) broke the protocol: its hello names no \"protocol\""), kill: true)
@@ -258,6 +260,8 @@ final class PluginHost: Sendable {
                 state.withLock { $0.unmet = unmet }
                 throw DestinationError.blocked(unmet.located, code: "needs-\(unmet.capability)")
             }
+            // From its hello answer on, lines either way may be batches.
+            if capabilities.batch { session.outbox.useBatches() }
             _ = try session.requestBlocking("configure", [
                 "destination": .string(spec.destination), "settings": spec.settings, "config_dir": .string(spec.directory),
             ], what: "configure", timeout: spec.startTimeout)

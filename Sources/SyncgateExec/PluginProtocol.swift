@@ -31,6 +31,9 @@ public struct PluginCapabilities: Sendable, Hashable {
     /// The plugin paces its reads of a file by `bandwidth`: for a put carrying `"paced": true` it asks (`want`)
     /// before sending each piece of the file and sends it once granted.
     public var paces = false
+    /// The plugin speaks batches (docs/plugins.md, "Batches"): after its `hello` answer, a line on either side may be a
+    /// JSON array of messages. Only declared to a syncgate whose `hello` carried `"batch": true`.
+    public var batch = false
 
     public init() {}
 
@@ -46,6 +49,7 @@ public struct PluginCapabilities: Sendable, Hashable {
         delete = flag("delete")
         faults = flag("faults")
         paces = flag("paces")
+        batch = flag("batch")
     }
 
     /// The names as the protocol spells them, for reports.
@@ -61,6 +65,7 @@ public struct PluginCapabilities: Sendable, Hashable {
         if delete { names.append("delete") }
         if faults { names.append("faults") }
         if paces { names.append("paces") }
+        if batch { names.append("batch") }
         return names
     }
 }
@@ -89,12 +94,11 @@ enum PluginAnswer {
 
     /// Reads one line; throws a description of what is wrong with it.
     static func parse(_ line: ArraySlice<UInt8>) throws(PluginViolation) -> PluginAnswer {
-        let value: JSONValue
-        do {
-            value = try JSONParser.parse(line, maxDepth: PluginProtocol.maxDepth)
-        } catch {
-            throw .notJSON(Self.excerpt(line))
-        }
+        try parse(try PluginFraming.json(line), line: line)
+    }
+
+    /// Reads one answer, the line's whole value or one message of a batch; `line` is for error messages.
+    static func parse(_ value: JSONValue, line: ArraySlice<UInt8>) throws(PluginViolation) -> PluginAnswer {
         guard case .object(let object) = value else { throw .malformed("an answer must be a JSON object: \(Self.excerpt(line))") }
         guard let id = object["id"]?.int64, id > 0, id <= Int64(Int32.max) else {
             throw .malformed("an answer without a positive whole \"id\": \(Self.excerpt(line))")

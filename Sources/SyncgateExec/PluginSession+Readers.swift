@@ -34,15 +34,22 @@ extension PluginSession {
         case unknown
     }
 
-    /// Hands one answer to its request; false (and the plugin killed) when the line breaks the protocol.
+    /// Hands the answers of one line (one, or a batch's, in order) to their requests; false (and the plugin killed)
+    /// when the line breaks the protocol. A batch that breaks the framing is refused whole, before any of it is handled.
     private func handle(_ line: ArraySlice<UInt8>) -> Bool {
-        let answer: PluginAnswer
+        let answers: [PluginAnswer]
         do {
-            answer = try PluginAnswer.parse(line)
+            answers = try PluginFraming.answers(line, batched: outbox.batched)
         } catch {
             end(PluginGone(message: "\(label) \(error); killed it"), kill: true)
             return false
         }
+        for answer in answers where !handle(answer) { return false }
+        return true
+    }
+
+    /// Hands one answer to its request; false (and the plugin killed) when it breaks the protocol.
+    private func handle(_ answer: PluginAnswer) -> Bool {
         let id = answer.id
         let found: Answered = state.withLock { state in
             if state.ended != nil { return .ended }
@@ -50,7 +57,11 @@ extension PluginSession {
                 if answer.isFinal {
                     state.inFlight[id] = nil
                     state.answered[id] = request.waiter.what
-                    if state.answered.count > 256, let oldest = state.answered.keys.min() { state.answered[oldest] = nil }
+                    if state.answered.count > 512 {
+                        // The 256 latest kept: pruned in bulk, not one min() per answer.
+                        let latest = Set(state.answered.keys.sorted().suffix(256))
+                        state.answered = state.answered.filter { latest.contains($0.key) }
+                    }
                 } else if request.lastHeard != nil {
                     state.inFlight[id]?.lastHeard = .now
                 }

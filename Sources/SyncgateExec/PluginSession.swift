@@ -15,6 +15,8 @@ import SyncgateJSON
 /// then in syncgate's log, and its last line in the message saying it exited.
 final class PluginSession: Sendable {
     let process: PluginProcess
+    /// Its stdin: what several tasks send at once leaves in one write (a batch, when the plugin speaks them).
+    let outbox: PluginOutbox
     /// "plugin 'syncgate-destination-webhook'": for messages.
     let label: String
     let logger: Logger
@@ -102,6 +104,7 @@ final class PluginSession: Sendable {
     init(process: PluginProcess, label: String, logger: Logger, cancelGrace: Duration,
          onEnd: @escaping @Sendable (PluginSession, Bool) -> Void) {
         self.process = process
+        outbox = PluginOutbox(process: process)
         self.label = label
         self.logger = logger
         self.cancelGrace = cancelGrace
@@ -199,10 +202,8 @@ final class PluginSession: Sendable {
         var message = fields
         message["id"] = .int(id)
         message["op"] = .string(op)
-        var line = JSONText.compact(.object(sorting: message), sortedKeys: true)
-        line += "\n"
         do {
-            try process.write(Array(line.utf8))
+            try outbox.post(JSONText.compact(.object(sorting: message), sortedKeys: true))
         } catch {
             switch error {
             case .closed:
@@ -226,8 +227,7 @@ final class PluginSession: Sendable {
         taken.pacingTask?.cancel()
         let waiter = taken.waiter
         waiter.complete(.failure(error))
-        let line = JSONText.compact(["op": "cancel", "id": .int(id)], sortedKeys: true) + "\n"
-        try? process.write(Array(line.utf8), patience: .seconds(1))
+        try? outbox.post(JSONText.compact(["op": "cancel", "id": .int(id)], sortedKeys: true), patience: .seconds(1))
         let grace = cancelGrace
         DispatchQueue.global().asyncAfter(deadline: .now() + grace.seconds) { [self] in
             let stillRunning = state.withLock { $0.cancelled.contains(id) }
@@ -305,9 +305,8 @@ final class PluginSession: Sendable {
             return true
         }
         guard live else { return }
-        let line = JSONText.compact(["op": "grant", "id": .int(id), "bytes": .int(bytes)], sortedKeys: true) + "\n"
         do {
-            try process.write(Array(line.utf8))
+            try outbox.post(JSONText.compact(["op": "grant", "id": .int(id), "bytes": .int(bytes)], sortedKeys: true))
         } catch {
             if case .notReading(let seconds) = error {
                 end(PluginGone(message: "\(label) has not read its input for \(seconds) s; killed it"), kill: true)

@@ -15,6 +15,9 @@ and answers `exists` (`existing_copy`) by hashing its copy. `--misbehave MODE` m
   crash-start   exits at once without a word
   old-protocol  answers hello with protocol 99
   no-pace       does not declare `paces` (a destination with `bandwidth` refuses it)
+  batch-empty      answers the Nth put with an empty batch (`[]`)
+  batch-junk       answers the Nth put in a batch that also holds a number
+  batch-undeclared does not declare `batch`, yet writes its answers as batches
 
 and the six ways `syncgate plugin check` must catch (each on every put, whatever settings.every says):
 
@@ -28,15 +31,27 @@ and the six ways `syncgate plugin check` must catch (each on every put, whatever
 A paced put (`"paced": true`, sent when the destination has `bandwidth`) asks for each MiB before it writes it
 (`want`) and writes it once granted; a `cancel` that comes meanwhile ends it with a `cancelled` error.
 
+Batches (docs/plugins.md): when syncgate's hello carries `"batch": true` it declares `batch`, reads a line that
+is a JSON array as that many requests, and writes the answers of each chunk it read as one batch line. With
+`--unbatched` (anywhere in its arguments) or TEST_PLUGIN_UNBATCHED=1 in its environment it declares no `batch` and
+speaks version 1 line by line, as a plugin written before batches would.
+
 A state file (settings.state, optional) counts puts across restarts, so `every` counts over the whole test.
 With settings.hold N it answers no put until N are in flight (or none came for 20 s), and appends to the file
 settings.in_flight, at each put it reads, how many puts it has read and not yet answered (the concurrency test).
 It answers the requests of each chunk it reads from stdin with one write (as many as syncgate had sent), so
-that a busy plugin costs one wake-up per batch, not per file, on both sides.
+that a busy plugin costs one wake-up per batch, not per file, on both sides; speaking batches, it copies the files
+of the puts it read together on worker threads (as many as the hello's concurrency, at most 8), so that their
+reads, writes and renames overlap as the built-in local destination's do. It copies in the kernel
+(copy_file_range) where it can, but a paced put through its own reads and writes.
 """
-import hashlib, json, os, select, sys, time
+import errno, hashlib, json, os, select, sys, time
 
-mode = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--misbehave" else ""
+args = sys.argv[1:]
+unbatched = "--unbatched" in args or os.environ.get("TEST_PLUGIN_UNBATCHED") == "1"
+args = [a for a in args if a != "--unbatched"]
+mode = args[1] if len(args) > 1 and args[0] == "--misbehave" else ""
+batched = False  # syncgate offered batches and this plugin declared them: its answers go out as batch lines
 out = sys.stdout
 root = None
 every = 1
@@ -49,13 +64,18 @@ pending = []
 
 def send(obj):
     """Queues an answer; `flush` writes the queue once the requests read so far are handled."""
-    pending.append(json.dumps(obj) + "\n")
+    pending.append(obj)
 
 
 def flush():
     global in_flight, answered
     if pending:
-        data = "".join(pending).encode()
+        # batch-undeclared: batches from the first answer after the handshake on (hello and configure are ids 1, 2)
+        undeclared = mode == "batch-undeclared" and all(obj.get("id", 0) > 2 for obj in pending)
+        if undeclared or (batched and len(pending) > 1):
+            data = (json.dumps(pending) + "\n").encode()
+        else:
+            data = "".join(json.dumps(obj) + "\n" for obj in pending).encode()
         pending.clear()
         while data:
             data = data[os.write(1, data):]
@@ -94,15 +114,22 @@ def read_lines():
         return False
     lines = (rest + chunk).split(b"\n")
     rest = lines.pop()
-    backlog.extend(line for line in lines if line.strip())
+    for line in lines:
+        if line.strip():
+            msg = json.loads(line)
+            if isinstance(msg, list):
+                backlog.extend(msg)  # a batch: its requests, in order
+            else:
+                backlog.append(msg)
     return True
 
 
 def requests():
-    """The request lines, a chunk of stdin at a time; answers are flushed before waiting for more."""
+    """The requests (parsed), a chunk of stdin at a time; answers are flushed before waiting for more."""
     while True:
         while backlog:
             yield backlog.pop(0)
+        copy_group()
         flush()
         if not read_lines():
             return
@@ -112,8 +139,7 @@ def wait_grant(rid, seen):
     """Waits for the grant of put `rid`'s last want, keeping the other requests for later; False when the put
     was cancelled meanwhile (or stdin closed)."""
     while True:
-        for i, line in enumerate(seen):
-            msg = json.loads(line)
+        for i, msg in enumerate(seen):
             if msg.get("id") == rid and msg.get("op") == "grant":
                 del seen[i]
                 return True
@@ -145,8 +171,12 @@ def count_put():
     return n
 
 
+in_kernel = hasattr(os, "copy_file_range")  # copies without reading the bytes into Python
+
+
 def copy(req, rid):
     """Copies one file into the folder (through a temporary name and a rename)."""
+    global in_kernel
     name = req["remote_name"]
     target = os.path.join(root, name)
     try:
@@ -164,11 +194,26 @@ def copy(req, rid):
                 dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
                 copied = 0
-                while True:
+                paced = req.get("paced")
+                while not paced and in_kernel:
+                    # In the kernel, without the bytes passing through Python (a MiB at a time, for progress).
+                    try:
+                        n = os.copy_file_range(src, dst, 1 << 20)
+                    except OSError as e:
+                        if e.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP) or copied:
+                            raise
+                        in_kernel = False  # not between these file systems: read and write, from now on
+                        break
+                    if not n:
+                        break
+                    copied += n
+                    if copied >= 1 << 20:
+                        send({"id": rid, "progress": copied})
+                while paced or not in_kernel:
                     block = os.read(src, 1 << 20)
                     if not block:
                         break
-                    if req.get("paced"):
+                    if paced:
                         send({"id": rid, "want": len(block)})
                         if not wait_grant(rid, waiting):
                             raise Cancelled()
@@ -219,9 +264,27 @@ def lines():
             return
 
 
-for line in lines():
-    req = json.loads(line)
+group = []  # puts read together, copied together on the workers (batched, no misbehaving, no hold)
+workers = None  # the worker threads (as many as the concurrency, at most 8), made at the hello
+
+
+def copy_group():
+    """Copies the puts of the group, on the workers: their files' reads, writes and renames overlap (each answer
+    is queued as it is done; the group's answers leave together with the next flush)."""
+    if len(group) == 1:
+        copy(group[0], group[0]["id"])
+    elif group:
+        for _ in workers.map(lambda req: copy(req, req["id"]), group):
+            pass
+    group.clear()
+
+
+for req in lines():
     op, rid = req.get("op"), req.get("id")
+    if workers and op == "put" and not mode and not hold and not req.get("paced") and "fault" not in req:
+        group.append(req)
+        continue
+    copy_group()  # what came before this request is done first
     if op == "hello":
         if mode == "slow-start":
             time.sleep(float(os.environ.get("PLUGIN_DELAY", "3")))
@@ -229,7 +292,13 @@ for line in lines():
                                 "capabilities": {"names_distinct": True, "resend_harmless": True, "list": True,
                                                  "delete": True, "probe": True, "faults": True,
                                                  "batch_delete": True, "existing_copy": True,
-                                                 "paces": mode != "no-pace"}}})
+                                                 "paces": mode != "no-pace",
+                                                 "batch": bool(req.get("batch")) and not unbatched and mode != "batch-undeclared"}}})
+        flush()  # the hello answer goes out on its own, before batches are on
+        batched = bool(req.get("batch")) and not unbatched and mode != "batch-undeclared"
+        if batched:
+            import concurrent.futures
+            workers = concurrent.futures.ThreadPoolExecutor(max(1, min(8, int(req.get("concurrency", 4)))))
     elif op == "configure":
         s = req.get("settings", {})
         if "path" not in s:
@@ -291,6 +360,10 @@ for line in lines():
             line = ('{"id":%d,"progress":0}\n' % rid).encode()
             for i in range(200):
                 os.write(1, line * 1000)
+        if hit and mode == "batch-empty":
+            os.write(1, b"[]\n"); continue
+        if hit and mode == "batch-junk":
+            os.write(1, ('[{"id": %d, "progress": 0}, 7]\n' % rid).encode()); continue
         if hit and mode == "wrong-id":
             rid = rid + 1000
         copy(req, rid)

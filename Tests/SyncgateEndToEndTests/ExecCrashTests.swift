@@ -86,8 +86,11 @@ struct ExecCrashTests {
     }
 
     /// A plugin that crashes every 200 files is started again and its uploads in flight are retried: one run
-    /// delivers every file (a crash is four failures at once, not a destination that is away).
-    @Test func aPluginThatCrashesEvery200FilesDeliversEverythingInOneRun() async throws {
+    /// delivers every file (a crash is four failures at once, not a destination that is away). Run with the test
+    /// plugin speaking batches (a crash then cuts a batch short: its answers written so far count, the rest fail)
+    /// and line by line (`--unbatched`).
+    @Test(arguments: [false, true])
+    func aPluginThatCrashesEvery200FilesDeliversEverythingInOneRun(unbatched: Bool) async throws {
         let dir = try TemporaryDirectory("sg-exec-crashy")
         defer { dir.remove() }
         let cli = SyncgateCLI(dir: dir)
@@ -104,7 +107,7 @@ struct ExecCrashTests {
             destinations:
               - name: copies
                 type: exec
-                command: ["\(ExecPluginTests.testPlugin)", "--misbehave", "crash-put"]
+                command: ["\(ExecPluginTests.testPlugin)", "--misbehave", "crash-put"\(unbatched ? ", \"--unbatched\"" : "")]
                 concurrency: 4
                 retry: {file: 2, base_delay: 10ms, max_delay: 100ms}
                 settings: {path: out, every: "200", state: "\(dir.file("puts.state").path)"}

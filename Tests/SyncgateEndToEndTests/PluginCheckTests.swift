@@ -39,7 +39,7 @@ struct PluginCheckTests {
         defer { dir.remove() }
         let result = try await cli.run(["plugin", "check", "--", ExecPluginTests.testPlugin], timeout: 240)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr.suffix(2000))")
-        for step in ["ok   probe is answered ok", "ok   cancel ends a put paced at", "ok   Retry-After", "ok   errors of each class and scope",
+        for step in ["ok   a batch of 8 puts in one line, each answered once by its id", "ok   probe is answered ok", "ok   cancel ends a put paced at", "ok   Retry-After", "ok   errors of each class and scope",
                      "ok   exists: a receipt for the bytes put", "ok   batch delete of 2 names put and 1 never put",
                      "ok   list names what was put", "ok   delete removes each name",
                      "ok   exits within 3 s", "checks: all passed", "runs in ", "environment: "] {
@@ -49,6 +49,27 @@ struct PluginCheckTests {
         #expect(!result.stdout.contains("skipped"), "\(result.stdout)")
         #expect(!result.stdout.contains("FAIL"), "\(result.stdout)")
         expectOneLineEach(result.stdout)
+    }
+
+    /// Issue 30: the test plugin speaking version 1 line by line, as a plugin written before batches: it passes
+    /// every step as before, the batch step skipped (it does not declare `batch`).
+    @Test func theTestPluginWithoutBatchesPassesEveryStep() async throws {
+        defer { dir.remove() }
+        let result = try await cli.run(["plugin", "check", "--", ExecPluginTests.testPlugin, "--unbatched"], timeout: 240)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr.suffix(2000))")
+        #expect(!result.stdout.contains("FAIL"), "\(result.stdout)")
+        let skipped = result.stdout.split(separator: "\n").filter { $0.contains("skipped") }
+        #expect(skipped == ["ok   a batch of 8 puts in one line, each answered once by its id: skipped: no batch capability (requests go a line each)"], "\(result.stdout)")
+        #expect(!result.stdout.contains("capabilities [names_distinct, resend_harmless, batch_delete, existing_copy, probe, list, delete, faults, paces, batch]"))
+        expectOneLineEach(result.stdout)
+    }
+
+    /// Issue 30: a plugin that breaks the batch framing is killed for it, and the step says what it wrote.
+    @Test(arguments: [("batch-empty", "broke the protocol: an empty batch"),
+                      ("batch-junk", "broke the protocol: message 2 of a batch is not an answer object"),
+                      ("batch-undeclared", "a batch (a JSON array) from a plugin that did not declare the capability")])
+    func aBrokenBatchIsCaught(mode: String, says: String) async throws {
+        try await expectCaught(mode, step: "put of 11 awkward names", says: says)
     }
 
     @Test func progressGoingBackIsCaught() async throws {

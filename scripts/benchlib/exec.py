@@ -16,10 +16,11 @@ class ExecGroup:
         log(f"exec: preparing {s['files']} x 4 KiB in {s['folders']} folders")
         make_tree(src, s["files"], 4096, s["folders"])
         plugin = os.path.join(ROOT, "Tests", "ExecPlugins", "test_plugin.py")
-        # The plugin answers each batch of requests it reads with one write: the more requests in flight
-        # (`concurrency`), the fewer wake-ups per file on both sides. Shown at the default (4) and at 16.
+        # The plugin speaks batches (docs/plugins.md): what syncgate sends at one moment is one line, and the
+        # plugin answers what it read at one go with one line. Shown at the default concurrency (4) and at 16, and
+        # line by line (`--unbatched`, protocol version 1 as before batches) at 4, for the batches' share.
         tools = {"syncgate local (built-in)": "local", "syncgate exec, concurrency 4": "plugin4",
-                 "syncgate exec, concurrency 16": "plugin16"}
+                 "syncgate exec, concurrency 16": "plugin16", "syncgate exec, concurrency 4, line by line": "plugin4u"}
         results = {tool: [] for tool in tools}
         outs = []
         for rep in range(self.reps):
@@ -27,7 +28,8 @@ class ExecGroup:
                 out = self.path(f"exec-out-{tag}-{rep}")
                 outs.append(out)
                 if tag.startswith("plugin"):
-                    yaml = (f"    type: exec\n    command: [{json.dumps(plugin)}]\n    concurrency: {tag[6:]}\n"
+                    command = json.dumps(plugin) + (', "--unbatched"' if tag.endswith("u") else "")
+                    yaml = (f"    type: exec\n    command: [{command}]\n    concurrency: {tag[6:].rstrip('u')}\n"
                             f"    settings: {{path: {json.dumps(out)}}}")
                 else:
                     yaml = f"    type: local\n    path: {json.dumps(out)}\n    fsync: false"
