@@ -120,6 +120,24 @@ struct AWSCredentialChainTests {
         }
     }
 
+    @Test("a credential process inherits no descriptor of syncgate's but its standard streams")
+    func aCredentialProcessInheritsNoDescriptor() async throws {
+        let dir = try TemporaryDirectory("aws-process")
+        defer { dir.remove() }
+        // A descriptor without close-on-exec, as a library may leave one open.
+        let leaked = open("/dev/null", O_RDONLY)
+        try #require(leaked > 2)
+        defer { close(leaked) }
+        // The script's own descriptors above 2 (`ls` opens one to list the folder, the shell may hold one for
+        // the script): it fails, naming them, when `leaked` is among them.
+        try dir.write("fds.sh", """
+            if ls /proc/$$/fd | grep -qx '\(leaked)'; then echo "inherited: $(ls /proc/$$/fd | tr '\\n' ' ')" >&2; exit 9; fi
+            echo '{"Version": 1, "AccessKeyId": "ASIAFDS", "SecretAccessKey": "fds-secret"}'
+            """)
+        let fetched = try await AWSCredentialProcess.run("sh " + dir.file("fds.sh").path, profile: "p")
+        #expect(fetched.credentials.accessKeyID.reveal() == "ASIAFDS")
+    }
+
     /// Whether process `pid` no longer runs (gone, or a zombie nobody reaped yet), waiting up to `seconds`.
     static func processEnds(_ pid: pid_t, within seconds: Double = 10) async -> Bool {
         let end = Date().addingTimeInterval(seconds)

@@ -59,6 +59,8 @@ struct BoundedProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        // Nothing else of syncgate's reaches the command (a descriptor opened without close-on-exec included).
+        _ = SpawnFileActions.addclosefrom?(&actions, 3)
         let attributes = HelperSpawnAttributes()
         let words: [String] = ["/bin/sh", "-c", command]
         var argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
