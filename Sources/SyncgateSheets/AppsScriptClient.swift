@@ -29,7 +29,11 @@ struct AppsScriptClient: Sendable {
 
     /// Posts one batch. Throws ``WriteOutcomeUnknown`` when the script may have run without its answer being
     /// read, and a classified ``DestinationError`` otherwise (see ``status(_:operation:afterScriptRan:)``).
-    func post(file: String, columns: [String], keyIndex: Int, rows: [[Cell]]) async throws -> Outcome {
+    /// `beforeSending` is asked right before the batch's body goes out (``GatedBody``); what it throws is thrown as
+    /// is, and then the script did not run.
+    func post(
+        file: String, columns: [String], keyIndex: Int, rows: [[Cell]], beforeSending: (@Sendable () throws -> Void)? = nil
+    ) async throws -> Outcome {
         var members: [(String, String)] = []
         if let secret { members.append(("secret", JSONText.string(secret.reveal()))) }
         members.append(("file", JSONText.string(file)))
@@ -50,7 +54,9 @@ struct AppsScriptClient: Sendable {
             if sendBody != nil { headers.append(("content-type", "application/json")) }
             let answer: HTTPAnswer
             do {
-                answer = try await transport.send(method: method, url: target, headers: headers, body: sendBody, timeout: timeout)
+                answer = try await transport.send(
+                    method: method, url: target, headers: headers, body: sendBody, timeout: timeout,
+                    beforeBody: sendBody == nil ? nil : beforeSending)
             } catch let error as TransportError {
                 if error.phase == .connect && !scriptRan { throw error.destinationError("Apps Script") }
                 throw WriteOutcomeUnknown(error: .retryable("Apps Script: \(error)", code: "connection"))

@@ -59,10 +59,11 @@ actor HTTPTransport {
     }
 
     /// Performs one request. Throws ``TransportError`` when no answer came back, `CancellationError` when the task
-    /// was cancelled.
+    /// was cancelled. `beforeBody` (with a body) is asked right before the body goes out (``GatedBody``); what it
+    /// throws is thrown as is, and then nothing of the body was sent.
     func send(
         method: HTTPMethod, url: String, headers: [(String, String)] = [], body: [UInt8]? = nil, timeout: Duration,
-        maxBody: Int = 8 << 20
+        maxBody: Int = 8 << 20, beforeBody: (@Sendable () throws -> Void)? = nil
     ) async throws -> HTTPAnswer {
         guard let parsed = URL(string: url) else {
             throw TransportError(url: HTTPTransport.redactQuery(url), underlying: "not a URL", phase: .connect)
@@ -71,8 +72,14 @@ actor HTTPTransport {
         var request = HTTPClientRequest(url: url)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
+        var gated: GatedBody?
         if let body {
-            request.body = .bytes(ByteBuffer(bytes: body))
+            if let beforeBody {
+                gated = GatedBody(bytes: ByteBuffer(bytes: body), check: beforeBody)
+                request.body = .stream(gated!, length: .known(Int64(body.count)))
+            } else {
+                request.body = .bytes(ByteBuffer(bytes: body))
+            }
             request.headers.replaceOrAdd(name: "content-length", value: String(body.count))
         }
         let amount = TimeAmount.milliseconds(max(1, Int64(timeout.seconds * 1000)))
@@ -99,6 +106,8 @@ actor HTTPTransport {
             return HTTPAnswer(status: status, headers: response.headers, body: bytes, truncated: truncated)
         } catch let error as TransportError {
             throw error
+        } catch where gated?.refusal != nil {
+            throw gated!.refusal!
         } catch let error as CancellationError {
             throw error
         } catch let error as HTTPClientError where error == .cancelled {

@@ -46,7 +46,11 @@ struct SheetsClient: Sendable {
     /// Appends `rows` after the table found in `range` (`insertDataOption=INSERT_ROWS`).
     /// Throws ``WriteOutcomeUnknown`` when the rows may have been applied (no answer, a 5xx, an unreadable
     /// success), or a classified ``DestinationError`` when they were not.
-    func append(range: String, rows: [[Cell]], valueInput: SheetsConfig.ValueInput) async throws -> AppendResult {
+    /// `beforeSending` is asked right before the rows go out (the caller's write fence, ``GatedBody``): what it throws
+    /// is thrown as is, and then nothing was applied.
+    func append(
+        range: String, rows: [[Cell]], valueInput: SheetsConfig.ValueInput, beforeSending: (@Sendable () throws -> Void)? = nil
+    ) async throws -> AppendResult {
         let url = valuesURL(range: range) + ":append?valueInputOption=\(valueInput.rawValue)&insertDataOption=INSERT_ROWS"
         let body = JSONText.object([
             ("range", JSONText.string(range)),
@@ -56,7 +60,8 @@ struct SheetsClient: Sendable {
         let operation = "values.append \(range)"
         let answer: HTTPAnswer
         do {
-            answer = try await authorised(.POST, url: url, body: Array(body.utf8), operation: operation, request: .write)
+            answer = try await authorised(
+                .POST, url: url, body: Array(body.utf8), operation: operation, request: .write, beforeBody: beforeSending)
         } catch let error as TransportError {
             switch error.phase {
             case .connect: throw error.destinationError(operation)  // nothing was sent
@@ -152,7 +157,8 @@ struct SheetsClient: Sendable {
     /// one (nothing was applied). Throws ``TransportError`` (no answer), ``Refusal`` (an error answer), or the
     /// token's ``DestinationError``.
     private func authorised(
-        _ method: HTTPMethod, url: String, body: [UInt8]?, operation: String, request: SheetsErrorMapper.Request, maxBody: Int = 8 << 20
+        _ method: HTTPMethod, url: String, body: [UInt8]?, operation: String, request: SheetsErrorMapper.Request, maxBody: Int = 8 << 20,
+        beforeBody: (@Sendable () throws -> Void)? = nil
     ) async throws -> HTTPAnswer {
         var refreshed = false
         while true {
@@ -160,7 +166,8 @@ struct SheetsClient: Sendable {
             var headers = [("authorization", "Bearer \(token.value.reveal())"), ("accept", "application/json")]
             if let project = await tokens.quotaProject { headers.append(("x-goog-user-project", project)) }
             if body != nil { headers.append(("content-type", "application/json; charset=utf-8")) }
-            let answer = try await transport.send(method: method, url: url, headers: headers, body: body, timeout: timeout, maxBody: maxBody)
+            let answer = try await transport.send(
+                method: method, url: url, headers: headers, body: body, timeout: timeout, maxBody: maxBody, beforeBody: beforeBody)
             if answer.status == 401 && !refreshed {
                 // The token expired or was revoked: one fresh token, one more try (nothing was applied).
                 await tokens.invalidate(token)

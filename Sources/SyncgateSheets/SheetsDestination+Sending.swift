@@ -109,16 +109,20 @@ extension SheetsDestination {
         do {
             if let sheets {
                 let result = try await limited {
-                    // After the rate limit's wait, right before the request goes out.
+                    // After the rate limit's wait (a fenced instance asks for no token, no connection), and again
+                    // when the client is about to send the rows: a process frozen in between must not send them.
                     try writeFence.verify()
-                    return try await sheets.append(range: config.range, rows: cells, valueInput: config.valueInput)
+                    return try await sheets.append(
+                        range: config.range, rows: cells, valueInput: config.valueInput, beforeSending: { try writeFence.verify() })
                 }
                 delivery.ranges.append(result.updatedRange)
             } else if let appsScript {
                 let header = builder.header(recordColumns: columns)
                 let outcome = try await limited {
                     try writeFence.verify()
-                    return try await appsScript.post(file: file, columns: header, keyIndex: config.keyColumnIndex, rows: cells)
+                    return try await appsScript.post(
+                        file: file, columns: header, keyIndex: config.keyColumnIndex, rows: cells,
+                        beforeSending: { try writeFence.verify() })
                 }
                 delivery.ranges.append(outcome.range ?? "\(outcome.appended ?? fresh.count) rows via Apps Script")
                 if let skipped = outcome.skipped { delivery.skipped += skipped }
