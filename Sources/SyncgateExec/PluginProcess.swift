@@ -39,7 +39,10 @@ final class PluginProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
         posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-        if let directory, let addchdir = PluginProcess.addchdir {
+        // Nothing else of syncgate's reaches the plugin (a descriptor a library opened without close-on-exec
+        // included): only its three pipes.
+        _ = SpawnFileActions.addclosefrom?(&actions, 3)
+        if let directory, let addchdir = SpawnFileActions.addchdir {
             _ = directory.withCString { addchdir(&actions, $0) }
         }
         let attributes = HelperSpawnAttributes()
@@ -87,17 +90,6 @@ final class PluginProcess: Sendable {
         #if os(Linux)
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pipe2") else { return nil }
         return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32).self)
-        #else
-        return nil
-        #endif
-    }()
-
-    /// Linux's `posix_spawn_file_actions_addchdir_np` (glibc 2.29), looked up by name; nil where it is missing (the
-    /// plugin then starts in syncgate's own folder).
-    static let addchdir: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32)? = {
-        #if os(Linux)
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32).self)
         #else
         return nil
         #endif
