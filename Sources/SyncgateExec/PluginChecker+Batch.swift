@@ -27,14 +27,7 @@ extension PluginChecker {
         session.outbox.hold()
         let outcomes = await withTaskGroup(of: (String, String?).self) { group in
             for item in items {
-                group.addTask {
-                    do {
-                        _ = try await destination.upload(item) { _ in }
-                        return (item.remoteName, nil)
-                    } catch {
-                        return (item.remoteName, "failed: \(DeliveryLayer.describe(error))")
-                    }
-                }
+                group.addTask { await PluginChecker.put(item, to: destination) }
             }
             let posted = ContinuousClock.now
             while session.outbox.queued < count, ContinuousClock.now - posted < .seconds(5), !session.isEnded {

@@ -4,6 +4,16 @@ import SyncgateJSON
 
 /// The steps of ``PluginChecker``, in the order they run.
 extension PluginChecker {
+    /// One put of the check: the remote name, and nil or what went wrong.
+    static func put(_ item: UploadItem, to destination: ExecDestination) async -> (String, String?) {
+        do {
+            _ = try await destination.upload(item) { _ in }
+            return (item.remoteName, nil)
+        } catch {
+            return (item.remoteName, "failed: \(DeliveryLayer.describe(error))")
+        }
+    }
+
     /// Puts of awkward names, all in flight together.
     func putAwkwardNames(_ run: CheckRun) async -> [UploadItem] {
         _ = await run.session()
@@ -15,14 +25,7 @@ extension PluginChecker {
         let destination = run.destination
         let outcomes = await withTaskGroup(of: (String, String?).self) { group in
             for item in items {
-                group.addTask {
-                    do {
-                        _ = try await destination.upload(item) { _ in }
-                        return (item.remoteName, nil)
-                    } catch {
-                        return (item.remoteName, "failed: \(DeliveryLayer.describe(error))")
-                    }
-                }
+                group.addTask { await PluginChecker.put(item, to: destination) }
             }
             var all: [(String, String?)] = []
             for await outcome in group { all.append(outcome) }
