@@ -113,12 +113,27 @@ public struct SourceScanner: Sendable {
         var stopped = false
     }
 
+    /// Walks the folder `absolute`, opened by that path at the root and below it by its name in the folder above
+    /// (`parent`): each open then follows one link at most, however deep the links go (a path through more than 40
+    /// links fails with ELOOP, and the kernel may count a path's links twice when it retries a lookup under load).
     private func walk(
-        _ source: SourceConfig, absolute: String, relative: String, share: ((String) -> Bool)?, visit: (ScannedFile) throws -> Void,
-        warnings: inout [ScanWarning], state: inout Walk
+        _ source: SourceConfig, absolute: String, relative: String, parent: (folder: Int32, name: String)? = nil,
+        share: ((String) -> Bool)?, visit: (ScannedFile) throws -> Void, warnings: inout [ScanWarning], state: inout Walk
     ) rethrows {
         if state.stopped { return }
-        guard let dir = opendir(absolute) else {
+        func open() -> OpaquePointer? {
+            guard let parent else { return opendir(absolute) }
+            let fd = openat(parent.folder, parent.name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            guard let dir = fdopendir(fd) else {
+                let failure = errno
+                close(fd)
+                errno = failure
+                return nil
+            }
+            return dir
+        }
+        guard let dir = open() else {
             warnings.append(ScanWarning(source: source.name, relativePath: relative, message: "cannot read folder: \(String(cString: strerror(errno)))"))
             return
         }
@@ -200,7 +215,9 @@ public struct SourceScanner: Sendable {
                     continue
                 }
                 state.visiting.insert(id)
-                try walk(source, absolute: childAbsolute, relative: childRelative, share: share, visit: visit, warnings: &warnings, state: &state)
+                try walk(
+                    source, absolute: childAbsolute, relative: childRelative, parent: (folder, name), share: share, visit: visit,
+                    warnings: &warnings, state: &state)
                 state.visiting.remove(id)
             case S_IFREG:
                 guard source.selects(childRelative), share?(childRelative) != false else { continue }
