@@ -9,8 +9,11 @@ import Testing
 /// no byte of the body, and the caller gets the refusal itself.
 struct Lapsed: Error {}
 
-/// A loopback server that reads one request until the client closes (or `answer` bytes after the body), answers
-/// 200 when the whole body came, and keeps what it read.
+/// A loopback server that reads the `POST /append` request until the client closes it (answering 200 once the whole
+/// body came), and keeps what it read. Every connection is served on a thread of its own, and one that is not that
+/// request is closed: in a full parallel run, another test's client may connect to the port this listener was given
+/// (a port it had found free and is now probing), and a server that accepted only once could take that stray
+/// connection and leave the real request unanswered in its backlog.
 private final class OneRequestServer: Sendable {
     let port: Int
     private let listener: Int32
@@ -25,27 +28,41 @@ private final class OneRequestServer: Sendable {
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
-        listen(listener, 1)
+        listen(listener, 16)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
         port = Int(UInt16(bigEndian: address.sin_port))
         self.listener = listener
         let fd = listener
         Thread { [self] in
-            let connection = accept(fd, nil, nil)
-            guard connection >= 0 else { return }
-            var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
-                let n = read(connection, &buffer, buffer.count)
-                if n <= 0 { break }
-                let all = received.withLock { $0 += buffer[..<n]; return $0 }
-                if let end = Self.headEnd(all), all.count - end >= bodyLength {
-                    let answer = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-type: application/json\r\n\r\n{}"
-                    _ = answer.withCString { write(connection, $0, strlen($0)) }
-                }
+                let connection = accept(fd, nil, nil)
+                guard connection >= 0 else { return }
+                Thread { [self] in serve(connection, bodyLength: bodyLength) }.start()
             }
-            close(connection)
-            done.withLock { $0 = true }
         }.start()
+    }
+
+    private func serve(_ connection: Int32, bodyLength: Int) {
+        defer { close(connection) }
+        var mine: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var isTheRequest = false
+        while true {
+            let n = read(connection, &buffer, buffer.count)
+            if n <= 0 { break }
+            mine += buffer[..<n]
+            if !isTheRequest {
+                guard let end = Self.headEnd(mine) else { continue }
+                guard mine[..<end].starts(with: Array("POST /append ".utf8)) else { return }  // a stray connection
+                isTheRequest = true
+            }
+            received.withLock { $0 = mine }
+            if let end = Self.headEnd(mine), mine.count - end >= bodyLength {
+                let answer = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-type: application/json\r\n\r\n{}"
+                _ = answer.withCString { write(connection, $0, strlen($0)) }
+            }
+        }
+        if isTheRequest { done.withLock { $0 = true } }
     }
 
     static func headEnd(_ bytes: [UInt8]) -> Int? {
@@ -58,7 +75,10 @@ private final class OneRequestServer: Sendable {
     var text: String { String(decoding: received.withLock { $0 }, as: UTF8.self) }
     var closed: Bool { done.withLock { $0 } }
 
-    func stop() { close(listener) }
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
 }
 
 @Suite("a write's body goes out only if the fence still holds")
@@ -93,6 +113,17 @@ struct GatedBodyTests {
         let body = Array("{\"values\": [[\"a-row\"]]}".utf8)
         let server = try OneRequestServer(bodyLength: body.count)
         defer { server.stop() }
+        // A stray connection first, as another test's readiness probe would make: it sends nothing and stays open.
+        let stray = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(stray) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(server.port).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(stray, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(connected == 0)
         let transport = HTTPTransport()
         let answer = try await transport.send(
             method: .POST, url: "http://127.0.0.1:\(server.port)/append", body: body, timeout: .seconds(30), beforeBody: {})
