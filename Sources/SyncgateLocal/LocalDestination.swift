@@ -31,6 +31,7 @@ public struct LocalDestination: Destination {
     /// The copy replaces the old one whole (temporary file, then rename).
     public var resendIsHarmless: Bool { true }
     public var hashesWhileSending: Bool { true }
+    public var verifiesUnchangedBeforePublishing: Bool { true }
     /// The relative path itself (checked, never changed).
     public var remoteNamesAreDistinct: Bool { true }
 
@@ -109,6 +110,9 @@ public struct LocalDestination: Destination {
                 let n = try await reader.readToSend(at: offset, into: buffer)
                 if n == 0 { break }
                 hasher?.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                // A short read that ends at the planned size is the end of the file: no read is spent to meet it
+                // (a file that grew since shows a larger size to the check below, and a longer read to this one).
+                let atPlannedEnd = n < buffer.count && offset + Int64(n) == item.size
                 var written = 0
                 while written < n {
                     let w = write(out, buffer.baseAddress! + written, n - written)
@@ -126,6 +130,7 @@ public struct LocalDestination: Destination {
                     writebackStart = offset
                 }
                 progress(offset)
+                if atPlannedEnd { break }
             }
             // A file that changed while it was copied must not replace the old copy with a mix of two versions.
             try item.verifyUnchanged()

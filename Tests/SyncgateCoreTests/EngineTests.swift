@@ -337,6 +337,38 @@ struct LedgerBatchOrderTests {
 /// still record the content's SHA-256, so that a file touched with the same bytes is recognised as unchanged.
 @Suite("hash taken while sending")
 struct HashWhileSendingTests {
+    /// A new file for a destination that hashes while sending is not read at planning, but one that cannot be read
+    /// fails there all the same (`access`), retryable and without an attempt, while the rest go.
+    @Test func aNewFileThatCannotBeReadFailsAtPlanning() async throws {
+        let dir = try TemporaryDirectory("sg-hash-while-unreadable")
+        defer { dir.remove() }
+        try dir.write("outbox/a.txt", "alpha")
+        try dir.write("outbox/b.txt", "beta")
+        let config = try GatewayConfig.parse(text: """
+            version: 1
+            state: state/ledger.sqlite
+            sources: [{name: outbox, path: outbox}]
+            destinations: [{name: copy, type: local, path: copy, fsync: false}]
+            routes: [{match: ["**/*"], to: [copy]}]
+            """, file: "plugins.yaml", baseDirectory: dir.url, registry: PluginRegistry([LocalDestination.registration]))
+        let engine = SyncEngine(config: config, ledger: try Ledger(path: config.statePath))
+        let scanned = SourceScanner().scan(config.sources[0]).files.map { file -> ScannedFile in
+            var f = file
+            if f.relativePath == "b.txt" { f.absolutePath = dir.file("missing/b.txt").path }
+            return f
+        }
+        let plans = try engine.plan(try #require(config.destination(named: "copy")), files: scanned, options: SyncOptions(), remoteNames: nil)
+        let b = try #require(plans.first { $0.file.relativePath == "b.txt" })
+        guard case .fail(let failure) = b.action else {
+            Issue.record("a file that cannot be read must fail at planning: \(b.action)")
+            return
+        }
+        #expect(failure.message.contains("cannot open") && failure.message.contains("No such file"), "\(failure.message)")
+        #expect(failure.failureClass.isRetryable)
+        #expect(failure.attempts == 0)
+        #expect(plans.first { $0.file.relativePath == "a.txt" }?.isUpload == true)
+    }
+
     @Test func newFilesGetTheirContentHashFromTheCopy() async throws {
         let dir = try TemporaryDirectory("sg-hash-while")
         defer { dir.remove() }

@@ -30,6 +30,34 @@ struct LocalDestinationTests {
         await #expect(throws: DestinationError.self) { try await destination.delete(remoteName: "a/b.bin") }
     }
 
+    /// The copy ends at a short read that reaches the planned size, without reading again to meet the end: every
+    /// size around the read buffer's edges (the first read asks one byte more than a small file holds, a large one
+    /// is read in 1 MiB chunks) arrives whole, with its hash, and a file that grew or shrank since it was planned is
+    /// refused whatever its size.
+    @Test(arguments: [0, 1, 4095, 4096, 4097, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, (2 << 20) + 5])
+    func everySizeArrivesWholeAndAChangedSizeIsRefused(size: Int) async throws {
+        let dir = try TemporaryDirectory("sg-local-sizes")
+        defer { dir.remove() }
+        let content = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        let source = try dir.write("src/f.bin", content)
+        let stat = try #require(FileStat.of(source.path))
+        let destination = LocalDestination(root: dir.file("dst").path)
+        let item = UploadItem(source: "s", relativePath: "f.bin", absolutePath: source.path, remoteName: "f.bin", size: stat.size,
+                              modificationTime: stat.modificationTime, sha256: "", isArtwork: false)
+        let receipt = try await destination.upload(item) { _ in }
+        #expect(try dir.read("dst/f.bin") == content)
+        #expect(receipt.sha256 == (try FileHasher.sha256(path: source.path)))
+        for (what, changed) in [("grown", content + Data([1])), ("shrunk", content.dropLast(size > 0 ? 1 : 0))] where changed.count != size {
+            _ = try dir.write("src/f.bin", changed)
+            // The planned modification time kept, so that only the size tells.
+            let seconds = stat.modificationTime.timeIntervalSince1970.rounded(.down)
+            let planned = timespec(tv_sec: Int(seconds), tv_nsec: Int((stat.modificationTime.timeIntervalSince1970 - seconds) * 1e9))
+            #expect(utimensat(AT_FDCWD, source.path, [planned, planned], 0) == 0)
+            await #expect(throws: FileChangedError.self, "\(what), \(size) bytes") { _ = try await destination.upload(item) { _ in } }
+            #expect(try dir.read("dst/f.bin") == content, "the copy of the planned version stays")
+        }
+    }
+
     /// `syncgate check` merges the local listing with the ledger, so it must come in the byte order of the full
     /// names, across folders (`a-b` and `a0` around the folder `a`, `Z` before `a`, `é` last) and across pages, with
     /// what ``LocalDestination/list()`` lists and nothing else (no link, no temporary file).

@@ -74,6 +74,11 @@ public protocol Destination: Sendable {
     /// more just to hash them before sending. Default `false`: items always come with their hash.
     var hashesWhileSending: Bool { get }
 
+    /// `true` when ``upload(_:progress:)`` itself checks, with ``UploadItem/verifyUnchanged()``, that the file did
+    /// not change while it was sent, before it makes the copy visible (a rename): what it publishes is then the
+    /// planned version, and the delivery layer does not `stat` the file once more after the upload. Default `false`.
+    var verifiesUnchangedBeforePublishing: Bool { get }
+
     /// The order files are sent in when the destination's config sets no `order:` (``DeliveryOrder``). Default:
     /// the walk's order.
     var preferredOrder: DeliveryOrder { get }
@@ -168,6 +173,7 @@ extension Destination {
     public var resendIsHarmless: Bool { false }
     public var needsOneWriter: Bool { false }
     public var hashesWhileSending: Bool { false }
+    public var verifiesUnchangedBeforePublishing: Bool { false }
     public var preferredOrder: DeliveryOrder { .walk }
     public func makeDurable() throws {}
     public func prepare(_ items: [UploadItem]) async throws -> [String: DestinationError] { [:] }

@@ -143,16 +143,14 @@ final class DestinationPlanner {
                 return nil
             }
         }
-        /// Whether the file opens (a file to be hashed while it is sent is not read now, but one that cannot be
-        /// read fails here as it would when hashed, without an attempt).
+        /// Whether the file may be read (a file to be hashed while it is sent is not read now, but one that cannot
+        /// be read fails here as it would when hashed, without an attempt). `access` asks the same permission
+        /// checks as `open`, in one call instead of an open and a close.
         func opens() -> Bool {
-            do {
-                _ = try FileReader(path: file.absolutePath)
-                return true
-            } catch {
-                unreadable(error)
-                return false
-            }
+            guard access(file.absolutePath, R_OK) != 0 else { return true }
+            let code = POSIXErrorCode(rawValue: errno) ?? .EIO
+            unreadable(DestinationError.permanent("cannot open \(file.absolutePath): \(String(cString: strerror(code.rawValue)))", code: "\(code)"))
+            return false
         }
         guard let entry else {
             if options.onlyFailed { return false }
