@@ -12,7 +12,14 @@ import Synchronization
 final class PostgresStateLock: Sendable {
     let location: PostgresStateLocation
     /// The connection holding the lock, and whether it was let go on purpose (its end is then no news).
-    private let state = Mutex<(connection: PostgresConnection?, released: Bool)>((nil, false))
+    private let held = Held()
+
+    /// Kept apart from the lock so that the connection's end handler, which runs on its event loop, holds this and
+    /// never the lock: were the handler's reference the lock's last, the lock's `deinit` would run on the event
+    /// loop's thread.
+    private final class Held: Sendable {
+        let state = Mutex<(connection: PostgresConnection?, released: Bool)>((nil, false))
+    }
 
     /// The advisory lock's key pair (the schema's own lock is `(key, 0)`, see ``Ledger/schemaLockKey``).
     static let key: (Int32, Int32) = (Ledger.schemaLockKey.0, 1)
@@ -25,7 +32,7 @@ final class PostgresStateLock: Sendable {
     private static var logger: Logger { PostgresLedgerDatabase.lockLogger }
 
     func acquire(gateway: Bool) throws {
-        state.withLock { $0.released = false }
+        held.state.withLock { $0.released = false }
         let holder = (gateway ? "gateway " : "") + "pid \(getpid())"
         let configuration = try PostgresLedgerDatabase.configuration(location, applicationName: PostgresStateLock.applicationPrefix + holder)
         let connection = try PostgresLedgerDatabase.connect(location, configuration: configuration, id: 0, logger: PostgresStateLock.logger)
@@ -37,32 +44,32 @@ final class PostgresStateLock: Sendable {
             ).rows
             locked = try rows.first?.decode(Bool.self) ?? false
         } catch {
-            _ = try? connection.close().wait()
+            PostgresLedgerDatabase.closeAndWait(connection)
             throw PostgresLedgerDatabase.explain(error, location: location)
         }
         guard locked else {
             let other = (try? PostgresStateLock.holder(on: connection)) ?? nil
-            _ = try? connection.close().wait()
+            PostgresLedgerDatabase.closeAndWait(connection)
             throw StateLock.Busy(path: location.displayName, holder: other ?? "unknown pid")
         }
-        state.withLock { $0.connection = connection }
+        held.state.withLock { $0.connection = connection }
         // The server ends the lock with the connection (a restart, a network cut): say so, since another instance
         // may then start on the same state.
         let name = location.displayName
-        connection.closeFuture.whenComplete { [weak self] _ in
-            guard let self, self.state.withLock({ !$0.released }) else { return }
+        connection.closeFuture.whenComplete { [held] _ in
+            guard held.state.withLock({ !$0.released }) else { return }
             Logger(label: "syncgate").error("the connection holding the state lock of \(name) ended: another syncgate may now start on it; restart this one")
         }
     }
 
     func release() {
-        let held: PostgresConnection? = state.withLock { state in
+        let connection: PostgresConnection? = held.state.withLock { state in
             guard let connection = state.connection else { return nil }
             state.connection = nil
             state.released = true
             return connection
         }
-        guard let connection = held else { return }
+        guard let connection else { return }
         PostgresLedgerDatabase.unlockAndClose(connection, unlock: "SELECT pg_advisory_unlock_shared(\(PostgresStateLock.key.0), \(PostgresStateLock.key.1))")
     }
 
@@ -74,7 +81,7 @@ final class PostgresStateLock: Sendable {
         guard let configuration = try? PostgresLedgerDatabase.configuration(location, applicationName: "syncgate status"),
             let connection = try? PostgresLedgerDatabase.connect(location, configuration: configuration, id: 0, logger: logger)
         else { return nil }
-        defer { _ = try? connection.close().wait() }
+        defer { PostgresLedgerDatabase.closeAndWait(connection) }
         return (try? holder(on: connection)) ?? nil
     }
 

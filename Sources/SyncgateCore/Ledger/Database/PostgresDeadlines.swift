@@ -51,7 +51,10 @@ struct PostgresDeadlines: Sendable {
     /// Runs `query` on `connection` and waits for its answer at most ``roundTrip``; past that ``Exceeded`` is thrown
     /// and the connection is closed. The wait ends at the deadline whatever the connection does (a query sent on a
     /// connection the server has just ended may never be answered nor failed).
+    /// On one of SwiftNIO's event loop threads, where waiting is forbidden (SwiftNIO stops the process), it throws
+    /// ``OnEventLoop`` instead.
     func run(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) throws -> PostgresQueryResult {
+        guard !PostgresDeadlines.onEventLoop else { throw OnEventLoop() }
         let decided = Flag()
         let limit = roundTrip
         let promise = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
@@ -64,6 +67,16 @@ struct PostgresDeadlines: Sendable {
             if decided.claim() { promise.completeWith(result) }
         }
         return try promise.futureResult.wait()
+    }
+
+    /// Whether the calling thread is one of SwiftNIO's event loop threads: a blocking wait there is a precondition
+    /// failure (SIGILL). A reference dropped in a connection's callback can end an object whose `deinit` closes a
+    /// connection; such paths check this and close without waiting.
+    static var onEventLoop: Bool { MultiThreadedEventLoopGroup.currentEventLoop != nil }
+
+    /// A statement asked on an event loop's thread, where syncgate never waits.
+    struct OnEventLoop: Error, CustomStringConvertible {
+        var description: String { "a PostgreSQL statement was asked on an event loop's thread, where waiting is not allowed" }
     }
 
     /// A round trip that got no answer within its limit: the connection was closed.

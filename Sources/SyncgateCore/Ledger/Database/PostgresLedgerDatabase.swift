@@ -76,6 +76,7 @@ final class PostgresLedgerDatabase: LedgerDatabase, Sendable {
     /// Opens one connection (blocking, up to the configuration's connect timeout: TCP, TLS and login), for the
     /// ledger's pool or a lock that holds one of its own.
     static func connect(_ location: PostgresStateLocation, configuration: PostgresConnection.Configuration, id: Int, logger: Logger) throws -> PostgresConnection {
+        guard !PostgresDeadlines.onEventLoop else { throw explain(PostgresDeadlines.OnEventLoop(), location: location) }
         do {
             return try PostgresConnection.connect(on: eventLoopGroup.next(), configuration: configuration, id: id, logger: logger).wait()
         } catch {
@@ -197,10 +198,25 @@ final class PostgresLedgerDatabase: LedgerDatabase, Sendable {
     /// server drops a closed session's locks a moment after it ends, and whoever looks right after this returns
     /// must not see them held. A connection the server already ended may never answer: it is closed after 2 s
     /// whatever happens.
+    /// On an event loop's thread (a last reference dropped in a connection's callback) nothing is waited for: the
+    /// connection is closed, and the server drops its session's locks.
     static func unlockAndClose(_ connection: PostgresConnection, unlock: String) {
+        guard !PostgresDeadlines.onEventLoop else {
+            closeLater(connection)
+            return
+        }
         if !connection.isClosed {
             let quick = PostgresDeadlines(statement: .seconds(1), connect: .seconds(1), clientSlack: .seconds(1))
             _ = try? quick.run(PostgresQuery(unsafeSQL: unlock), on: connection, logger: lockLogger)
+        }
+        closeAndWait(connection)
+    }
+
+    /// Closes `connection` and waits until it is closed; on an event loop's thread it only closes it.
+    static func closeAndWait(_ connection: PostgresConnection) {
+        guard !PostgresDeadlines.onEventLoop else {
+            closeLater(connection)
+            return
         }
         _ = try? connection.close().wait()
     }
