@@ -64,6 +64,47 @@ struct FleetTakeoverTests {
         }
     }
 
+    /// A dead instance's rows are sent by the instance that frees them, whatever the fleet's shares. Here another
+    /// instance is alive (its membership renewed) but walks nothing, so the survivor's walk covers only its own share
+    /// of the view; the dead instance held files in both shares. (The bench's fleet faults once ended with 5 of 200
+    /// files never sent and every `sync` exiting 0: the instance that reset the gone instance's claims walked only
+    /// its share, and those whose share held the rest found no expired claim left to take over.)
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(30)))
+    func aDeadInstancesFilesInAnotherInstancesShareAreSentByTheOneThatFreesThem() async throws {
+        defer { dir.remove() }
+        try await LedgerEngine.postgres.withStates(dir) { state, _ in
+            let location = try await state("fleet_shares")
+            let names = (0..<40).map { "f\($0).txt" }
+            var pendings: [Ledger.Pending] = []
+            for name in names {
+                try dir.write("outbox/" + name, "content of \(name)")
+                let attributes = try FileManager.default.attributesOfItem(atPath: dir.file("outbox/" + name).path)
+                pendings.append(Ledger.Pending(file: FileKey(source: "outbox", path: name), destination: "store",
+                                               size: Int64((attributes[.size] as? Int) ?? 0), modificationTime: (attributes[.modificationDate] as? Date) ?? Date(),
+                                               sha256: nil, contentChanged: false, unlessSynced: true))
+            }
+            var dying: Ledger? = try Ledger(state: location, leaseSeconds: 1)
+            await #expect(try dying?.recordPending(pendings, at: Date()) == Array(repeating: true, count: names.count))
+            dying = nil
+            try await Task.sleep(for: .milliseconds(2500))  // its leases end
+
+            // Another instance, alive, in the fleet: the survivor's walk is split in two.
+            let bystander = try Ledger(state: location, leaseSeconds: 60)
+            let view = try await #require(try bystander.fleetView())
+            let survivor = try Ledger(state: location, leaseSeconds: 2)
+            let store = HoldingDestination.Store()
+            let theirs = names.filter { !FleetView(members: view.members + [survivor.instanceID], me: survivor.instanceID).owns(source: "outbox", path: $0) }
+            try #require(!theirs.isEmpty, "the bystander's share holds some of the files")
+            let summary = try await engine(survivor, store: store).run()
+            #expect(summary.failed == 0)
+            #expect(store.uploads == Dictionary(uniqueKeysWithValues: names.map { ($0, 1) }), "every file once, \(theirs.count) of them in the bystander's share")
+            for name in names {
+                await #expect(try survivor.entry(FileKey(source: "outbox", path: name), destination: "store")?.status == .synced, "\(name)")
+            }
+            bystander.leaveFleet()
+        }
+    }
+
     func engine(_ ledger: Ledger, store: HoldingDestination.Store) throws -> SyncEngine {
         let registry = PluginRegistry([PluginRegistration(type: "holding", summary: "test") { _ in HoldingDestination(store: store) }])
         let config = try GatewayConfig.parse(text: """
@@ -91,6 +132,8 @@ struct HoldingDestination: Destination {
 
     let store: Store
     var resendIsHarmless: Bool { true }
+    /// Distinct names, as S3's keys: a fleet splits the walk of its source between the instances.
+    var remoteNamesAreDistinct: Bool { true }
 
     func upload(_ item: UploadItem, progress: @escaping @Sendable (Int64) -> Void) async throws -> Receipt {
         store.upload(item.remoteName)

@@ -54,12 +54,16 @@ public final class SyncEngine: Sendable {
         let tally = SummaryTally()
         let (destinations, leftToLeaders) = await destinationsLedHere(options)
         let recorded = !options.dryRun && !options.isGatewayPass
+        var freed: [FileKey] = []
         if recorded {
-            try await ledger.resetInterrupted(at: clock.now())
+            freed = try await ledger.resetInterruptedTakingOver(at: clock.now()).freed
             try await ledger.noteRunStarted(at: clock.now())
         }
         let first = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
         var removedFiles = first.removed
+        if ledger.sharesWork && recorded {
+            removedFiles += try await passOver(freed, destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
+        }
         if ledger.sharesWork && recorded {
             removedFiles += try await takeOverWhatOthersLeft(destinations, after: first, options: options, cancellation: cancellation,
                                                              tally: tally, observe: observe, warn: warn)
@@ -136,7 +140,11 @@ public final class SyncEngine: Sendable {
             }
             if let again {
                 logger.info("\(again)")
-                try await ledger.resetInterrupted(at: clock.now())
+                // The rows of a gone instance are planned by whoever frees them, by their paths: a walk split between
+                // the instances covers only this one's share, and the instances whose share holds the rest may find
+                // them freed already (no claim left to expire) and not walk again.
+                let freed = try await ledger.resetInterruptedTakingOver(at: clock.now()).freed
+                removedFiles += try await passOver(freed, destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
                 outcome = try await pass(destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
                 removedFiles += outcome.removed
                 extraPasses += 1
@@ -149,6 +157,20 @@ public final class SyncEngine: Sendable {
             try await Task.sleep(for: .milliseconds(250))
         }
         return removedFiles
+    }
+
+    /// A pass over `files` alone, by their paths and whoever's share of the fleet's walk they are in: the files an
+    /// instance freed from instances that are gone (``Ledger/resetInterruptedTakingOver(at:)``). Returns the files it
+    /// found removed. Nothing to do for none, or for a run of chosen files (its own pass took them).
+    private func passOver(
+        _ files: [FileKey], _ destinations: [DestinationConfig], options: SyncOptions, cancellation: CancellationHandle,
+        tally: SummaryTally, observe: @escaping @Sendable (DeliveryEvent) -> Void, warn: @escaping @Sendable (ScanWarning) -> Void
+    ) async throws -> Int {
+        guard !files.isEmpty, options.paths == nil, !cancellation.isCancelled else { return 0 }
+        logger.info("\(files.count) file(s) freed from an instance whose lease ended: planning them whatever the shares")
+        var chosen = options
+        chosen.paths = files
+        return try await pass(destinations, options: chosen, cancellation: cancellation, tally: tally, observe: observe, warn: warn).removed
     }
 
     /// Deletes from their sources the files whose settings say so once delivered (a move; ``AfterSyncMover``).

@@ -49,8 +49,10 @@ public final class Gateway: GatewayObservable, Sendable {
     /// full pass (everything pending, failed and due, or new since the last run), then works as work comes.
     /// `watching` says the sources' watches are set (for ``isReady``), `settling` how many files they hold.
     public func run(settling: @escaping @Sendable () -> Int = { 0 }) async throws {
-        try await ledger.resetInterrupted(at: engine.clock.now())
+        let freed = try await ledger.resetInterruptedTakingOver(at: engine.clock.now()).freed
         try await ledger.noteRunStarted(at: engine.clock.now())
+        // Files freed from an instance that is gone: planned by their paths, whatever this gateway's share of a walk.
+        if !freed.isEmpty { filesChanged(freed) }
         state.withLock { $0.settling = settling }
         await withTaskGroup(of: Void.self) { group in
             for lane in lanes.values { group.addTask { await lane.run() } }
@@ -120,7 +122,8 @@ public final class Gateway: GatewayObservable, Sendable {
             if ledger.sharesWork, ContinuousClock.now - lastClaimCheck >= .seconds(ledger.leaseSeconds / 3) {
                 lastClaimCheck = ContinuousClock.now
                 if let claims = try? await ledger.othersClaims(), claims.expired > 0, !isStopped {
-                    _ = try? await ledger.resetInterrupted(at: engine.clock.now())
+                    // The freed files are planned by their paths too: the rescan walks only this gateway's share.
+                    if let freed = try? await ledger.resetInterruptedTakingOver(at: engine.clock.now()).freed, !freed.isEmpty { filesChanged(freed) }
                     rescanAll(reason: "\(claims.expired) file(s) held by an instance whose lease ended")
                 } else if await fleetChangedUnderAWalk(), !isStopped {
                     rescanAll(reason: "the fleet changed: walking this instance's new share")

@@ -253,7 +253,15 @@ extension Ledger {
     /// instance at a time) every such row is.
     @discardableResult
     public func resetInterrupted(at now: Date) async throws -> Int {
+        try await resetInterruptedTakingOver(at: now).reset
+    }
+
+    /// ``resetInterrupted(at:)``, also returning the files whose rows it freed from instances that are gone (a
+    /// shared ledger), read in the same transaction. The caller plans them by their paths, whatever its share of
+    /// the fleet's walk: the instances whose share holds them find no expired claim left, and do not walk again.
+    public func resetInterruptedTakingOver(at now: Date) async throws -> (reset: Int, freed: [FileKey]) {
         try await write { [self] db in
+            var freed = Set<FileKey>()
             let free = sharesWork ? " AND (claimed_by IS NULL OR claimed_by = ? OR lease_until < \(db.dialect.now))" : ""
             let arguments: [any LedgerBindable] = sharesWork ? [instanceID] : []
             if sharesWork {
@@ -262,13 +270,15 @@ extension Ledger {
                     SELECT source, path, destination FROM files
                     WHERE claimed_by IS NOT NULL AND claimed_by <> ? AND lease_until < \(db.dialect.now) AND status <> \(FileStatus.synced.sql)
                     """, [instanceID]) { row in
-                    takenOver.add(FileKey(source: row.string(0) ?? "", path: row.string(1) ?? ""), destination: row.string(2) ?? "")
+                    let key = FileKey(source: row.string(0) ?? "", path: row.string(1) ?? "")
+                    takenOver.add(key, destination: row.string(2) ?? "")
+                    freed.insert(key)
                 }
             }
             let reset = try db.execute("UPDATE files SET status = \(FileStatus.pending.sql), bytes_done = 0, updated_at = ?, claimed_by = NULL, lease_until = NULL WHERE status = \(FileStatus.uploading.sql)\(free)",
                                        [now.timeIntervalSince1970 as any LedgerBindable] + arguments)
             try db.execute("UPDATE files SET claimed_by = NULL, lease_until = NULL WHERE claimed_by IS NOT NULL\(free)", arguments)
-            return reset
+            return (reset, freed.sorted())
         }
     }
 
