@@ -337,6 +337,17 @@ struct LedgerBatchOrderTests {
 /// still record the content's SHA-256, so that a file touched with the same bytes is recognised as unchanged.
 @Suite("hash taken while sending")
 struct HashWhileSendingTests {
+    /// Every file of `outbox` to a local folder, `copy`.
+    static func config(in dir: TemporaryDirectory) throws -> GatewayConfig {
+        try GatewayConfig.parse(text: """
+            version: 1
+            state: state/ledger.sqlite
+            sources: [{name: outbox, path: outbox}]
+            destinations: [{name: copy, type: local, path: copy, fsync: false}]
+            routes: [{match: ["**/*"], to: [copy]}]
+            """, file: "plugins.yaml", baseDirectory: dir.url, registry: PluginRegistry([LocalDestination.registration]))
+    }
+
     /// A new file for a destination that hashes while sending is not read at planning, but one that cannot be read
     /// fails there all the same (`access`), retryable and without an attempt, while the rest go.
     @Test func aNewFileThatCannotBeReadFailsAtPlanning() async throws {
@@ -344,13 +355,7 @@ struct HashWhileSendingTests {
         defer { dir.remove() }
         try dir.write("outbox/a.txt", "alpha")
         try dir.write("outbox/b.txt", "beta")
-        let config = try GatewayConfig.parse(text: """
-            version: 1
-            state: state/ledger.sqlite
-            sources: [{name: outbox, path: outbox}]
-            destinations: [{name: copy, type: local, path: copy, fsync: false}]
-            routes: [{match: ["**/*"], to: [copy]}]
-            """, file: "plugins.yaml", baseDirectory: dir.url, registry: PluginRegistry([LocalDestination.registration]))
+        let config = try Self.config(in: dir)
         let engine = SyncEngine(config: config, ledger: try Ledger(path: config.statePath))
         let scanned = SourceScanner().scan(config.sources[0]).files.map { file -> ScannedFile in
             var f = file
@@ -374,13 +379,7 @@ struct HashWhileSendingTests {
         defer { dir.remove() }
         try dir.write("outbox/a.txt", "alpha")
         try dir.write("outbox/deep/b.bin", String(repeating: "b", count: 3_000_000))  // several read chunks
-        let config = try GatewayConfig.parse(text: """
-            version: 1
-            state: state/ledger.sqlite
-            sources: [{name: outbox, path: outbox}]
-            destinations: [{name: copy, type: local, path: copy, fsync: false}]
-            routes: [{match: ["**/*"], to: [copy]}]
-            """, file: "plugins.yaml", baseDirectory: dir.url, registry: PluginRegistry([LocalDestination.registration]))
+        let config = try Self.config(in: dir)
         let ledger = try Ledger(path: config.statePath)
         let engine = SyncEngine(config: config, ledger: ledger)
         #expect(try await engine.run().uploaded == 2)

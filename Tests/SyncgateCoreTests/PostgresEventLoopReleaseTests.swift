@@ -15,8 +15,8 @@ struct PostgresEventLoopReleaseTests {
     @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)), .timeLimit(.minutes(30)))
     func aStateLockLetGoOnAnEventLoopEndsWithoutWaiting() async throws {
         try await PostgresTestServer.withDatabase { url, _ in
-            let state = StateLocation.postgres(try PostgresStateLocation.parse(url))
-            guard case .postgres(let location) = state else { return }
+            let location = try PostgresStateLocation.parse(url)
+            let state = StateLocation.postgres(location)
             let held = Mutex<StateLock?>(StateLock(state: state))
             try held.withLock { try $0?.acquire(gateway: false) }
             #expect(PostgresStateLock.holder(of: location) == "pid \(getpid())")

@@ -24,11 +24,14 @@ public final class FileReader: Sendable {
         self.path = path
         self.pacing = SendPacing.current
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let code = POSIXErrorCode(rawValue: errno) ?? .EIO
-            throw DestinationError.permanent("cannot open \(path): \(String(cString: strerror(code.rawValue)))", code: "\(code)")
-        }
+        guard fd >= 0 else { throw FileReader.openError(path) }
         self.fd = fd
+    }
+
+    /// Why `path` cannot be opened, from `errno` (an `open` or an `access` that just failed).
+    static func openError(_ path: String) -> DestinationError {
+        let code = POSIXErrorCode(rawValue: errno) ?? .EIO
+        return DestinationError.permanent("cannot open \(path): \(String(cString: strerror(code.rawValue)))", code: "\(code)")
     }
 
     /// A reader of a file already opened (by a walk that does not follow links): it takes over `fd` and closes it.

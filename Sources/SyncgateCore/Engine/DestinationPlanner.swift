@@ -148,8 +148,7 @@ final class DestinationPlanner {
         /// checks as `open`, in one call instead of an open and a close.
         func opens() -> Bool {
             guard access(file.absolutePath, R_OK) != 0 else { return true }
-            let code = POSIXErrorCode(rawValue: errno) ?? .EIO
-            unreadable(DestinationError.permanent("cannot open \(file.absolutePath): \(String(cString: strerror(code.rawValue)))", code: "\(code)"))
+            unreadable(FileReader.openError(file.absolutePath))
             return false
         }
         guard let entry else {

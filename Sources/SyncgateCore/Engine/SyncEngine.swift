@@ -63,8 +63,6 @@ public final class SyncEngine: Sendable {
         var removedFiles = first.removed
         if ledger.sharesWork && recorded {
             removedFiles += try await passOver(freed, destinations, options: options, cancellation: cancellation, tally: tally, observe: observe, warn: warn)
-        }
-        if ledger.sharesWork && recorded {
             removedFiles += try await takeOverWhatOthersLeft(destinations, after: first, options: options, cancellation: cancellation,
                                                              tally: tally, observe: observe, warn: warn)
             removedFiles += try await takeLeadsOfSilentLeaders(leftToLeaders, options: options, cancellation: cancellation,

@@ -199,12 +199,9 @@ final class PostgresLedgerDatabase: LedgerDatabase, Sendable {
     /// must not see them held. A connection the server already ended may never answer: it is closed after 2 s
     /// whatever happens.
     /// On an event loop's thread (a last reference dropped in a connection's callback) nothing is waited for: the
-    /// connection is closed, and the server drops its session's locks.
+    /// unlock is refused there (``PostgresDeadlines/run(_:on:logger:)``), the connection is closed, and the server
+    /// drops its session's locks.
     static func unlockAndClose(_ connection: PostgresConnection, unlock: String) {
-        guard !PostgresDeadlines.onEventLoop else {
-            closeLater(connection)
-            return
-        }
         if !connection.isClosed {
             let quick = PostgresDeadlines(statement: .seconds(1), connect: .seconds(1), clientSlack: .seconds(1))
             _ = try? quick.run(PostgresQuery(unsafeSQL: unlock), on: connection, logger: lockLogger)
