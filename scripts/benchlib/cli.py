@@ -24,6 +24,9 @@ def main(doc):
     parser.add_argument("--only", default=",".join(GROUPS), help=f"comma-separated groups: {', '.join(GROUPS)}")
     parser.add_argument("--bin-dir", help="folder holding syncgate (and syncgate-headunit-sim for the head unit group): "
                                           "skips the release build")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="syncgate's own cases only: no rsync, rclone, aws or lsyncd runs (the floors stay), to "
+                             "compare two builds of syncgate group by group in a shorter time")
     parser.add_argument("--fleet-delay-ms", type=int, default=20,
                         help="fleet: how long the fault proxy holds each request to S3 (default 20, the issue's)")
     args = parser.parse_args()
@@ -58,6 +61,7 @@ def main(doc):
     work = tempfile.mkdtemp(prefix="syncgate-bench-")
     bench = Bench(bin_dir, work, sizes, reps)
     bench.fleet_delay_ms = args.fleet_delay_ms
+    bench.peers = not args.no_peers
     started = time.time()
     # SIGTERM ends the bench as Ctrl-C does: through the `finally` below, which stops what the bench started.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

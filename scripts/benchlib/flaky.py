@@ -25,7 +25,7 @@ class FlakyGroup:
         manifest = make_sized_tree(src, files, s["flaky_folders"], 1024, 4096)
         tools = []
         for tool, program in (("syncgate", None), ("aws s3 sync", "aws"), ("rclone copy", "rclone")):
-            if tool not in s["flaky_tools"]:
+            if tool not in s["flaky_tools"] or tool not in self.own((tool,)):
                 continue
             if program and shutil.which(program) is None:
                 log(f"flaky: {tool} skipped: {program} is not installed (and could not be installed)")

@@ -182,8 +182,8 @@ class GatewayGroup:
             # Nothing is deleted until the bench ends: on ext4 without a journal, files created within minutes
             # after a large delete are created much more slowly (docs/performance.md), which would tax the next tool.
 
-        peers = [("lsyncd, delay = 0", 0, phases)]
-        if s["gw_default_files"]:
+        peers = [("lsyncd, delay = 0", 0, phases)] if self.peers else []
+        if s["gw_default_files"] and self.peers:
             peers.append(("lsyncd, default (delay 15 s)", None,
                           [("d", "d", s["gw_default_files"], s["gw_rate"], 60)]))
         for index, (tool, delay, peer_phases) in enumerate(peers):

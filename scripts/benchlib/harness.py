@@ -272,12 +272,17 @@ class Harness:
         self.gateway_rows = []  # (case, tool, [latency ms] or a text, target)
         self.limit_rows = []  # (limit, case, configured, [measured], unit)
         self.processes = []  # what the gateway case started: stopped on the way out, whatever happens
+        self.peers = True  # False (--no-peers): the other tools (rsync, rclone, aws, lsyncd) are not run
         self.fleet_delay_ms = 20  # how long the fault proxy holds each request to the fleet's S3 server
         self.cleanups = []  # callables run on the way out (the fleet group's PostgreSQL server)
         self.fleet_rows = []  # (ledger, instances, concurrency, [fleet_run's dict per repetition])
         self.fleet_local = {}  # ledger -> [seconds]: the ledger's overhead, one instance to a local folder
         self.flaky_rows = []  # flaky_runs' dicts, with fraction, tool, failed and forwarded
         self.fleet_fault = None  # fleet_faults' dict (issue 31)
+
+    def own(self, tools):
+        """`tools` without the peers when they are not run (--no-peers): syncgate's own entries only."""
+        return tuple(t for t in tools if self.peers or t.startswith("syncgate"))
 
     def record(self, case, tool, values, note=""):
         self.rows.append((case, tool, values, note))

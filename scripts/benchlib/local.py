@@ -13,7 +13,7 @@ class LocalGroup:
         # syncgate twice: as shipped (copies made durable before they are recorded synced) and with `fsync: false`,
         # the durability rsync and rclone offer by default (none), so that the table shows what the flush costs;
         # and rsync with --fsync (every file flushed), the durable peer for the shipped default.
-        tools = ("syncgate", NOFSYNC, "rsync -a", DURABLE_RSYNC, "rclone copy")
+        tools = self.own(("syncgate", NOFSYNC, "rsync -a", DURABLE_RSYNC, "rclone copy"))
         results = {(case, tool): [] for case in ("1", "2", "3") for tool in tools}
         for rep in range(self.reps):
             for tool in tools:  # alternating within each repetition
@@ -49,7 +49,7 @@ class LocalGroup:
             self.record(f"local 4 one {s['big_local_mib']} MiB file", tool, values)
         reset(big, self.path("big-out"))
 
-        tools = ("syncgate", "rsync -a", "rclone copy")
+        tools = self.own(("syncgate", "rsync -a", "rclone copy"))
         many = self.path("many")
         log(f"local: preparing {s['many']} files")
         make_tree(many, s["many"], 64, max(1, s["many"] // 100))
@@ -57,8 +57,8 @@ class LocalGroup:
         runs = {tool: self.local_tool(tool, many, outs[tool], "sgmany") for tool in tools}
         first = runs["syncgate"]()
         self.check_ledger(self.path("sgmany.yaml"), s["many"])
-        runs["rsync -a"]()
-        runs["rclone copy"]()
+        for tool in tools[1:]:
+            runs[tool]()
         results = {tool: [] for tool in tools}
         status = []
         for rep in range(self.reps):

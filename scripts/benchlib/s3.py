@@ -20,7 +20,7 @@ class S3Group:
 
     def s3(self):
         s = self.sizes
-        tools = ("syncgate", "rclone copy", "aws s3 sync")
+        tools = self.own(("syncgate", "rclone copy", "aws s3 sync"))
         src = self.path("s3-tree")
         log(f"s3: preparing {s['files']} x 4 KiB in {s['folders']} folders")
         make_tree(src, s["files"], 4096, s["folders"])

@@ -13,7 +13,7 @@ class VerifyGroup:
         s = self.sizes
         # A tenth of the files first, syncgate alone: its memory should not grow with the destination.
         self.verify_local(max(1, s["check_files"] // 10), peers=False)
-        self.verify_local(s["check_files"])
+        self.verify_local(s["check_files"], peers=self.peers)
         self.verify_s3(s["check_objects"])
 
     def verify_local(self, files, peers=True):
@@ -59,6 +59,8 @@ class VerifyGroup:
                 "rclone check --size-only": lambda: measured(["rclone", "check", "--one-way", "--size-only", src, f"moto:{bucket}"],
                                                              self.work, env),
             }
+            if not self.peers:
+                tools = {"syncgate check": tools["syncgate check"]}
             results = {tool: [] for tool in tools}
             for _ in range(self.reps):
                 for tool, run in tools.items():
