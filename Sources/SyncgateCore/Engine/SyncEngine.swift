@@ -152,7 +152,9 @@ public final class SyncEngine: Sendable {
             var othersWalking = false
             if let split = outcome.split { othersWalking = try await !ledger.fleetWalked(split.view, destinations: split.destinations) }
             guard claims.live > 0 || othersWalking, ContinuousClock.now - idleSince < .seconds(ledger.leaseSeconds * 1.5 + 2) else { break }
-            try await Task.sleep(for: .milliseconds(250))
+            // Looked at ten times a second: the fleet's run ends when its last instance exits, and the others
+            // see the last claims go only when it has recorded them.
+            try await Task.sleep(for: .milliseconds(100))
         }
         return removedFiles
     }
@@ -225,17 +227,22 @@ public final class SyncEngine: Sendable {
             }
         }
         let split = try await fleetSplit(planners, options: options)
-        let feed = WaveFeed(destinations: planners.count)
+        let feed = WaveFeed(destinations: planners.count, share: split?.share, splitSources: split?.sources ?? [])
         let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: ledger.sharesWork ? min(options.waveSize, SyncEngine.sharedWaveSize) : options.waveSize, paths: options.paths,
                                     share: split?.share, splitSources: split?.sources ?? [], detectsRemovals: !options.dryRun,
                                     acceptsSourceChanges: options.acceptSourceChanges, holds: holds, now: now, warn: warn)
-        // While the walk runs, the fleet is looked at twice a second: an instance that joins takes its share of the
-        // files not planned yet at once.
+        // While the walk runs, the fleet is looked at ten times a second for its first 3 s, then twice a second: an
+        // instance that joins takes its share of the files not planned yet at once. Instances started together
+        // join within moments of one another, and whatever the first plans before it sees the others is taken from
+        // their shares, so the first looks are the ones that even the split.
         let fleetLedger = ledger
         let refresher = split.map { split in
             Task.detached {
+                var looked = Duration.zero
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(500))
+                    let pause: Duration = looked < .seconds(3) ? .milliseconds(100) : .milliseconds(500)
+                    try? await Task.sleep(for: pause)
+                    looked += pause
                     if !Task.isCancelled, let view = try? await fleetLedger.fleetView() { split.share.update(view) }
                 }
             }

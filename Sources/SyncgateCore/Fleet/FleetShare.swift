@@ -7,6 +7,7 @@ final class FleetShare: Sendable {
     /// The view at the walk's start.
     let start: FleetView
     private let current: Mutex<FleetView>
+    private let dropped = Atomic<Bool>(false)
 
     init(_ view: FleetView) {
         start = view
@@ -17,8 +18,12 @@ final class FleetShare: Sendable {
 
     func update(_ view: FleetView) { current.withLock { $0 = view } }
 
-    /// Whether the fleet the walk is split by changed since its start.
-    var changed: Bool { view != start }
+    /// Whether the fleet the walk is split by changed since its start, or plans of this walk were dropped for
+    /// another instance's share (``WaveFeed``): either way the walk covers no single view, and is walked again.
+    var changed: Bool { view != start || dropped.load(ordering: .relaxed) }
+
+    /// Plans of this walk were dropped because the current view gives their files to another instance.
+    func noteDropped() { dropped.store(true, ordering: .relaxed) }
 
     /// Asked once per file: the view is read in place, not copied out of the lock.
     func owns(source: String, path: String) -> Bool { current.withLock { $0.owns(source: source, path: path) } }
