@@ -40,10 +40,9 @@ A state file (settings.state, optional) counts puts across restarts, so `every` 
 With settings.hold N it answers no put until N are in flight (or none came for 20 s), and appends to the file
 settings.in_flight, at each put it reads, how many puts it has read and not yet answered (the concurrency test).
 It answers the requests of each chunk it reads from stdin with one write (as many as syncgate had sent), so
-that a busy plugin costs one wake-up per batch, not per file, on both sides; speaking batches, it copies the files
-of the puts it read together on worker threads (as many as the hello's concurrency, at most 8), so that their
-reads, writes and renames overlap as the built-in local destination's do. It copies in the kernel
-(copy_file_range) where it can, but a paced put through its own reads and writes.
+that a busy plugin costs one wake-up per batch, not per file, on both sides. It copies on its one thread (worker
+threads, tried, competed with syncgate for the cores and made it slower), in the kernel (copy_file_range) where it
+can, but a paced put through its own reads and writes.
 """
 import errno, hashlib, json, os, select, sys, time
 
@@ -129,7 +128,6 @@ def requests():
     while True:
         while backlog:
             yield backlog.pop(0)
-        copy_group()
         flush()
         if not read_lines():
             return
@@ -264,27 +262,8 @@ def lines():
             return
 
 
-group = []  # puts read together, copied together on the workers (batched, no misbehaving, no hold)
-workers = None  # the worker threads (as many as the concurrency, at most 8), made at the hello
-
-
-def copy_group():
-    """Copies the puts of the group, on the workers: their files' reads, writes and renames overlap (each answer
-    is queued as it is done; the group's answers leave together with the next flush)."""
-    if len(group) == 1:
-        copy(group[0], group[0]["id"])
-    elif group:
-        for _ in workers.map(lambda req: copy(req, req["id"]), group):
-            pass
-    group.clear()
-
-
 for req in lines():
     op, rid = req.get("op"), req.get("id")
-    if workers and op == "put" and not mode and not hold and not req.get("paced") and "fault" not in req:
-        group.append(req)
-        continue
-    copy_group()  # what came before this request is done first
     if op == "hello":
         if mode == "slow-start":
             time.sleep(float(os.environ.get("PLUGIN_DELAY", "3")))
@@ -296,9 +275,6 @@ for req in lines():
                                                  "batch": bool(req.get("batch")) and not unbatched and mode != "batch-undeclared"}}})
         flush()  # the hello answer goes out on its own, before batches are on
         batched = bool(req.get("batch")) and not unbatched and mode != "batch-undeclared"
-        if batched:
-            import concurrent.futures
-            workers = concurrent.futures.ThreadPoolExecutor(max(1, min(8, int(req.get("concurrency", 4)))))
     elif op == "configure":
         s = req.get("settings", {})
         if "path" not in s:
