@@ -33,7 +33,9 @@ final class WaveFeed: Sendable {
     /// is cancelled.
     func nextWave(_ index: Int) async -> DestinationPlanner.Outcome? {
         guard var wave = await queues[index].next() else { return nil }
-        if let share, !splitSources.isEmpty {
+        // Files are looked at only once the view moved off the walk's start: until then every plan was made with
+        // the view of the moment, and no file's share is hashed a second time.
+        if let share, !splitSources.isEmpty, share.view != share.start {
             let planned = wave.plans.count
             wave.plans.removeAll { splitSources.contains($0.file.key.source) && !share.owns(source: $0.file.key.source, path: $0.file.key.path) }
             if wave.plans.count < planned { share.noteDropped() }
