@@ -57,7 +57,7 @@ public struct HeadUnitConfig: Decodable, Sendable, Hashable {
     public init(
         host: String = "127.0.0.1", port: Int = HeadUnitConfig.defaultPort, app: App, persistent: Bool = true,
         icon: String? = nil, connectTimeout: ConfigDuration = ConfigDuration(.seconds(5)),
-        responseTimeout: ConfigDuration = ConfigDuration(.seconds(10)), pipeline: Int = 8
+        responseTimeout: ConfigDuration = ConfigDuration(.seconds(10)), pipeline: Int = 16
     ) {
         self.host = host
         self.port = port
@@ -83,7 +83,7 @@ public struct HeadUnitConfig: Decodable, Sendable, Hashable {
         guard connectTimeout.duration > .zero else { throw ConfigValueError("must be more than 0s", key: CodingKeys.connectTimeout) }
         responseTimeout = try container.decodeIfPresent(ConfigDuration.self, forKey: .responseTimeout) ?? ConfigDuration(.seconds(10))
         guard responseTimeout.duration > .zero else { throw ConfigValueError("must be more than 0s", key: CodingKeys.responseTimeout) }
-        pipeline = try container.decodeIfPresent(Int.self, forKey: .pipeline) ?? 8
+        pipeline = try container.decodeIfPresent(Int.self, forKey: .pipeline) ?? 16
         guard (1...64).contains(pipeline) else { throw ConfigValueError("must be between 1 and 64", key: CodingKeys.pipeline) }
         func spelled(_ key: CodingKeys) throws -> String? {
             guard let text = try container.decodeIfPresent(String.self, forKey: key) else { return nil }

@@ -9,6 +9,8 @@ import Glibc
 /// The folder is the truth: ListFiles reads it, so a test may delete a file to play "ignition off".
 final class FileStore: Sendable {
     let folder: URL
+    /// The folder's path, built once: a chunk's file path is this and its name (no URL work per chunk).
+    private let folderPath: String
     let quota: Int64
 
     private struct State {
@@ -23,25 +25,28 @@ final class FileStore: Sendable {
 
     init(folder: URL, quota: Int64) throws {
         self.folder = folder
+        self.folderPath = folder.path.hasSuffix("/") ? folder.path : folder.path + "/"
         self.quota = quota
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     }
 
-    private func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
+    private func path(_ name: String) -> String { folderPath + name }
 
     /// Names of the stored files, sorted.
     func names() -> [String] {
         state.withLock { _ in
-            let items = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            let items = (try? FileManager.default.contentsOfDirectory(atPath: folderPath)) ?? []
             return items.filter { !$0.hasPrefix(".sim-") }.sorted()
         }
     }
 
     /// Size of a stored regular file (plain stat: FileManager's attributes would look up owner names
     /// in /etc/passwd for every call).
-    func size(of name: String) -> Int64? {
+    func size(of name: String) -> Int64? { size(atPath: path(name)) }
+
+    private func size(atPath path: String) -> Int64? {
         var info = stat()
-        guard stat(path(name), &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int64(info.st_size)
     }
 
@@ -62,7 +67,7 @@ final class FileStore: Sendable {
 
     private func folderStamp() -> [Int] {
         var info = stat()
-        guard stat(folder.path, &info) == 0 else { return [] }
+        guard stat(folderPath, &info) == 0 else { return [] }
         return [Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec), Int(info.st_ino)]
     }
 
@@ -85,17 +90,21 @@ final class FileStore: Sendable {
     enum WriteResult { case ok, offsetMismatch, failed }
 
     /// Writes `bytes` at `offset`: offset 0 replaces the file, any other offset must equal the stored size.
-    /// Straight from the received buffer with `pwrite` (no copy in between: a chunk is written once).
+    /// Straight from the received buffer with `pwrite` (no copy in between: a chunk is written once). The cached
+    /// total follows from the file's size before and after (its `fstat`); only a file created changes the folder's
+    /// stamp, so only then is the folder looked at again (a chunk costs one look at the folder, not three).
     func write(_ name: String, offset: Int64, bytes: ByteBuffer, persistent: Bool) -> WriteResult {
         if name == "." || name == ".." || name.isEmpty { return .failed }
-        return state.withLock { state in tracking(name, &state) { state -> WriteResult in
-            let target = path(name)
+        let target = path(name)
+        return state.withLock { state -> WriteResult in
+            let stamp = folderStamp()
+            let valid = state.cachedUsed != nil && stamp == state.cachedStamp
+            let before = size(atPath: target)
             if offset != 0 {
-                guard let current = size(of: name), current == offset else { return .offsetMismatch }
+                guard let before, before == offset else { return .offsetMismatch }
             }
             let fd = open(target, O_WRONLY | O_CLOEXEC | (offset == 0 ? O_CREAT | O_TRUNC : 0), 0o644)
             guard fd >= 0 else { return .failed }
-            defer { close(fd) }
             let written = bytes.withUnsafeReadableBytes { raw -> Bool in
                 var done = 0
                 while done < raw.count {
@@ -106,10 +115,19 @@ final class FileStore: Sendable {
                 }
                 return true
             }
+            var info = stat()
+            let after: Int64? = fstat(fd, &info) == 0 ? Int64(info.st_size) : nil
+            close(fd)
+            if valid, let used = state.cachedUsed, let after {
+                state.cachedUsed = used - (before ?? 0) + after
+                state.cachedStamp = before == nil ? folderStamp() : stamp
+            } else {
+                state.cachedUsed = nil
+            }
             guard written else { return .failed }
             if persistent { state.volatileNames.remove(name) } else { state.volatileNames.insert(name) }
             return .ok
-        } }
+        }
     }
 
     func delete(_ name: String) -> Bool {
