@@ -23,6 +23,18 @@ struct StatusAndEdgesTests {
             """)
     }
 
+    /// Whether the running sync has recorded at least 100 files as synced in its ledger at `state` (read by sqlite3
+    /// beside it). The `synced` events come before their batch's ledger write, so 100 events alone may come before
+    /// anything is recorded (a loaded machine widens that gap): the ledger itself is asked, once the events say so.
+    static func recorded(_ events: URL, _ state: String) -> Bool {
+        let text = (try? String(contentsOf: events, encoding: .utf8)) ?? ""
+        guard text.components(separatedBy: "\"event\":\"synced\"").count > 100 else { return false }
+        guard let rows = try? ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/bin/sqlite3"),
+                                                         ["-readonly", state, "SELECT COUNT(*) FROM files WHERE status = 'synced'"], timeout: 10)
+        else { return false }
+        return (Int(rows.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) >= 100
+    }
+
     /// Starts `sync --json` with its events and its standard error in files of the test's folder.
     func startSync() throws -> (ChildProcess, URL, URL) {
         let out = dir.file("events.jsonl")
@@ -121,7 +133,7 @@ struct StatusAndEdgesTests {
         let (process, out, errors) = try startSync()
         let state = dir.file(".syncgate/state.sqlite").path
         let deleted = await ProcessRunner.when(process, timeout: 60, {
-            ((try? String(contentsOf: out, encoding: .utf8)) ?? "").components(separatedBy: "\"event\":\"synced\"").count > 100
+            Self.recorded(out, state)
         }, then: {
             unlink(state)
             unlink(state + "-wal")
@@ -148,7 +160,7 @@ struct StatusAndEdgesTests {
         let state = dir.file(".syncgate/state.sqlite").path
         let other = Data("someone else's file\n".utf8)
         let replaced = await ProcessRunner.when(process, timeout: 60, {
-            ((try? String(contentsOf: out, encoding: .utf8)) ?? "").components(separatedBy: "\"event\":\"synced\"").count > 100
+            Self.recorded(out, state)
         }, then: {
             // Another program puts its own file at the path (a restore from an old backup, say).
             let temporary = state + ".other"
