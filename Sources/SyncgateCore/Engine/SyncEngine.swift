@@ -243,7 +243,7 @@ public final class SyncEngine: Sendable {
                     let pause: Duration = looked < .seconds(3) ? .milliseconds(100) : .milliseconds(500)
                     try? await Task.sleep(for: pause)
                     looked += pause
-                    if !Task.isCancelled, let view = try? await fleetLedger.fleetView() { split.share.update(view) }
+                    if !Task.isCancelled, let view = try? await fleetLedger.liveFleetView() { split.share.update(view) }
                 }
             }
         }

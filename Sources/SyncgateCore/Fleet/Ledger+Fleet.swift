@@ -24,6 +24,19 @@ extension Ledger {
         return FleetView(members: members, me: instanceID)
     }
 
+    /// The live instances as the ledger holds them now, read and nothing written: the looks at the fleet while a
+    /// walk runs, up to ten a second. The walk's start registered this instance (``fleetView()``) and its
+    /// ``LeaseKeeper`` keeps its row alive, so a look need not renew it (a write, and on PostgreSQL a commit
+    /// flushed to disk, for every look of every instance). The view holds this instance whatever the row says.
+    /// Nil on SQLite.
+    public func liveFleetView() async throws -> FleetView? {
+        guard sharesWork else { return nil }
+        let members: [String] = try await read { db in
+            try db.fetchAll("SELECT id FROM instances WHERE left_at IS NULL AND alive_until >= \(db.dialect.now)", []).compactMap { $0.string(0) }
+        }
+        return FleetView(members: members, me: instanceID)
+    }
+
     /// The lead of `destination` as the ledger records it (``DestinationLeadership``): its holder and until when it
     /// runs (the server's clock, seconds since 1970; each renewal of the holder moves it on). Nil when none is
     /// recorded or the ledger is not shared.
