@@ -315,12 +315,12 @@ final class PlanningPass: @unchecked Sendable {
         return share.owns(source: key.source, path: key.path)
     }
 
-    /// How many files make planner `index`'s next wave full. A split walk's first waves are small (16, 32, ... up to
-    /// `waveSize`): each wave is claimed when it is recorded, and an instance that starts a moment before the others
-    /// would otherwise claim a whole wave of their shares before it sees them join.
+    /// How many files make planner `index`'s next wave full. A split walk's first waves are small (4, 8, ... up to
+    /// `waveSize`): each wave is claimed when it is recorded, one wave ahead of the uploads, and an instance that
+    /// starts a moment before the others would otherwise claim whole waves of their shares before it sees them join.
     private func waveLimit(_ index: Int) -> Int {
         guard share != nil else { return waveSize }
-        return min(waveSize, 16 << min(wavesSent[index], 16))
+        return min(waveSize, 4 << min(wavesSent[index], 16))
     }
 
     /// Whether a wave is full, or the whole plans can go.

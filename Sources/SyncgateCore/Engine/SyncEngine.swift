@@ -240,7 +240,7 @@ public final class SyncEngine: Sendable {
             Task.detached {
                 var looked = Duration.zero
                 while !Task.isCancelled {
-                    let pause: Duration = looked < .seconds(3) ? .milliseconds(100) : .milliseconds(500)
+                    let pause: Duration = looked < .milliseconds(500) ? .milliseconds(25) : looked < .seconds(3) ? .milliseconds(100) : .milliseconds(500)
                     try? await Task.sleep(for: pause)
                     looked += pause
                     if !Task.isCancelled, let view = try? await fleetLedger.liveFleetView() { split.share.update(view) }
