@@ -113,6 +113,7 @@ struct RunCommand: AsyncParsableCommand {
             logger.info("gateway running on \(config.statePath) with \(config.destinations.count) destination(s)")
             do {
                 try await gateway.run(settling: { watcher?.queueDepth ?? 0 })
+                try ledger.confirmStateFile()
             } catch let error as LedgerError {
                 rescans.cancel()
                 watcher?.stop()

@@ -155,6 +155,8 @@ struct SyncRunner {
                     Console.warning(TerminalText.escape(warning.description), fields: ["source": warning.source, "path": warning.relativePath])
                 }
             })
+            // The state file deleted or replaced after the run's last write: saved, and reported, all the same.
+            try ledger.confirmStateFile()
         } catch let error as LedgerError {
             Console.error(error.description)
             // A PostgreSQL state that went away (`temporary`): the next run resumes from what was committed.

@@ -145,6 +145,13 @@ public final class Ledger: Sendable {
         }
     }
 
+    /// Makes sure, once a run is over, that the state file is still the one this process wrote: a file deleted or
+    /// replaced after the run's last write is found here, not only by a write (what this process holds of it is
+    /// saved as ``checkIdentity()`` does, and the loss is thrown). Nothing on PostgreSQL.
+    public func confirmStateFile() throws {
+        try checkIdentity()
+    }
+
     /// Runs `body` with `cancellation` cancelled as soon as a write finds the state file deleted or replaced, as an
     /// interrupt would: uploads in flight get their grace, no new one starts, and the run ends with the loss.
     public func stoppingOnLoss<T>(_ cancellation: CancellationHandle, _ body: () async throws -> T) async throws -> T {
