@@ -25,7 +25,7 @@ extension Ledger {
     }
 
     /// The live instances as the ledger holds them now, read and nothing written: the looks at the fleet while a
-    /// walk runs, up to ten a second. The walk's start registered this instance (``fleetView()``) and its
+    /// walk runs, every 25 ms at first. The walk's start registered this instance (``fleetView()``) and its
     /// ``LeaseKeeper`` keeps its row alive, so a look need not renew it (a write, and on PostgreSQL a commit
     /// flushed to disk, for every look of every instance). The view holds this instance whatever the row says.
     /// Nil on SQLite.
