@@ -231,8 +231,8 @@ public final class SyncEngine: Sendable {
         let planning = PlanningPass(config: config, ledger: ledger, planners: planners, feed: feed, tally: tally, cancellation: cancellation, waveSize: ledger.sharesWork ? min(options.waveSize, SyncEngine.sharedWaveSize) : options.waveSize, paths: options.paths,
                                     share: split?.share, splitSources: split?.sources ?? [], detectsRemovals: !options.dryRun,
                                     acceptsSourceChanges: options.acceptSourceChanges, holds: holds, now: now, warn: warn)
-        // While the walk runs, the fleet is looked at ten times a second for its first 3 s, then twice a second: an
-        // instance that joins takes its share of the files not planned yet at once. Instances started together
+        // While the walk runs, the fleet is looked at every 25 ms for its first half second, ten times a second up to
+        // 3 s, then twice a second: an instance that joins takes its share of the files not planned yet at once. Instances started together
         // join within moments of one another, and whatever the first plans before it sees the others is taken from
         // their shares, so the first looks are the ones that even the split.
         let fleetLedger = ledger

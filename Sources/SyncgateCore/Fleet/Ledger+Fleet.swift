@@ -18,7 +18,7 @@ extension Ledger {
             // Instances gone for a day are of no use to anyone.
             try db.execute("DELETE FROM instance_walks WHERE instance IN (SELECT id FROM instances WHERE alive_until < \(now) - 86400)", [])
             try db.execute("DELETE FROM instances WHERE alive_until < \(now) - 86400", [])
-            return try db.fetchAll("SELECT id FROM instances WHERE left_at IS NULL AND alive_until >= \(now)", []).compactMap { $0.string(0) }
+            return try Ledger.liveInstances(db)
         }
         leases.start()
         return FleetView(members: members, me: instanceID)
@@ -31,10 +31,13 @@ extension Ledger {
     /// Nil on SQLite.
     public func liveFleetView() async throws -> FleetView? {
         guard sharesWork else { return nil }
-        let members: [String] = try await read { db in
-            try db.fetchAll("SELECT id FROM instances WHERE left_at IS NULL AND alive_until >= \(db.dialect.now)", []).compactMap { $0.string(0) }
-        }
+        let members = try await read { db in try Ledger.liveInstances(db) }
         return FleetView(members: members, me: instanceID)
+    }
+
+    /// The instances that have not left and whose lease runs (the server's clock), as `db` reads them now.
+    private static func liveInstances(_ db: any LedgerConnection) throws -> [String] {
+        try db.fetchAll("SELECT id FROM instances WHERE left_at IS NULL AND alive_until >= \(db.dialect.now)", []).compactMap { $0.string(0) }
     }
 
     /// The lead of `destination` as the ledger records it (``DestinationLeadership``): its holder and until when it
@@ -52,10 +55,7 @@ extension Ledger {
     /// The instances alive now, and per instance and destination the signature of the view it walked last.
     private func fleetState() async throws -> (live: Set<String>, walks: [String: [String: String]]) {
         try await read { [self] db in
-            var live: Set<String> = [instanceID]
-            try db.forEachRow("SELECT id FROM instances WHERE left_at IS NULL AND alive_until >= \(db.dialect.now)", []) { row in
-                if let id = row.string(0) { live.insert(id) }
-            }
+            let live = Set(try Ledger.liveInstances(db) + [instanceID])
             var walks: [String: [String: String]] = [:]
             try db.forEachRow("SELECT instance, destination, view FROM instance_walks", []) { row in
                 guard let instance = row.string(0), let destination = row.string(1) else { return }
