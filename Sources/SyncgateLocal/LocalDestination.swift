@@ -21,6 +21,7 @@ public struct LocalDestination: Destination {
     , decode: { setup in
         let config = try setup.decode(LocalConfig.self)
         let root = setup.resolvePath(config.path)
+        setup.writesInto(root)
         return { LocalDestination(root: root, fsync: config.fsync) }
     })
 

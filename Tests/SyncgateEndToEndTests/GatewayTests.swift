@@ -205,6 +205,30 @@ struct GatewayTests {
     /// Files the watches see (the periodic rescan is 10 minutes away here, so only they can send them): dropped,
     /// renamed into place from an excluded temporary name, written slowly, a folder made with files inside, and a
     /// burst of 10,000.
+    /// A destination folder inside the watched source, and the state in it too: the gateway neither watches nor walks
+    /// them, so a copy it writes there is not sent again, one folder deeper, at each rescan, nor is its live state.
+    @Test func aGatewayDoesNotSendItsOwnCopiesAgain() async throws {
+        defer { dir.remove() }
+        try dir.write("plugins.yaml", """
+            version: 1
+            state: outbox/.syncgate/state.sqlite
+            sources: [{name: outbox, path: outbox}]
+            gateway: { settle: 200ms, rescan_interval: 1s }
+            destinations:
+              - {name: archive, type: local, path: outbox/synced, fsync: false}
+            """)
+        try dir.write("outbox/first.txt", "first")
+        let gateway = try startGateway()
+        #expect(try await eventually { log.contains("the watches are set") }, "\(log)")
+        #expect(try await eventually(15) { (try? dir.read("outbox/synced/first.txt")) == Data("first".utf8) }, "\(log)")
+        try dir.write("outbox/dropped.txt", "dropped")
+        #expect(try await eventually(15) { (try? dir.read("outbox/synced/dropped.txt")) == Data("dropped".utf8) }, "\(log)")
+        // Three rescans and the settle time: a copy sent again would be at synced/synced/ by now.
+        try await Task.sleep(for: .seconds(3.5))
+        #expect(await stop(gateway) == 0, "\(log)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("outbox/synced").path).sorted() == ["dropped.txt", "first.txt"], "\(log)")
+    }
+
     @Test func watchedFilesGoOutOnceTheySettle() async throws {
         defer { dir.remove() }
         try dir.write("plugins.yaml", """

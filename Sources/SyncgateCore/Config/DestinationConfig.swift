@@ -14,6 +14,9 @@ public struct DestinationConfig: Sendable {
     /// Lines the plugin gave for `syncgate validate` (``DestinationSetup/describe(_:)``): where its credentials
     /// come from and the like, never a secret.
     public var details: [String] = []
+    /// The folder on this machine it writes into (a local destination), and where the config sets it, for errors
+    /// (``DestinationSetup/writesInto(_:key:)``).
+    public var folder: (path: String, location: ConfigError)?
     private let plugin: LazyDestination
     private let sharedLimits = SharedLimits()
 

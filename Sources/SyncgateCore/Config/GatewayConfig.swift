@@ -102,11 +102,7 @@ public struct GatewayConfig: Sendable {
 
     /// The names of the sources whose files some route may send to a destination.
     public func sources(routedTo destination: String) -> Set<String> {
-        var names = Set<String>()
-        for route in routes where route.to.contains(destination) {
-            names.formUnion(route.sources ?? sources.map(\.name))
-        }
-        return names
+        GatewayConfig.sources(routedTo: destination, routes: routes, sources: sources)
     }
 
     static func resolve(_ path: String, against base: URL) -> String {
@@ -301,6 +297,7 @@ extension GatewayConfig {
                 configDigest: DestinationConfig.digest(of: node, environment: environment)
             )
             destination.details = setup.details.lines
+            destination.folder = setup.folder.value
             destinations.append(destination)
         }
         if destinationNodes?.isEmpty == true {
@@ -329,6 +326,11 @@ extension GatewayConfig {
         if routeNodes == nil {
             // No routes: every file goes to every destination.
             routes = [RouteConfig(match: try! GlobSet(patterns: ["**/*"]), to: destinations.map(\.name))]
+        }
+
+        // What syncgate writes inside the sources: never walked (or, where a copy could overwrite its file, an error).
+        for error in findOwnPaths(in: &sources, destinations: destinations, routes: routes, state: state, stateDirectory: stateDirectory) {
+            load.note(error)
         }
 
         // Keys nobody read, except in what an error stopped short of reading.

@@ -23,6 +23,8 @@ public struct SourceConfig: Sendable, Hashable {
     /// With `followSymlinks`: the most entries one walk takes in, each time it reaches one (through another link
     /// too); past it the walk stops (see ``SourceScanner``).
     public var maxEntries: EntryBound = .default
+    /// What syncgate itself writes in the folder (a local destination's folder, its state): never walked nor sent.
+    public var own = OwnPaths()
 
     public init(name: String, path: String, include: GlobSet, exclude: GlobSet, followSymlinks: Bool = false,
                 optional: Bool = false, pathLocation: ConfigError? = nil, minAge: Duration = .zero) {
@@ -46,9 +48,14 @@ public struct SourceConfig: Sendable, Hashable {
         return error
     }
 
-    /// Whether a relative path is selected by include/exclude.
+    /// Whether a relative path is selected by include/exclude (and is not syncgate's own, ``OwnPaths``).
     public func selects(_ relativePath: String) -> Bool {
-        include.matches(relativePath) && !(exclude.decision(for: relativePath) ?? false)
+        include.matches(relativePath) && !(exclude.decision(for: relativePath) ?? false) && (own.isEmpty || !own.holdsFile(relativePath))
+    }
+
+    /// Whether the folder at a relative path is passed over with all it holds: excluded, or syncgate's own.
+    public func skipsFolder(_ relativePath: String) -> Bool {
+        exclude.decision(for: relativePath) == true || own.holdsFolder(relativePath)
     }
 }
 

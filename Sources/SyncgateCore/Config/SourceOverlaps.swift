@@ -47,17 +47,17 @@ public struct SourceOverlaps: Sendable {
     public var isEmpty: Bool { pairs.isEmpty }
 
     public init(sources: [SourceConfig]) {
-        let roots = sources.compactMap { Root(source: $0) }
+        let roots = sources.compactMap { source in FolderOnDisk(source.path).map { (name: source.name, folder: $0) } }
         var bySource: [String: [Overlap]] = [:]
         var pairs: [Pair] = []
         for (i, a) in roots.enumerated() {
             for b in roots[(i + 1)...] {
                 // b inside a (or the same folder), else a inside b.
-                if let offset = b.offset(below: a) {
+                if let offset = b.folder.offset(below: a.folder) {
                     pairs.append(Pair(outer: a.name, inner: b.name, offset: offset))
                     bySource[a.name, default: []].append(Overlap(other: b.name, place: offset.isEmpty ? .same : .inside(offset)))
                     bySource[b.name, default: []].append(Overlap(other: a.name, place: offset.isEmpty ? .same : .around(offset)))
-                } else if let offset = a.offset(below: b) {
+                } else if let offset = a.folder.offset(below: b.folder) {
                     pairs.append(Pair(outer: b.name, inner: a.name, offset: offset))
                     bySource[b.name, default: []].append(Overlap(other: a.name, place: .inside(offset)))
                     bySource[a.name, default: []].append(Overlap(other: b.name, place: .around(offset)))
@@ -68,50 +68,15 @@ public struct SourceOverlaps: Sendable {
         self.pairs = pairs
     }
 
-    /// Whether a source would walk to a path relative to its folder: no folder on the way excluded, the file
-    /// selected by its globs (as ``SourceScanner`` decides).
+    /// Whether a source would walk to a path relative to its folder: no folder on the way excluded (nor syncgate's
+    /// own, ``OwnPaths``), the file selected by its globs (as ``SourceScanner`` decides).
     public static func selects(_ source: SourceConfig, _ relativePath: String) -> Bool {
         var folder = ""
         let parts = relativePath.split(separator: "/")
         for part in parts.dropLast() {
             folder += (folder.isEmpty ? "" : "/") + part
-            if source.exclude.decision(for: folder) == true { return false }
+            if source.skipsFolder(folder) { return false }
         }
         return source.selects(relativePath)
-    }
-
-    /// A source's folder as it is on disk: its real path and the device and inode of it and each of its parents.
-    private struct Root {
-        var name: String
-        var path: String
-        /// (device, inode, path) of the folder, then of each parent up to `/`.
-        var chain: [(device: UInt64, inode: UInt64, path: String)]
-
-        init?(source: SourceConfig) {
-            guard let resolved = realpath(source.path, nil) else { return nil }
-            path = String(cString: resolved)
-            free(resolved)
-            name = source.name
-            chain = []
-            var current = path
-            while true {
-                var info = stat()
-                guard stat(current, &info) == 0 else { return nil }
-                chain.append((UInt64(info.st_dev), UInt64(info.st_ino), current))
-                if current == "/" { break }
-                current = (current as NSString).deletingLastPathComponent
-                if current.isEmpty { current = "/" }
-            }
-        }
-
-        /// The relative path of this folder inside `other`'s ("" for the same folder); nil when it is not in it.
-        func offset(below other: Root) -> String? {
-            guard let top = other.chain.first,
-                  let match = chain.first(where: { $0.device == top.device && $0.inode == top.inode })
-            else { return nil }
-            if match.path == path { return "" }
-            let prefix = match.path == "/" ? "/" : match.path + "/"
-            return String(path.dropFirst(prefix.count))
-        }
     }
 }

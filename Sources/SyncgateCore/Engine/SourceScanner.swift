@@ -93,7 +93,7 @@ public struct SourceScanner: Sendable {
             }
             let kind = st.st_mode & S_IFMT
             if index < parts.count - 1 {
-                guard kind == S_IFDIR, source.exclude.decision(for: relative) != true else { return nil }
+                guard kind == S_IFDIR, !source.skipsFolder(relative) else { return nil }
             } else {
                 guard kind == S_IFREG, source.selects(relative) else { return nil }
                 let stat = FileStat(st)
@@ -208,7 +208,7 @@ public struct SourceScanner: Sendable {
             switch kind {
             case S_IFDIR:
                 let childAbsolute = absolute + "/" + name
-                if source.exclude.decision(for: childRelative) == true { continue }
+                if source.skipsFolder(childRelative) { continue }
                 let id: [UInt64] = [UInt64(st.st_dev), UInt64(st.st_ino)]
                 guard !state.visiting.contains(id) else {
                     warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message: "skipped: folder link loop"))

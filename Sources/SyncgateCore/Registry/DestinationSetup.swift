@@ -28,12 +28,22 @@ public struct DestinationSetup: @unchecked Sendable {
     let decoded = DecodedFlag()
     /// What ``describe(_:)`` was told, in order.
     let details = Details()
+    /// What ``writesInto(_:key:)`` was told.
+    let folder = WrittenFolder()
 
     final class DecodedFlag: Sendable {
         private let flag = Mutex(false)
         var value: Bool {
             get { flag.withLock { $0 } }
             set { flag.withLock { $0 = newValue } }
+        }
+    }
+
+    final class WrittenFolder: Sendable {
+        private let stored = Mutex<(path: String, location: ConfigError)?>(nil)
+        var value: (path: String, location: ConfigError)? {
+            get { stored.withLock { $0 } }
+            set { stored.withLock { $0 = newValue } }
         }
     }
 
@@ -103,6 +113,15 @@ public struct DestinationSetup: @unchecked Sendable {
     /// (`credentials: ...`). It must name sources (a file, a variable, an endpoint), never a secret.
     public func describe(_ line: String) {
         details.append(line)
+    }
+
+    /// Tells the core that the destination writes into a folder on this machine (`path`: absolute), set by `key`:
+    /// a source routed to it that holds the folder does not walk it (its copies are not sent again, one folder
+    /// deeper, at each sync), and the folder may be neither a source routed to it nor hold one (its copies could
+    /// be written over the files they copy), a located config error at `key` (``OwnPaths``).
+    public func writesInto(_ path: String, key: String = "path") {
+        let location = invalid(key, "")
+        folder.value = (path, location)
     }
 
     /// Resolves a path from the config against the config file's folder (absolute paths stay as they are;

@@ -85,7 +85,7 @@ extension WatchLoop {
                 }
                 switch type {
                 case Int32(DT_DIR):
-                    if config.exclude.decision(for: child) != true { stack.append(child) }
+                    if !config.skipsFolder(child) { stack.append(child) }
                 case Int32(DT_REG):
                     if report && config.selects(child) { arm(SettleQueue.Key(source: source, path: child)) }
                 case Int32(DT_LNK):

@@ -237,7 +237,7 @@ final class WatchLoop: @unchecked Sendable {
                 unwatchTree(place.source, relative)
             } else if mask & (InotifyWatch.create | InotifyWatch.movedTo) != 0 {
                 // A folder created or moved in: its files may have been written before its watch was set.
-                if source.exclude.decision(for: relative) != true { watchTree(place.source, relative, report: true) }
+                if !source.skipsFolder(relative) { watchTree(place.source, relative, report: true) }
             }
             return
         }
@@ -256,7 +256,7 @@ final class WatchLoop: @unchecked Sendable {
                 arm(key)
             }
         } else if source.followSymlinks, mask & (InotifyWatch.create | InotifyWatch.movedTo) != 0,
-                  source.exclude.decision(for: relative) != true {
+                  !source.skipsFolder(relative) {
             // Maybe a link to a folder (the excludes judge it as a folder, as a walk does).
             var st = stat()
             if stat(path(place.source, relative), &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
@@ -304,7 +304,7 @@ final class WatchLoop: @unchecked Sendable {
                 pending.setStamp(key, stamp)
             case .folder:
                 pending.remove(key)  // a link to a folder (`follow_symlinks`), or a file replaced by a folder
-                if sources[key.source].followSymlinks && sources[key.source].exclude.decision(for: key.path.value) != true {
+                if sources[key.source].followSymlinks && !sources[key.source].skipsFolder(key.path.value) {
                     watchTree(key.source, key.path.value, report: true)
                 }
             case .gone, .skipped:

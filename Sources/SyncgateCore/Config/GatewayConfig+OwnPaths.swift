@@ -1,0 +1,64 @@
+import Foundation
+
+extension GatewayConfig {
+    /// The names of the sources some route sends to `destination`.
+    static func sources(routedTo destination: String, routes: [RouteConfig], sources: [SourceConfig]) -> Set<String> {
+        var names = Set<String>()
+        for route in routes where route.to.contains(destination) {
+            names.formUnion(route.sources ?? sources.map(\.name))
+        }
+        return names
+    }
+
+    /// Sets each source's ``OwnPaths``: the folder of each destination writing on this machine that lies in a source
+    /// routed to it, and syncgate's state where it lies in a source. Returns an error, at the destination's folder
+    /// key, for a destination whose folder is a source routed to it or holds one: a copy would be written over the
+    /// file it copies (the same folder), or over another file of the source (a source folder `in` inside the
+    /// destination's, whose own folder `in` copies to `in/...`). Sources and folders not there yet are judged as they
+    /// will be made (``FolderOnDisk``); a source folder that is missing holds nothing.
+    static func findOwnPaths(in sources: inout [SourceConfig], destinations: [DestinationConfig], routes: [RouteConfig],
+                             state: StateLocation, stateDirectory: String) -> [ConfigError] {
+        var errors: [ConfigError] = []
+        let folders = sources.map { FolderOnDisk($0.path) }
+        // The state: the whole `.syncgate` folder, else the ledger's files and the cached tokens by name.
+        if let stateFolder = FolderOnDisk(stateDirectory, mayBeMissing: true) {
+            for index in sources.indices {
+                guard let root = folders[index], let offset = stateFolder.offset(below: root) else { continue }
+                if !offset.isEmpty && (stateDirectory as NSString).lastPathComponent == GatewayConfig.stateFolderName {
+                    sources[index].own.addFolder(offset, owner: "syncgate's state")
+                    continue
+                }
+                if case .sqlite(let path) = state {
+                    let name = (path as NSString).lastPathComponent
+                    sources[index].own.addStateFile(offset.isEmpty ? name : offset + "/" + name)
+                }
+                sources[index].own.setTokenFolder(offset)
+            }
+        }
+        for destination in destinations {
+            guard let (path, location) = destination.folder, let folder = FolderOnDisk(path, mayBeMissing: true) else { continue }
+            let routed = GatewayConfig.sources(routedTo: destination.name, routes: routes, sources: sources)
+            for index in sources.indices where routed.contains(sources[index].name) {
+                guard let root = folders[index] else { continue }
+                let source = sources[index]
+                if let offset = folder.offset(below: root) {
+                    if offset.isEmpty {
+                        var error = location
+                        error.message = "\(path) is the folder of source '\(source.name)', which is routed to this destination: each copy would be written over the file it copies; give the destination a folder of its own"
+                        errors.append(error)
+                    } else {
+                        sources[index].own.addFolder(offset, owner: "destination \(destination.name)'s folder")
+                    }
+                } else if let offset = root.offset(below: folder) {
+                    var error = location
+                    error.message = "\(path) holds source '\(source.name)' (at \(offset)), which is routed to this destination: a copy could be written over a file of the source; give the destination a folder outside the source"
+                    errors.append(error)
+                }
+            }
+        }
+        return errors
+    }
+
+    /// The name of the folder syncgate keeps its state in by default (beside the config).
+    static let stateFolderName = ".syncgate"
+}

@@ -1,0 +1,68 @@
+/// What syncgate itself writes inside a source's folder, which that source never walks, watches or sends:
+/// - the folder of a local destination the source is routed to (otherwise each sync would send the copies the last
+///   one made, one folder deeper, without end; a move into a folder inside the source is then safe);
+/// - syncgate's state: its `.syncgate` folder, or, where the state file lies elsewhere in the source, the ledger's
+///   files (the file, its `-wal`, `-shm`, `-journal` and `.lock`) and the cached tokens beside it (`token-*.json`).
+///   A live SQLite file changes under every run, so it would never settle and every run would end in 75.
+///
+/// Relative to the source's folder; found when the config is loaded (``GatewayConfig``), from the folders as they
+/// are on disk (``FolderOnDisk``). `syncgate validate` lists them under the source.
+public struct OwnPaths: Sendable, Hashable {
+    /// A folder or file, and whose it is ("destination archive's folder", "syncgate's state").
+    public struct Entry: Sendable, Hashable, CustomStringConvertible {
+        public var path: String
+        public var owner: String
+        public var description: String { "\(path) (\(owner))" }
+    }
+
+    /// Folders never walked.
+    public private(set) var folders: [Entry] = []
+    /// Files never sent.
+    public private(set) var files: [Entry] = []
+    /// The folder whose `token-*.json` files are cached tokens ("" for the source's own folder).
+    public private(set) var tokenFolder: String?
+
+    public init() {}
+
+    public var isEmpty: Bool { folders.isEmpty && files.isEmpty && tokenFolder == nil }
+
+    /// Everything listed, for `syncgate validate`.
+    public var entries: [Entry] {
+        folders.map { Entry(path: $0.path + "/", owner: $0.owner) } + files
+            + (tokenFolder.map { [Entry(path: ($0.isEmpty ? "" : $0 + "/") + "token-*.json", owner: "cached tokens")] } ?? [])
+    }
+
+    mutating func addFolder(_ path: String, owner: String) {
+        if !folders.contains(where: { $0.path == path }) { folders.append(Entry(path: path, owner: owner)) }
+    }
+
+    /// The state file at `path` (relative), and the files SQLite and syncgate keep beside it.
+    mutating func addStateFile(_ path: String) {
+        for suffix in ["", "-wal", "-shm", "-journal", ".lock"] where !files.contains(where: { $0.path == path + suffix }) {
+            files.append(Entry(path: path + suffix, owner: "syncgate's state"))
+        }
+    }
+
+    mutating func setTokenFolder(_ path: String) { tokenFolder = path }
+
+    /// Whether `relative` is one of the folders never walked.
+    public func holdsFolder(_ relative: String) -> Bool {
+        folders.contains { $0.path == relative }
+    }
+
+    /// Whether the file at `relative` is syncgate's own: listed, a cached token, or below a folder never walked.
+    public func holdsFile(_ relative: String) -> Bool {
+        if files.contains(where: { $0.path == relative }) { return true }
+        if folders.contains(where: { relative.hasPrefix($0.path + "/") }) { return true }
+        guard let tokenFolder else { return false }
+        let name: Substring
+        if tokenFolder.isEmpty {
+            guard !relative.contains("/") else { return false }
+            name = Substring(relative)
+        } else {
+            guard relative.hasPrefix(tokenFolder + "/") else { return false }
+            name = relative.dropFirst(tokenFolder.count + 1)
+        }
+        return !name.contains("/") && name.hasPrefix("token-") && name.hasSuffix(".json")
+    }
+}
