@@ -17,7 +17,10 @@ public struct SheetsDestination: Destination {
             type: "sheets", summary: "Google Sheets rows (Sheets API v4 values.append, or an Apps Script web app)"
         , decode: { setup in
             var config = try setup.decode(SheetsConfig.self)
-            if let file = config.credentialsFile { config.credentialsFile = setup.resolvePath(file) }
+            if let file = config.credentialsFile {
+                config.credentialsFile = setup.resolvePath(file)
+                setup.readsSecretFile(setup.resolvePath(file))
+            }
             let decoded = config
             let network: NetworkSettings
             do {

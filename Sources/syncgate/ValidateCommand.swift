@@ -30,7 +30,7 @@ struct ValidateCommand: AsyncParsableCommand {
             if source.afterSync == .delete { notes += " (after_sync: delete)" }
             Console.out("  \(source.name): \(source.path)  include \(source.include.patterns) exclude \(source.exclude.patterns)\(notes)")
             if !source.own.isEmpty {
-                Console.out("    never walked (syncgate's own): \(source.own.entries.map(\.description).joined(separator: ", "))")
+                Console.out("    passed over (syncgate's own): \(source.own.entries.map(\.description).joined(separator: ", "))")
             }
         }
         for line in ValidateCommand.overlapNotices(config) { Console.out(line) }

@@ -146,6 +146,27 @@ struct OwnPathsTests {
         #expect(!own.holdsFile("ledger.sqlite"), "the same name in another folder is the user's")
     }
 
+    @Test func aSecretFileInAnySourceIsNeverSent() throws {
+        try dir.write("other/keep", "")
+        try dir.write("src/keys/http-token", "a-token-of-sixteen-or-more")
+        try dir.write("src/keys/notes.txt", "not a secret")
+        // `other` is not routed anywhere near the key: a secret is passed over by every source that holds it.
+        let config = try load(config([("d", "out")], source: ".", extra: "http: {listen: 127.0.0.1:9464, token_file: src/keys/http-token}"))
+        let here = try #require(config.sources.first { $0.name == "s" })
+        #expect(here.own.files.contains { $0.path == "src/keys/http-token" && $0.owner == "a secret the config reads" }, "\(here.own)")
+        #expect(!here.selects("src/keys/http-token"))
+        #expect(here.selects("src/keys/notes.txt"))
+        let withOther = try load("""
+            version: 1
+            http: {listen: 127.0.0.1:9464, token_file: src/keys/http-token}
+            sources: [{name: s, path: src}, {name: other, path: other}]
+            destinations: [{name: d, type: local, path: out}]
+            routes: [{sources: [other], to: [d]}]
+            """)
+        #expect(withOther.sources.first { $0.name == "s" }?.own.files.map(\.path) == ["keys/http-token"])
+        #expect(SourceScanner().scan(try #require(withOther.sources.first { $0.name == "s" })).files.map(\.relativePath) == ["a.txt", "keys/notes.txt"])
+    }
+
     @Test func theWalkPassesOverOwnFoldersAndFiles() throws {
         try dir.write("other/keep", "")
         try dir.write("src/copy/a.txt", "a copy")

@@ -39,7 +39,7 @@ struct OwnFoldersTests {
             """)
         let validate = try await cli.run(["validate"])
         #expect(validate.status == 0, "\(validate.stderr)")
-        #expect(validate.stdout.contains("never walked (syncgate's own): copy/ (destination d's folder)"), "\(validate.stdout)")
+        #expect(validate.stdout.contains("passed over (syncgate's own): copy/ (destination d's folder)"), "\(validate.stdout)")
         for run in 1...3 {
             let sync = try await cli.run(["sync", "--json"])
             #expect(sync.status == 0, "run \(run): \(sync.stderr)")
@@ -89,6 +89,23 @@ struct OwnFoldersTests {
             #expect(sync.status == 0, "run \(run): \(sync.stderr)")
         }
         #expect(files("out") == ["one.txt", "plugins.yaml"])
+    }
+
+    @Test func aSecretFileInTheSourceIsNotSent() async throws {
+        defer { dir.remove() }
+        try dir.write("src/report.csv", "a,b")
+        try dir.write("src/secrets/s3-key", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+        try dir.write("plugins.yaml", """
+            version: 1
+            http: {listen: 127.0.0.1:9464, token_file: src/secrets/s3-key}
+            sources: [{name: s, path: src}]
+            destinations: [{name: d, type: local, path: out}]
+            """)
+        let validate = try await cli.run(["validate"])
+        #expect(validate.stdout.contains("passed over (syncgate's own): secrets/s3-key (a secret the config reads)"), "\(validate.stdout)")
+        let sync = try await cli.run(["sync"])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        #expect(files("out") == ["report.csv"])
     }
 
     @Test func aDestinationThatIsTheSourceIsRefusedBeforeAnythingIsTouched() async throws {

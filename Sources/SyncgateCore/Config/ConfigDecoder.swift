@@ -21,6 +21,12 @@ public final class ConfigDecoder: @unchecked Sendable {
     /// The path texts of `readKeys` by their first two keys (`destinations[3]`), so that the unknown keys of one
     /// destination are found without looking at every other one's.
     private var pathsByItem: [String: Set<String>] = [:]
+    /// The secret files read so far (absolute paths): a source that holds one never sends it (``OwnPaths``).
+    private(set) var secretFiles: [String] = []
+
+    func noteSecretFile(_ path: String) {
+        if !secretFiles.contains(path) { secretFiles.append(path) }
+    }
 
     public init(file: String, environment: [String: String], baseDirectory: URL? = nil, maxVisits: Int = 200_000) {
         self.file = file

@@ -3,7 +3,8 @@
 ///   one made, one folder deeper, without end; a move into a folder inside the source is then safe);
 /// - syncgate's state: its `.syncgate` folder, or, where the state file lies elsewhere in the source, the ledger's
 ///   files (the file, its `-wal`, `-shm`, `-journal` and `.lock`) and the cached tokens beside it (`token-*.json`).
-///   A live SQLite file changes under every run, so it would never settle and every run would end in 75.
+///   A live SQLite file changes under every run, so it would never settle and every run would end in 75;
+/// - the files the config reads secrets from (`KEY_file`, a Sheets `credentials_file`): a secret is never sent.
 ///
 /// Relative to the source's folder; found when the config is loaded (``GatewayConfig``), from the folders as they
 /// are on disk (``FolderOnDisk``). `syncgate validate` lists them under the source.
@@ -41,6 +42,10 @@ public struct OwnPaths: Sendable, Hashable {
         for suffix in ["", "-wal", "-shm", "-journal", ".lock"] where !files.contains(where: { $0.path == path + suffix }) {
             files.append(Entry(path: path + suffix, owner: "syncgate's state"))
         }
+    }
+
+    mutating func addFile(_ path: String, owner: String) {
+        if !files.contains(where: { $0.path == path }) { files.append(Entry(path: path, owner: owner)) }
     }
 
     mutating func setTokenFolder(_ path: String) { tokenFolder = path }

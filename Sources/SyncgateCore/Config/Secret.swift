@@ -37,6 +37,7 @@ public struct SecretFile: Sendable, Decodable {
         guard !written.isEmpty else { throw ConfigValueError("must be the path of a file holding the secret") }
         let base = (decoder as? NodeDecoder)?.owner.baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         path = GatewayConfig.resolve(written, against: base)
+        (decoder as? NodeDecoder)?.owner.noteSecretFile(path)
         let data: Data
         do {
             data = try ConfigFile.read(path, displayName: path, limit: SecretFile.maxSize + 1)

@@ -124,6 +124,12 @@ public struct DestinationSetup: @unchecked Sendable {
         folder.value = (path, location)
     }
 
+    /// Tells the core that the destination reads a secret from this file (absolute): a source that holds it never
+    /// sends it (``OwnPaths``). `KEY_file` secrets (``SecretFile``) are noted without asking.
+    public func readsSecretFile(_ path: String) {
+        decoder.noteSecretFile(path)
+    }
+
     /// Resolves a path from the config against the config file's folder (absolute paths stay as they are;
     /// `~/` is the home folder).
     public func resolvePath(_ path: String) -> String {
