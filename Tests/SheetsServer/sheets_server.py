@@ -336,7 +336,9 @@ class State:
         self.counters = {"appends": 0, "gets": 0, "tokens": 0, "rejected_tokens": 0, "unauthorized": 0,
                          "quota_429": 0, "injected": 0, "dropped": 0, "apps_script_posts": 0,
                          "metadata_reads": 0, "token_requests": 0, "jwt_grants": 0, "refresh_grants": 0,
-                         "metadata_tokens": 0, "metadata_refused": 0}
+                         "metadata_tokens": 0, "metadata_refused": 0, "requests_begun": 0}
+        # Per append applied, in order, the number its request got when its head was read (requests_begun then).
+        self.append_begun = []
         # The authorized_user credentials (--write-adc): the OAuth client and the refresh tokens still valid.
         self.oauth_client_id = "32555940559.apps.googleusercontent.com"
         self.oauth_client_secret = "test-client-secret-" + secrets.token_urlsafe(12)
@@ -434,6 +436,11 @@ class Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         path = split.path
         query = parse_qs(split.query, keep_blank_values=True)
+        # Numbered once its head is read, before its body: a test that reads the count while a client is frozen
+        # tells the requests that client began before it woke from those it began after.
+        with STATE.lock:
+            STATE.counters["requests_begun"] += 1
+            self.begun = STATE.counters["requests_begun"]
         body = self.read_body() if method != "GET" or self.headers.get("Content-Length") else b""
         try:
             if path.startswith("/_control/"):
@@ -798,6 +805,7 @@ class Handler(BaseHTTPRequestHandler):
                         # '=' starts a formula.
                         line[c1 + j] = entered(cell) if user_entered else cell
             STATE.counters["appends"] += 1
+            STATE.append_begun.append(self.begun)
             drop = STATE.take_fault("drop_after_append", "POST", self.path)
         q = quote_sheet(sheet_name)
         updates = {"spreadsheetId": spreadsheet_id}
@@ -998,6 +1006,8 @@ class Handler(BaseHTTPRequestHandler):
             elif name == "stats" and method == "GET":
                 answer = dict(STATE.counters)
                 answer["max_writes_in_window"] = STATE.max_writes_in_window
+            elif name == "appends" and method == "GET":
+                answer = {"begun": STATE.append_begun}
             elif name == "log" and method == "GET":
                 answer = {"requests": STATE.log}
             elif name == "spec" and method == "GET":

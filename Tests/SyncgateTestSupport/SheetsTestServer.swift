@@ -147,6 +147,13 @@ public final class SheetsTestServer: @unchecked Sendable {
         return object.compactMapValues { ($0 as? NSNumber)?.intValue }
     }
 
+    /// Per append applied, in order, the number of its request as the server counted requests when it read their
+    /// heads (``stats()``'s `requests_begun` at that moment).
+    public func appendsBegun() throws -> [Int] {
+        let object = try control("GET", "appends") as? [String: Any]
+        return (object?["begun"] as? [Any] ?? []).compactMap { ($0 as? NSNumber)?.intValue }
+    }
+
     /// Every Sheets API request the server answered (or dropped): method, methodId, query, request, status, response.
     public func requestLog() throws -> [[String: Any]] {
         let object = try control("GET", "log") as? [String: Any]
