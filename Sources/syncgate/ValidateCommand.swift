@@ -29,7 +29,7 @@ struct ValidateCommand: AsyncParsableCommand {
             if source.minAge > .zero { notes += " (min_age \(source.minAge.syncgateText))" }
             if source.afterSync == .delete { notes += " (after_sync: delete)" }
             Console.out("  \(source.name): \(source.path)  include \(source.include.patterns) exclude \(source.exclude.patterns)\(notes)")
-            if !source.own.isEmpty {
+            if !source.own.entries.isEmpty {
                 Console.out("    passed over (syncgate's own): \(source.own.entries.map(\.description).joined(separator: ", "))")
             }
         }

@@ -167,6 +167,26 @@ struct OwnPathsTests {
         #expect(SourceScanner().scan(try #require(withOther.sources.first { $0.name == "s" })).files.map(\.relativePath) == ["a.txt", "keys/notes.txt"])
     }
 
+    @Test func aLinkIntoTheDestinationFolderIsNotFollowedThere() throws {
+        // The destination is outside the source, but the source follows links and one leads into the destination's
+        // folder: walked, each sync would send the copies again under archive/, one folder deeper.
+        try dir.write("other/keep", "")
+        try dir.write("out/a.txt", "a copy")
+        try dir.write("src/real/b.txt", "b")
+        try FileManager.default.createSymbolicLink(atPath: dir.file("src/archive").path, withDestinationPath: "../out")
+        try FileManager.default.createSymbolicLink(atPath: dir.file("src/also-real").path, withDestinationPath: "real")
+        let config = try load("""
+            version: 1
+            sources: [{name: s, path: src, follow_symlinks: true}, {name: other, path: other}]
+            destinations: [{name: d, type: local, path: out}]
+            routes: [{sources: [s], to: [d]}]
+            """)
+        let source = try #require(config.sources.first { $0.name == "s" })
+        #expect(SourceScanner().scan(source).files.map(\.relativePath) == ["a.txt", "also-real/b.txt", "real/b.txt"])
+        #expect(SourceScanner().file(at: "archive/a.txt", in: source) == nil)
+        #expect(SourceScanner().file(at: "also-real/b.txt", in: source) != nil)
+    }
+
     @Test func theWalkPassesOverOwnFoldersAndFiles() throws {
         try dir.write("other/keep", "")
         try dir.write("src/copy/a.txt", "a copy")

@@ -32,6 +32,9 @@ extension GatewayConfig {
         // The state: the whole `.syncgate` folder, else the ledger's files and the cached tokens by name.
         if let stateFolder = FolderOnDisk(stateDirectory, mayBeMissing: true) {
             for index in sources.indices {
+                if sources[index].followSymlinks && (stateDirectory as NSString).lastPathComponent == GatewayConfig.stateFolderName {
+                    sources[index].own.addLinkedFolder(stateFolder.path)
+                }
                 guard let root = folders[index], let offset = stateFolder.offset(below: root) else { continue }
                 if !offset.isEmpty && (stateDirectory as NSString).lastPathComponent == GatewayConfig.stateFolderName {
                     sources[index].own.addFolder(offset, owner: "syncgate's state")
@@ -48,6 +51,7 @@ extension GatewayConfig {
             guard let (path, location) = destination.folder, let folder = FolderOnDisk(path, mayBeMissing: true) else { continue }
             let routed = GatewayConfig.sources(routedTo: destination.name, routes: routes, sources: sources)
             for index in sources.indices where routed.contains(sources[index].name) {
+                if sources[index].followSymlinks { sources[index].own.addLinkedFolder(folder.path) }
                 guard let root = folders[index] else { continue }
                 let source = sources[index]
                 if let offset = folder.offset(below: root) {

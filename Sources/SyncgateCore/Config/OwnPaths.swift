@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// What syncgate itself writes inside a source's folder, which that source never walks, watches or sends:
 /// - the folder of a local destination the source is routed to (otherwise each sync would send the copies the last
 ///   one made, one folder deeper, without end; a move into a folder inside the source is then safe);
@@ -22,10 +28,14 @@ public struct OwnPaths: Sendable, Hashable {
     public private(set) var files: [Entry] = []
     /// The folder whose `token-*.json` files are cached tokens ("" for the source's own folder).
     public private(set) var tokenFolder: String?
+    /// For a source that follows links: syncgate's folders (a local destination's it is routed to, the state's) as
+    /// real absolute paths, wherever they are, since a link in the source may lead into one. A walk looks them up
+    /// when it starts (``identities()``) and does not enter a folder that is one of them.
+    public private(set) var linkedFolders: [String] = []
 
     public init() {}
 
-    public var isEmpty: Bool { folders.isEmpty && files.isEmpty && tokenFolder == nil }
+    public var isEmpty: Bool { folders.isEmpty && files.isEmpty && tokenFolder == nil && linkedFolders.isEmpty }
 
     /// Everything listed, for `syncgate validate`.
     public var entries: [Entry] {
@@ -49,6 +59,20 @@ public struct OwnPaths: Sendable, Hashable {
     }
 
     mutating func setTokenFolder(_ path: String) { tokenFolder = path }
+
+    mutating func addLinkedFolder(_ path: String) {
+        if !linkedFolders.contains(path) { linkedFolders.append(path) }
+    }
+
+    /// The device and inode of each of ``linkedFolders`` that exists now.
+    func identities() -> Set<[UInt64]> {
+        var found = Set<[UInt64]>()
+        for path in linkedFolders {
+            var info = stat()
+            if stat(path, &info) == 0 { found.insert([UInt64(info.st_dev), UInt64(info.st_ino)]) }
+        }
+        return found
+    }
 
     /// Whether `relative` is one of the folders never walked.
     public func holdsFolder(_ relative: String) -> Bool {

@@ -70,7 +70,7 @@ public struct SourceScanner: Sendable {
             return warnings
         }
         let rootID: [UInt64] = [UInt64(root.st_dev), UInt64(root.st_ino)]
-        var state = Walk(visiting: [rootID])
+        var state = Walk(visiting: [rootID], own: source.followSymlinks ? source.own.identities() : [])
         try walk(source, absolute: source.path, relative: "", share: share, visit: visit, warnings: &warnings, state: &state)
         return warnings
     }
@@ -83,6 +83,7 @@ public struct SourceScanner: Sendable {
         guard !parts.isEmpty, !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else { return nil }
         var absolute = source.path
         var relative = ""
+        let own = source.followSymlinks ? source.own.identities() : []
         for (index, part) in parts.enumerated() {
             absolute += "/" + part
             relative += (relative.isEmpty ? "" : "/") + part
@@ -93,7 +94,7 @@ public struct SourceScanner: Sendable {
             }
             let kind = st.st_mode & S_IFMT
             if index < parts.count - 1 {
-                guard kind == S_IFDIR, !source.skipsFolder(relative) else { return nil }
+                guard kind == S_IFDIR, !source.skipsFolder(relative), !own.contains([UInt64(st.st_dev), UInt64(st.st_ino)]) else { return nil }
             } else {
                 guard kind == S_IFREG, source.selects(relative) else { return nil }
                 let stat = FileStat(st)
@@ -108,6 +109,8 @@ public struct SourceScanner: Sendable {
     struct Walk {
         /// The folders on the way down (a folder met again among them is a loop).
         var visiting: Set<[UInt64]>
+        /// With `follow_symlinks`: syncgate's own folders, by device and inode (a link may lead into one).
+        var own: Set<[UInt64]> = []
         /// Entries taken in so far (counted when the source follows links), and whether the bound stopped the walk.
         var entries = 0
         var stopped = false
@@ -210,6 +213,7 @@ public struct SourceScanner: Sendable {
                 let childAbsolute = absolute + "/" + name
                 if source.skipsFolder(childRelative) { continue }
                 let id: [UInt64] = [UInt64(st.st_dev), UInt64(st.st_ino)]
+                if state.own.contains(id) { continue }
                 guard !state.visiting.contains(id) else {
                     warnings.append(ScanWarning(source: source.name, relativePath: childRelative, message: "skipped: folder link loop"))
                     continue
