@@ -1,5 +1,5 @@
 import Foundation
-import SyncgateCore
+@testable import SyncgateCore
 import SyncgateLocal
 import SyncgateTestSupport
 import Testing
@@ -17,9 +17,9 @@ struct OwnPathsTests {
         try dir.write("src/a.txt", "a")
     }
 
-    func load(_ text: String) throws -> GatewayConfig {
+    func load(_ text: String, environment: [String: String] = [:]) throws -> GatewayConfig {
         try dir.write("plugins.yaml", text)
-        return try GatewayConfig.load(path: dir.file("plugins.yaml").path, registry: registry)
+        return try GatewayConfig.load(path: dir.file("plugins.yaml").path, registry: registry, environment: environment)
     }
 
     func error(_ text: String) -> ConfigError? {
@@ -185,6 +185,19 @@ struct OwnPathsTests {
         #expect(SourceScanner().scan(source).files.map(\.relativePath) == ["a.txt", "also-real/b.txt", "real/b.txt"])
         #expect(SourceScanner().file(at: "archive/a.txt", in: source) == nil)
         #expect(SourceScanner().file(at: "also-real/b.txt", in: source) != nil)
+    }
+
+    @Test func theConfigIsNeverSentWhenASecretIsWrittenInIt() throws {
+        try dir.write("other/keep", "")
+        let written = try load(config([("d", "out")], source: ".", extra: "http: {listen: 127.0.0.1:9464, token: an-inline-token-of-20}"))
+        let own = try #require(written.sources.first { $0.name == "s" }?.own)
+        #expect(own.files.contains { $0.path == "plugins.yaml" && $0.owner == "the config, a secret is written in it" }, "\(own)")
+        // A secret from the environment is not in the file: the config is the user's to send.
+        let fromEnvironment = try load(config([("d", "out")], source: ".", extra: "http: {listen: 127.0.0.1:9464, token: \"${TOK}\"}"),
+                                       environment: ["TOK": "a-token-from-the-environment"])
+        #expect(fromEnvironment.sources.first { $0.name == "s" }?.own.holdsFile("plugins.yaml") == false)
+        #expect(!Secret.isWritten("${TOK}") && !Secret.isWritten("${A}${B}") && !Secret.isWritten(""))
+        #expect(Secret.isWritten("x${TOK}") && Secret.isWritten("${TOK}x") && Secret.isWritten("plain") && Secret.isWritten("${unclosed"))
     }
 
     @Test func theWalkPassesOverOwnFoldersAndFiles() throws {

@@ -106,6 +106,18 @@ struct OwnFoldersTests {
         let sync = try await cli.run(["sync"])
         #expect(sync.status == 0, "\(sync.stderr)")
         #expect(files("out") == ["report.csv"])
+        // The config itself once a secret is written in it.
+        try dir.write("src/plugins.yaml", """
+            version: 1
+            http: {listen: 127.0.0.1:9464, token: written-here-and-long-enough}
+            sources: [{name: s, path: .}]
+            destinations: [{name: d, type: local, path: ../out}]
+            """)
+        var inSource = cli
+        inSource.environment["SYNCGATE_CONFIG"] = dir.file("src/plugins.yaml").path
+        let again = try await inSource.run(["sync"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(files("out") == ["report.csv", "secrets/s3-key"], "the token file is no secret of this config; the config is")
     }
 
     @Test func aDestinationThatIsTheSourceIsRefusedBeforeAnythingIsTouched() async throws {

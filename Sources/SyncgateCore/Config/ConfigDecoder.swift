@@ -27,6 +27,10 @@ public final class ConfigDecoder: @unchecked Sendable {
     func noteSecretFile(_ path: String) {
         if !secretFiles.contains(path) { secretFiles.append(path) }
     }
+    /// A secret was written in the config itself (not only `${VAR}`s): the config file is then never sent either.
+    private(set) var holdsWrittenSecret = false
+
+    func noteWrittenSecret() { holdsWrittenSecret = true }
 
     public init(file: String, environment: [String: String], baseDirectory: URL? = nil, maxVisits: Int = 200_000) {
         self.file = file

@@ -11,22 +11,26 @@ extension GatewayConfig {
     }
 
     /// Sets each source's ``OwnPaths``: the folder of each destination writing on this machine that lies in a source
-    /// routed to it, syncgate's state where it lies in a source, and the secret files the config names. Returns an error, at the destination's folder
+    /// routed to it, syncgate's state where it lies in a source, the secret files the config names, and the config
+    /// (`configFile`) when a secret is written in it. Returns an error, at the destination's folder
     /// key, for a destination whose folder is a source routed to it or holds one: a copy would be written over the
     /// file it copies (the same folder), or over another file of the source (a source folder `in` inside the
     /// destination's, whose own folder `in` copies to `in/...`). Sources and folders not there yet are judged as they
     /// will be made (``FolderOnDisk``); a source folder that is missing holds nothing.
     static func findOwnPaths(in sources: inout [SourceConfig], destinations: [DestinationConfig], routes: [RouteConfig],
-                             state: StateLocation, stateDirectory: String, secretFiles: [String] = []) -> [ConfigError] {
+                             state: StateLocation, stateDirectory: String, secretFiles: [String] = [],
+                             configFile: String? = nil) -> [ConfigError] {
         var errors: [ConfigError] = []
         let folders = sources.map { FolderOnDisk($0.path) }
-        // A secret is never sent, whichever source holds it and wherever that source's files go.
-        for file in secretFiles {
+        // A secret is never sent, whichever source holds it and wherever that source's files go; nor is the config
+        // when a secret is written in it.
+        let secrets = secretFiles.map { ($0, "a secret the config reads") } + (configFile.map { [($0, "the config, a secret is written in it")] } ?? [])
+        for (file, owner) in secrets {
             guard let folder = FolderOnDisk((file as NSString).deletingLastPathComponent) else { continue }
             let name = (file as NSString).lastPathComponent
             for index in sources.indices {
                 guard let root = folders[index], let offset = folder.offset(below: root) else { continue }
-                sources[index].own.addFile(offset.isEmpty ? name : offset + "/" + name, owner: "a secret the config reads")
+                sources[index].own.addFile(offset.isEmpty ? name : offset + "/" + name, owner: owner)
             }
         }
         // The state: the whole `.syncgate` folder, else the ledger's files and the cached tokens by name.

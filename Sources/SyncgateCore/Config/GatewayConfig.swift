@@ -330,7 +330,8 @@ extension GatewayConfig {
 
         // What syncgate writes inside the sources: never walked (or, where a copy could overwrite its file, an error).
         for error in findOwnPaths(in: &sources, destinations: destinations, routes: routes, state: state, stateDirectory: stateDirectory,
-                                      secretFiles: decoder.secretFiles) {
+                                      secretFiles: decoder.secretFiles,
+                                      configFile: decoder.holdsWrittenSecret ? baseDirectory.appendingPathComponent((file as NSString).lastPathComponent).path : nil) {
             load.note(error)
         }
 

@@ -12,6 +12,20 @@ public struct Secret: Sendable, Hashable, Decodable, CustomStringConvertible, Cu
 
     public init(from decoder: any Decoder) throws {
         self.init(try decoder.singleValueContainer().decode(String.self))
+        if let node = decoder as? NodeDecoder, case .scalar(let scalar) = node.node, Secret.isWritten(scalar.string) {
+            node.owner.noteWrittenSecret()
+        }
+    }
+
+    /// Whether a config value holds some of its secret as written, besides `${VAR}`s.
+    static func isWritten(_ text: String) -> Bool {
+        var rest = Substring(text)
+        while let start = rest.range(of: "${") {
+            if !rest[..<start.lowerBound].isEmpty { return true }
+            guard let end = rest[start.upperBound...].firstIndex(of: "}") else { return true }
+            rest = rest[rest.index(after: end)...]
+        }
+        return !rest.isEmpty
     }
 
     /// The secret itself, for the wire only.
