@@ -76,6 +76,10 @@ struct StatusCommand: AsyncParsableCommand {
         let unknown = zip(paths, relative).filter { !known.contains($0.1) }
         for (written, path) in unknown {
             let said = written == path ? "" : " (\(path) in its source)"
+            if let owner = config.sources.lazy.compactMap({ $0.own.owner(of: path) }).first {
+                Console.error("\(written)\(said): syncgate's own (\(owner)): no source sends it (docs/configuration.md, \"What a source never walks\")", fields: ["path": path])
+                continue
+            }
             Console.error("\(written)\(said): not in the ledger\(destination.map { " for \($0)" } ?? ""): no sync has seen it; give the path relative to its source folder, or the path of a file inside one", fields: ["path": path])
         }
         if !unknown.isEmpty || (check && report.needsAttention) { throw ExitCode(ExitStatus.failed) }

@@ -51,6 +51,10 @@ struct OwnFoldersTests {
         let again = try await cli.run(["sync", "--json"])
         #expect(uploaded(again) == 0, "\(again.stdout)")
         #expect(!dir.exists("src/copy/copy"))
+        // Asked about, a copy says why no sync has it.
+        let status = try await cli.run(["status", "src/copy/two.txt"])
+        #expect(status.status == 1)
+        #expect(status.stderr.contains("src/copy/two.txt (copy/two.txt in its source): syncgate's own (destination d's folder): no source sends it"), "\(status.stderr)")
     }
 
     @Test func aMoveIntoAFolderInsideTheSourceMovesEachFileOnce() async throws {

@@ -80,18 +80,21 @@ public struct OwnPaths: Sendable, Hashable {
     }
 
     /// Whether the file at `relative` is syncgate's own: listed, a cached token, or below a folder never walked.
-    public func holdsFile(_ relative: String) -> Bool {
-        if files.contains(where: { $0.path == relative }) { return true }
-        if folders.contains(where: { relative.hasPrefix($0.path + "/") }) { return true }
-        guard let tokenFolder else { return false }
+    public func holdsFile(_ relative: String) -> Bool { owner(of: relative) != nil }
+
+    /// Whose the file at `relative` is, when it is syncgate's own ("destination archive's folder").
+    public func owner(of relative: String) -> String? {
+        if let file = files.first(where: { $0.path == relative }) { return file.owner }
+        if let folder = folders.first(where: { relative.hasPrefix($0.path + "/") }) { return folder.owner }
+        guard let tokenFolder else { return nil }
         let name: Substring
         if tokenFolder.isEmpty {
-            guard !relative.contains("/") else { return false }
+            guard !relative.contains("/") else { return nil }
             name = Substring(relative)
         } else {
-            guard relative.hasPrefix(tokenFolder + "/") else { return false }
+            guard relative.hasPrefix(tokenFolder + "/") else { return nil }
             name = relative.dropFirst(tokenFolder.count + 1)
         }
-        return !name.contains("/") && name.hasPrefix("token-") && name.hasSuffix(".json")
+        return !name.contains("/") && name.hasPrefix("token-") && name.hasSuffix(".json") ? "cached tokens" : nil
     }
 }
