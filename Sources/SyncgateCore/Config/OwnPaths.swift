@@ -10,7 +10,8 @@ import Darwin
 /// - syncgate's state: its `.syncgate` folder, or, where the state file lies elsewhere in the source, the ledger's
 ///   files (the file, its `-wal`, `-shm`, `-journal` and `.lock`) and the cached tokens beside it (`token-*.json`).
 ///   A live SQLite file changes under every run, so it would never settle and every run would end in 75;
-/// - the files the config reads secrets from (`KEY_file`, a Sheets `credentials_file`): a secret is never sent.
+/// - the files the config reads secrets from (`KEY_file`, a Sheets `credentials_file`), and the config itself when a
+///   secret is written in it: a secret is never sent.
 ///
 /// Relative to the source's folder; found when the config is loaded (``GatewayConfig``), from the folders as they
 /// are on disk (``FolderOnDisk``). `syncgate validate` lists them under the source.
