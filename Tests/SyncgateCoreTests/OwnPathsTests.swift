@@ -112,6 +112,20 @@ struct OwnPathsTests {
         #expect(chained.sources.allSatisfy { $0.own.isEmpty })
     }
 
+    @Test func twoDestinationsInOneFolderAreAConfigError() throws {
+        try dir.write("other/keep", "")
+        try dir.write("shared/old.txt", "")
+        try FileManager.default.createSymbolicLink(atPath: dir.file("shared-link").path, withDestinationPath: dir.file("shared").path)
+        // The same folder (through a link), and the same folder not made yet.
+        for (first, second) in [("shared", "shared-link"), ("new/out", "new/./out")] {
+            let refused = try #require(error(config([("d1", first), ("d2", second)])), "\(first), \(second)")
+            #expect(refused.keyPath == "destinations[1].path")
+            #expect(refused.message.contains("is also the folder of destination 'd1'"), "\(refused.message)")
+        }
+        // A folder inside another's is allowed (a site and its uploads folder).
+        #expect(error(config([("d1", "site"), ("d2", "site/uploads")])) == nil)
+    }
+
     @Test func aDestinationReachedThroughALinkIntoTheSourceIsFound() throws {
         try dir.write("other/keep", "")
         try dir.write("src/archive/old.txt", "old")

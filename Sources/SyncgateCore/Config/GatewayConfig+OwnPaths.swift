@@ -15,7 +15,7 @@ extension GatewayConfig {
     /// (`configFile`) when a secret is written in it. Returns an error, at the destination's folder
     /// key, for a destination whose folder is a source routed to it or holds one: a copy would be written over the
     /// file it copies (the same folder), or over another file of the source (a source folder `in` inside the
-    /// destination's, whose own folder `in` copies to `in/...`). Sources and folders not there yet are judged as they
+    /// destination's, whose own folder `in` copies to `in/...`); and for a destination whose folder is another's. Sources and folders not there yet are judged as they
     /// will be made (``FolderOnDisk``); a source folder that is missing holds nothing.
     static func findOwnPaths(in sources: inout [SourceConfig], destinations: [DestinationConfig], routes: [RouteConfig],
                              state: StateLocation, stateDirectory: String, secretFiles: [String] = [],
@@ -51,8 +51,17 @@ extension GatewayConfig {
                 sources[index].own.setTokenFolder(offset)
             }
         }
+        var written: [(name: String, folder: FolderOnDisk)] = []
         for destination in destinations {
             guard let (path, location) = destination.folder, let folder = FolderOnDisk(path, mayBeMissing: true) else { continue }
+            // Two destinations writing into one folder: a name each sends overwrites the other's copy unnoticed,
+            // and each ledger says its own is there.
+            if let other = written.first(where: { $0.folder.path == folder.path }) {
+                var error = location
+                error.message = "\(path) is also the folder of destination '\(other.name)': a copy of one would overwrite a copy of the other unnoticed; send both routes to one destination, or give each a folder of its own"
+                errors.append(error)
+            }
+            written.append((destination.name, folder))
             let routed = GatewayConfig.sources(routedTo: destination.name, routes: routes, sources: sources)
             for index in sources.indices where routed.contains(sources[index].name) {
                 if sources[index].followSymlinks { sources[index].own.addLinkedFolder(folder.path) }
