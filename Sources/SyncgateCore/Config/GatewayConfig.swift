@@ -297,7 +297,7 @@ extension GatewayConfig {
                 configDigest: DestinationConfig.digest(of: node, environment: environment)
             )
             destination.details = setup.details.lines
-            destination.folder = setup.folder.value
+            destination.folder = setup.details.folder
             destinations.append(destination)
         }
         if destinationNodes?.isEmpty == true {

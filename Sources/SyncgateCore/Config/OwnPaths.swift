@@ -86,16 +86,22 @@ public struct OwnPaths: Sendable, Hashable {
     /// Whose the file at `relative` is, when it is syncgate's own ("destination archive's folder").
     public func owner(of relative: String) -> String? {
         if let file = files.first(where: { $0.path == relative }) { return file.owner }
-        if let folder = folders.first(where: { relative.hasPrefix($0.path + "/") }) { return folder.owner }
+        if let folder = folders.first(where: { OwnPaths.isBelow(relative, $0.path) }) { return folder.owner }
         guard let tokenFolder else { return nil }
         let name: Substring
         if tokenFolder.isEmpty {
             guard !relative.contains("/") else { return nil }
             name = Substring(relative)
         } else {
-            guard relative.hasPrefix(tokenFolder + "/") else { return nil }
+            guard OwnPaths.isBelow(relative, tokenFolder) else { return nil }
             name = relative.dropFirst(tokenFolder.count + 1)
         }
         return !name.contains("/") && name.hasPrefix("token-") && name.hasSuffix(".json") ? "cached tokens" : nil
+    }
+
+    /// Whether `relative` lies below the folder `folder` (asked per file: no string is built).
+    private static func isBelow(_ relative: String, _ folder: String) -> Bool {
+        let path = relative.utf8, prefix = folder.utf8
+        return path.count > prefix.count && path.starts(with: prefix) && path[path.index(path.startIndex, offsetBy: prefix.count)] == UInt8(ascii: "/")
     }
 }

@@ -26,10 +26,8 @@ public struct DestinationSetup: @unchecked Sendable {
     /// Set once ``decode(_:)`` has read the plugin's keys: an error after that is about their values together,
     /// and a key nobody read is then surely unknown.
     let decoded = DecodedFlag()
-    /// What ``describe(_:)`` was told, in order.
+    /// What ``describe(_:)`` and ``writesInto(_:key:)`` were told.
     let details = Details()
-    /// What ``writesInto(_:key:)`` was told.
-    let folder = WrittenFolder()
 
     final class DecodedFlag: Sendable {
         private let flag = Mutex(false)
@@ -39,18 +37,12 @@ public struct DestinationSetup: @unchecked Sendable {
         }
     }
 
-    final class WrittenFolder: Sendable {
-        private let stored = Mutex<(path: String, location: ConfigError)?>(nil)
-        var value: (path: String, location: ConfigError)? {
-            get { stored.withLock { $0 } }
-            set { stored.withLock { $0 = newValue } }
-        }
-    }
-
     final class Details: Sendable {
-        private let stored = Mutex<[String]>([])
-        var lines: [String] { stored.withLock { $0 } }
-        func append(_ line: String) { stored.withLock { $0.append(line) } }
+        private let stored = Mutex<(lines: [String], folder: (path: String, location: ConfigError)?)>(([], nil))
+        var lines: [String] { stored.withLock { $0.lines } }
+        func append(_ line: String) { stored.withLock { $0.lines.append(line) } }
+        var folder: (path: String, location: ConfigError)? { stored.withLock { $0.folder } }
+        func setFolder(_ path: String, _ location: ConfigError) { stored.withLock { $0.folder = (path, location) } }
     }
 
     /// Whether the plugin should read and check the files its settings name (a key file) now: `syncgate validate`
@@ -121,7 +113,7 @@ public struct DestinationSetup: @unchecked Sendable {
     /// be written over the files they copy), a located config error at `key` (``OwnPaths``).
     public func writesInto(_ path: String, key: String = "path") {
         let location = invalid(key, "")
-        folder.value = (path, location)
+        details.setFolder(path, location)
     }
 
     /// Tells the core that the destination reads a secret from this file (absolute): a source that holds it never
