@@ -318,7 +318,9 @@ struct FleetChaosTests {
             kill(leader.processIdentifier, SIGCONT)
             let ended = await ProcessRunner.waitForExit(leader, timeout: 120)
             #expect(ended, "the leader did not end after it woke")
-            let afterWake = Array(try sheets.appendsBegun().dropFirst(appendsAtWake))
+            let begun = try sheets.appendsBegun()
+            #expect(begun.count == (try sheets.stats()["appends"] ?? -1) && begun.count >= appendsAtWake, "the server's numbers cover every append")
+            let afterWake = Array(begun.dropFirst(appendsAtWake))
             #expect(afterWake.allSatisfy { $0 < begunAtWake },
                     "the leader began an append after it woke (requests numbered \(afterWake), \(begunAtWake) at the wake)")
             if !afterWake.isEmpty { print("a frozen Sheets leader: \(afterWake.count) append(s) on the wire at the freeze landed after the wake") }
