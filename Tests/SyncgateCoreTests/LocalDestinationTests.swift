@@ -143,11 +143,16 @@ struct SourceScannerTests {
         try FileManager.default.createSymbolicLink(atPath: dir.file("src/link.txt").path, withDestinationPath: dir.file("outside.txt").path)
         try FileManager.default.createSymbolicLink(atPath: dir.file("src/sub/loop").path, withDestinationPath: dir.file("src").path)
         #expect(mkfifo(dir.file("src/pipe").path, 0o644) == 0)
+        // A Latin-1 name: skipped, and named with its stray byte shown (not as a replacement character).
+        let latin1 = Array(dir.file("src/sub").path.utf8) + Array("/caf".utf8) + [0xE9] + Array(".txt".utf8) + [0]
+        let fd = latin1.withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_CREAT | O_WRONLY, 0o644) } }
+        #expect(fd >= 0)
+        close(fd)
         let source = SourceConfig(name: "s", path: dir.file("src").path, include: try GlobSet(patterns: ["**/*"]), exclude: try GlobSet(patterns: ["**/.*"]))
         let (files, warnings) = SourceScanner().scan(source)
         #expect(files.map(\.relativePath) == ["a.txt", "sub/b.txt"])
         let warned = Set(warnings.map(\.relativePath))
-        #expect(warned == ["link.txt", "sub/loop", "pipe"])
+        #expect(warned == ["link.txt", "sub/loop", "pipe", "sub/caf\\xe9.txt"])
         #expect(warnings.first { $0.relativePath == "pipe" }?.message.contains("FIFO") == true)
 
         var following = source

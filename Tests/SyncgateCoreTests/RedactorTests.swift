@@ -154,5 +154,15 @@ struct RedactorTests {
         #expect(TerminalText.escape("café ünï 😀 back\\slash") == "café ünï 😀 back\\slash")
         #expect(TerminalText.escapeKeepingLines("one\ntwo\r") == "one\ntwo\\r")
     }
+
+    /// A name that is not valid UTF-8 keeps what decodes and shows each stray byte as \xNN, so two such names
+    /// differ when shown (a replacement character would make them alike).
+    @Test func anUndecodableNameShowsItsStrayBytes() {
+        #expect(TerminalText.undecodable(Array("bad-".utf8) + [0xFF, 0xFE] + Array(".txt".utf8)) == "bad-\\xff\\xfe.txt")
+        #expect(TerminalText.undecodable(Array("bad-".utf8) + [0xFE, 0xFF] + Array(".txt".utf8)) == "bad-\\xfe\\xff.txt")
+        // Latin-1 "café", then a UTF-8 "é" and an emoji kept whole, a truncated sequence, an overlong "/" (C0 AF).
+        #expect(TerminalText.undecodable([0x63, 0x61, 0x66, 0xE9] + Array("-é😀".utf8) + [0xE2, 0x82, 0x2E, 0xC0, 0xAF]) == "caf\\xe9-é😀\\xe2\\x82.\\xc0\\xaf")
+        #expect(TerminalText.undecodable([UInt8]()) == "")
+    }
 }
 

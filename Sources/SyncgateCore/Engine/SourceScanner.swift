@@ -149,7 +149,7 @@ public struct SourceScanner: Sendable {
             }
             guard let name = decoded else {
                 let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
-                let shown = String(decoding: bytes, as: UTF8.self)
+                let shown = TerminalText.undecodable(bytes)
                 warnings.append(ScanWarning(source: source.name, relativePath: child(shown), message: "skipped: the name is not valid UTF-8"))
                 continue
             }

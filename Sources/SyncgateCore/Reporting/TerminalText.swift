@@ -41,6 +41,27 @@ public enum TerminalText {
         return String(out)
     }
 
+    /// A file name that is not valid UTF-8 (a name from a Latin-1 system), as one that can be shown and told apart
+    /// from others: its valid UTF-8 as it is, each byte that is not part of a valid sequence as `\xNN`
+    /// (`bad-\xff.txt`). Decoding it with replacement characters instead would show two such names alike.
+    public static func undecodable<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+        let bytes = Array(bytes)
+        var out = String.UnicodeScalarView()
+        var start = 0
+        while start < bytes.count {
+            var rest = bytes[start...].makeIterator()
+            var parser = Unicode.UTF8.ForwardParser()
+            if case .valid(let encoded) = parser.parseScalar(from: &rest) {
+                out.append(Unicode.UTF8.decode(encoded))
+                start += encoded.count
+            } else {  // a byte that starts no valid sequence: shown, and decoding goes on from the next one
+                out.append(contentsOf: ("\\x" + hex(UInt32(bytes[start]), digits: 2)).unicodeScalars)
+                start += 1
+            }
+        }
+        return String(out)
+    }
+
     static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true

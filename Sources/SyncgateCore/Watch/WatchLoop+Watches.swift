@@ -53,7 +53,7 @@ extension WatchLoop {
                 guard let name else {
                     if report {
                         let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
-                        let shown = String(decoding: bytes, as: UTF8.self)
+                        let shown = TerminalText.undecodable(bytes)
                         warn(config, relative.isEmpty ? shown : relative + "/" + shown, "skipped: the name is not valid UTF-8")
                     }
                     continue

@@ -226,7 +226,7 @@ final class WatchLoop: @unchecked Sendable {
         let folder = place.path.value
         guard let name = String(validating: raw, as: UTF8.self) else {
             if mask & (InotifyWatch.create | InotifyWatch.movedTo) != 0 {
-                let shown = String(decoding: raw, as: UTF8.self)
+                let shown = TerminalText.undecodable(raw)
                 warn(source, folder.isEmpty ? shown : folder + "/" + shown, "skipped: the name is not valid UTF-8")
             }
             return
