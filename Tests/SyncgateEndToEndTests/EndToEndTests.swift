@@ -118,6 +118,11 @@ struct EndToEndTests {
         #expect((files.first?["last_error"] as? String)?.contains("Permission denied") == true)
         #expect(files.first?["attempts"] != nil)
         #expect(files.first?["last_attempt_at"] != nil)
+
+        // It failed before any attempt (the planning could not open it): the report's recent failures say when.
+        let plain = try await cli.run(["status"], asUser: user)
+        let recent = plain.stdout.components(separatedBy: "Recently failed (1):\n").last ?? ""
+        #expect(recent.hasPrefix("  archive  locked.txt  20"), "\(plain.stdout)")
     }
 
     @Test func killedRunResumesWithNothingLostOrLeftBehind() async throws {

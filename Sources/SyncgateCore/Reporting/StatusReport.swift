@@ -251,7 +251,8 @@ public struct StatusReport: Sendable {
         }
         if !recentlyFailed.isEmpty {
             out += "\nRecently failed (\(recentlyFailed.count)):\n"
-            for e in recentlyFailed.prefix(20) { out += "  \(e.destination)  \(TerminalText.escape(e.file.path))  \(when(e.lastAttemptAt))\n" }
+            // A file can fail before any attempt (its source file unreadable): then when it failed.
+            for e in recentlyFailed.prefix(20) { out += "  \(e.destination)  \(TerminalText.escape(e.file.path))  \(when(e.lastAttemptAt ?? e.updatedAt))\n" }
         }
         return out
     }
