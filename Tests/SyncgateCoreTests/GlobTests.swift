@@ -1,4 +1,4 @@
-import SyncgateCore
+@testable import SyncgateCore
 import Testing
 
 @Suite("gitignore-style globs")
@@ -29,6 +29,49 @@ struct GlobTests {
         #expect(hidden.matches("a/.hidden"))
         #expect(!hidden.matches("a/visible.txt"))
         #expect(try Glob("logs/").matches("logs/2026/x.log"))
+    }
+
+    /// `{a,b}` alternatives, as rclone's filters and the shells read them (a user writes `*.{jpg,png}` expecting it).
+    @Test func bracesGiveAlternatives() throws {
+        let pictures = try Glob("*.{jpg,png}")
+        #expect(pictures.matches("b.jpg"))
+        #expect(pictures.matches("deep/down/d.png"))
+        #expect(!pictures.matches("e.txt"))
+        #expect(!pictures.matches("x.{jpg,png}"))
+        // Groups across folders, several groups, nested groups, an empty alternative.
+        let folders = try Glob("/{reports/**,logs}/*.{csv,json}")
+        #expect(folders.matches("reports/2026/a.csv"))
+        #expect(folders.matches("logs/b.json"))
+        #expect(!folders.matches("other/logs/b.json"))
+        #expect(!folders.matches("logs/b.txt"))
+        let nested = try Glob("a{b,c{d,e}}f")
+        #expect(nested.matches("abf") && nested.matches("acdf") && nested.matches("acef"))
+        #expect(!nested.matches("acf"))
+        let optional = try Glob("report{,-final}.pdf")
+        #expect(optional.matches("report.pdf") && optional.matches("report-final.pdf"))
+        #expect(try Glob.expandingBraces("x{a,b}{1,2}", raw: "") == ["xa1", "xa2", "xb1", "xb2"])
+    }
+
+    /// A brace with no comma in its group, escaped, inside `[...]` or never closed is a literal character.
+    @Test func bracesWithoutAlternativesAreLiteral() throws {
+        #expect(try Glob("{draft}.txt").matches("{draft}.txt"))
+        #expect(!(try Glob("{draft}.txt").matches("draft.txt")))
+        #expect(try Glob("\\{a,b}.txt").matches("{a,b}.txt"))
+        #expect(!(try Glob("\\{a,b}.txt").matches("a.txt")))
+        #expect(try Glob("[{]x.txt").matches("{x.txt"))
+        #expect(try Glob("open{a,b").matches("open{a,b"))
+        #expect(try Glob.expandingBraces("{a,b}{c", raw: "") == ["a{c", "b{c"])
+        // Negation covers every alternative, and the last match still decides.
+        let s = try set(["**/*", "!*.{tmp,bak}"])
+        #expect(s.matches("a.txt"))
+        #expect(!s.matches("x/a.tmp") && !s.matches("a.bak"))
+    }
+
+    /// Groups that would make too many patterns, or an alternative that is empty as a whole pattern, are errors.
+    @Test func braceExpansionIsBounded() throws {
+        #expect(throws: Glob.SyntaxError.self) { try Glob("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}") }
+        #expect((try? Glob("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}")) != nil)
+        #expect(throws: Glob.SyntaxError.self) { try Glob("{,/}") }
     }
 
     @Test func lastMatchWinsAndNegationReincludes() throws {

@@ -14,15 +14,68 @@ import Darwin
 /// - A leading `/` anchors the pattern to the source's root; a trailing `/` matches everything under a folder.
 /// - A pattern that matches a folder matches every file below it (`**/.*` excludes `.git/config`).
 /// - A leading `!` negates (meaningful in a ``GlobSet``).
+/// - `{a,b}` gives alternatives, as in rclone's filters and the shells: `*.{jpg,png}` matches what `*.jpg` or
+///   `*.png` matches (nested groups too; a group without a comma, or `\{`, is a literal brace).
 public struct Glob: Sendable, Hashable, CustomStringConvertible {
     public let pattern: String
     public let isNegated: Bool
-    private let segments: [String]
-    /// `**`, `**/*` (and `*` unanchored): every file, decided without looking at the path.
-    private let matchesEverything: Bool
-    /// For `**/X` (and `X` unanchored) with X one segment: the test a path's segment must pass; the pattern
-    /// matches when any segment does (a folder's match counts for the files below it). Run on the path's bytes.
-    private let anySegment: SegmentTest?
+    /// The pattern once its `{a,b}` groups are expanded: it matches when one of them does.
+    private let alternatives: [Alternative]
+
+    /// At most this many patterns come out of one pattern's `{a,b}` groups.
+    static let maxAlternatives = 256
+
+    /// One pattern without `{a,b}` groups, split into segments.
+    private struct Alternative: Sendable, Hashable {
+        let segments: [String]
+        /// `**`, `**/*` (and `*` unanchored): every file, decided without looking at the path.
+        let matchesEverything: Bool
+        /// For `**/X` (and `X` unanchored) with X one segment: the test a path's segment must pass; the pattern
+        /// matches when any segment does (a folder's match counts for the files below it). Run on the path's bytes.
+        let anySegment: SegmentTest?
+
+        init(_ text: String, raw: String) throws {
+            var text = text
+            guard !text.isEmpty, text != "/" else { throw SyntaxError(message: "empty glob pattern '\(raw)'") }
+            if text.hasSuffix("/") { text += "**" }
+            let anchored = text.hasPrefix("/")
+            if anchored { text.removeFirst() }
+            var parts = text.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+            guard !parts.isEmpty else { throw SyntaxError(message: "empty glob pattern '\(raw)'") }
+            if !anchored && parts.count == 1 { parts.insert("**", at: 0) }
+            for part in parts {
+                try Glob.checkSegment(part, raw: raw)
+            }
+            // Collapse runs of ** (they mean the same as one).
+            var collapsed: [String] = []
+            for part in parts where !(part == "**" && collapsed.last == "**") { collapsed.append(part) }
+            segments = collapsed
+            matchesEverything = collapsed == ["**"] || collapsed == ["**", "*"]
+            anySegment = collapsed.count == 2 && collapsed[0] == "**" && collapsed[1] != "**" ? SegmentTest(collapsed[1]) : nil
+        }
+
+        func matches(_ path: String) -> Bool {
+            if matchesEverything { return !path.isEmpty }
+            if let anySegment {
+                var path = path
+                return path.withUTF8 { bytes in
+                    var start = 0
+                    for end in 0...bytes.count where end == bytes.count || bytes[end] == UInt8(ascii: "/") {
+                        defer { start = end + 1 }
+                        if end == start { continue }  // an empty segment ("a//b") is skipped, as split does
+                        if anySegment.matches(UnsafeBufferPointer(rebasing: bytes[start..<end])) { return true }
+                    }
+                    return false
+                }
+            }
+            let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+            // A match of a folder prefix counts (the pattern then names a folder).
+            for end in stride(from: parts.count, through: 1, by: -1) where Glob.match(segments[...], parts[..<end]) {
+                return true
+            }
+            return false
+        }
+    }
 
     /// One segment pattern, compiled: the common shapes compare bytes, the rest go to fnmatch.
     enum SegmentTest: Sendable, Hashable {
@@ -80,23 +133,69 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
         }
         if text.hasPrefix("\\!") || text.hasPrefix("\\#") { text.removeFirst() }
         guard !text.isEmpty, text != "/" else { throw SyntaxError(message: "empty glob pattern '\(raw)'") }
-        if text.hasSuffix("/") { text += "**" }
-        let anchored = text.hasPrefix("/")
-        if anchored { text.removeFirst() }
-        var parts = text.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        if !anchored && parts.count == 1 { parts.insert("**", at: 0) }
-        for part in parts {
-            try Glob.checkSegment(part, raw: raw)
-        }
-        // Collapse runs of ** (they mean the same as one).
-        var collapsed: [String] = []
-        for part in parts where !(part == "**" && collapsed.last == "**") { collapsed.append(part) }
-        segments = collapsed
-        matchesEverything = collapsed == ["**"] || collapsed == ["**", "*"]
-        anySegment = collapsed.count == 2 && collapsed[0] == "**" && collapsed[1] != "**" ? SegmentTest(collapsed[1]) : nil
+        alternatives = try Glob.expandingBraces(text, raw: raw).map { try Alternative($0, raw: raw) }
     }
 
-    private static func checkSegment(_ segment: String, raw: String) throws {
+    /// `text` with its first `{a,b}` group expanded, then the groups of each result, until none is left (in
+    /// order: `x{a,b}{1,2}` gives `xa1`, `xa2`, `xb1`, `xb2`). A brace that is escaped, inside `[...]`, never closed,
+    /// or whose group has no comma at its own level is a literal character.
+    static func expandingBraces(_ text: String, raw: String) throws -> [String] {
+        let chars = Array(text)
+        var index = 0
+        var escaped = false
+        var inBracket = false
+        while index < chars.count {
+            let ch = chars[index]
+            defer { index += 1 }
+            if escaped { escaped = false; continue }
+            if ch == "\\" { escaped = true; continue }
+            if inBracket { if ch == "]" { inBracket = false }; continue }
+            if ch == "[" { inBracket = true; continue }
+            guard ch == "{", let (close, commas) = closingBrace(chars, from: index), !commas.isEmpty else { continue }
+            let prefix = String(chars[..<index]), suffix = String(chars[(close + 1)...])
+            var parts: [String] = []
+            var start = index + 1
+            for comma in commas + [close] {
+                parts.append(String(chars[start..<comma]))
+                start = comma + 1
+            }
+            var out: [String] = []
+            for part in parts {
+                out += try expandingBraces(prefix + part + suffix, raw: raw)
+                if out.count > maxAlternatives {
+                    throw SyntaxError(message: "the '{a,b}' groups of glob '\(raw)' make more than \(maxAlternatives) patterns")
+                }
+            }
+            return out
+        }
+        return [text]
+    }
+
+    /// The `}` that closes the `{` at `open`, and the commas at that group's own level; nil when it is never closed.
+    private static func closingBrace(_ chars: [Character], from open: Int) -> (Int, [Int])? {
+        var depth = 0
+        var commas: [Int] = []
+        var escaped = false
+        var inBracket = false
+        for index in open..<chars.count {
+            let ch = chars[index]
+            if escaped { escaped = false; continue }
+            if ch == "\\" { escaped = true; continue }
+            if inBracket { if ch == "]" { inBracket = false }; continue }
+            switch ch {
+            case "[": inBracket = true
+            case "{": depth += 1
+            case "}":
+                depth -= 1
+                if depth == 0 { return (index, commas) }
+            case "," where depth == 1: commas.append(index)
+            default: break
+            }
+        }
+        return nil
+    }
+
+    fileprivate static func checkSegment(_ segment: String, raw: String) throws {
         if segment.contains("**") && segment != "**" {
             throw SyntaxError(message: "'**' must be a whole path segment in '\(raw)' (write '**/x' or '*x')")
         }
@@ -123,28 +222,11 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the pattern matches the path or one of its parent folders.
     public func matches(_ path: String) -> Bool {
-        if matchesEverything { return !path.isEmpty }
-        if let anySegment {
-            var path = path
-            return path.withUTF8 { bytes in
-                var start = 0
-                for end in 0...bytes.count where end == bytes.count || bytes[end] == UInt8(ascii: "/") {
-                    defer { start = end + 1 }
-                    if end == start { continue }  // an empty segment ("a//b") is skipped, as split does
-                    if anySegment.matches(UnsafeBufferPointer(rebasing: bytes[start..<end])) { return true }
-                }
-                return false
-            }
-        }
-        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        // A match of a folder prefix counts (the pattern then names a folder).
-        for end in stride(from: parts.count, through: 1, by: -1) where Glob.match(segments[...], parts[..<end]) {
-            return true
-        }
-        return false
+        if alternatives.count == 1 { return alternatives[0].matches(path) }
+        return alternatives.contains { $0.matches(path) }
     }
 
-    private static func match(_ pattern: ArraySlice<String>, _ path: ArraySlice<String>) -> Bool {
+    fileprivate static func match(_ pattern: ArraySlice<String>, _ path: ArraySlice<String>) -> Bool {
         guard let first = pattern.first else { return path.isEmpty }
         if first == "**" {
             let rest = pattern.dropFirst()
