@@ -80,9 +80,28 @@ struct StatusCommand: AsyncParsableCommand {
                 Console.error("\(written)\(said): syncgate's own (\(owner)): no source sends it (docs/configuration.md, \"What a source never walks\")", fields: ["path": path])
                 continue
             }
+            if let found = inSource(path, config: config) {
+                Console.error("\(written)\(said): not in the ledger\(destination.map { " for \($0)" } ?? ""): \(found)", fields: ["path": path])
+                continue
+            }
             Console.error("\(written)\(said): not in the ledger\(destination.map { " for \($0)" } ?? ""): no sync has seen it; give the path relative to its source folder, or the path of a file inside one", fields: ["path": path])
         }
         if !unknown.isEmpty || (check && report.needsAttention) { throw ExitCode(ExitStatus.failed) }
+    }
+
+    /// Why a file that a source holds has no row yet: the source leaves it out, no route sends it (to the
+    /// destination asked about), or no sync has seen it since it came. nil when no source holds a file there.
+    private func inSource(_ path: String, config: GatewayConfig) -> String? {
+        for source in config.sources {
+            var st = stat()
+            let found = source.followSymlinks ? stat(source.path + "/" + path, &st) : lstat(source.path + "/" + path, &st)
+            guard found == 0, st.st_mode & S_IFMT == S_IFREG else { continue }
+            guard source.selects(path) else { return "it is in source \(source.name), whose include and exclude leave it out" }
+            let to = config.destinations(forSource: source.name, relativePath: path).filter { destination == nil || $0 == destination }
+            guard !to.isEmpty else { return "it is in source \(source.name), but no route sends it\(destination.map { " to \($0)" } ?? " anywhere")" }
+            return "it is in source \(source.name) and no sync has seen it yet: the next one sends it to \(to.joined(separator: ", "))"
+        }
+        return nil
     }
 
     /// A path as the ledger keeps it: relative to its source folder. A path to a file inside a source folder (from

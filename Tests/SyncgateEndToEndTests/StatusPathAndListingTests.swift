@@ -39,6 +39,23 @@ struct StatusPathAndListingTests {
         ], "\(unknown.stderr)")
         // The known one is still shown.
         #expect(unknown.stdout.contains("a.txt"), "\(unknown.stdout)")
+        // A file a source holds that no sync has seen yet, one its globs leave out, one no route sends: each says so.
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [{name: outbox, path: outbox, exclude: ["**/*.tmp"]}]
+            destinations: [{name: archive, type: local, path: synced}]
+            routes: [{match: ["**/*.txt"], to: [archive]}]
+            """)
+        try dir.write("outbox/new.txt", "new")
+        try dir.write("outbox/part.tmp", "partial")
+        try dir.write("outbox/b/photo.jpg", "jpg")
+        let held = try await cli.run(["status", "new.txt", "outbox/part.tmp", "b/photo.jpg"])
+        #expect(held.status == 1)
+        #expect(held.stderr.split(separator: "\n").map(String.init) == [
+            "syncgate: new.txt: not in the ledger: it is in source outbox and no sync has seen it yet: the next one sends it to archive",
+            "syncgate: outbox/part.tmp (part.tmp in its source): not in the ledger: it is in source outbox, whose include and exclude leave it out",
+            "syncgate: b/photo.jpg: not in the ledger: it is in source outbox, but no route sends it anywhere",
+        ], "\(held.stderr)")
         let json = try await cli.run(["status", "--json", "nosuch.txt"])
         #expect(json.status == 1)
         #expect(SyncgateCLI.json(json.stdout) != nil, "the report is still printed: \(json.stdout)")
