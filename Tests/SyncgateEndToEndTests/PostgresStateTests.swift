@@ -151,6 +151,69 @@ struct PostgresStateTests {
         #expect(gateway.terminationStatus == 0)
     }
 
+    /// A config moved from its SQLite state file to PostgreSQL: `migrate --import` copies what the file knows, so
+    /// that the first sync on PostgreSQL sends nothing again; the failed row stays failed with its error. A ledger
+    /// that already holds rows, the config's own state, and a file that is not there are refused, and nothing is
+    /// imported.
+    @Test(.enabled(if: PostgresTestServer.enabled, Comment(rawValue: PostgresTestServer.comment)))
+    func anSQLiteLedgerImportedIntoPostgresSendsNothingAgain() async throws {
+        defer { dir.remove() }
+        try await PostgresTestServer.withDatabase { url, server in
+            let location = try PostgresStateLocation.parse(url)
+            try writeConfig(state: ".syncgate/state.sqlite")
+            try dir.write("outbox/a.txt", "alpha")
+            try dir.write("outbox/b/c.txt", "gamma")
+            try dir.write("outbox/x.txt", "clash")
+            // A folder where x.txt's copy goes: that file fails for good, the others are delivered.
+            try FileManager.default.createDirectory(atPath: dir.file("synced/x.txt").path, withIntermediateDirectories: true)
+            let first = try await cli.run(["sync"])
+            #expect(first.status == 1, "\(first.stderr)")
+            let delivered = try FileManager.default.attributesOfItem(atPath: dir.file("synced/a.txt").path)[.modificationDate] as? Date
+            let checked = try await cli.run(["check"])
+            #expect(checked.status == 0, "\(checked.stdout)\(checked.stderr)")
+
+            try writeConfig(state: "\"postgres://\(PostgresTestServer.user)@127.0.0.1:\(location.port)/\(location.database)\"")
+            var cli = self.cli
+            cli.environment["PGPASSWORD"] = PostgresTestServer.password
+            let sqlite = dir.file(".syncgate/state.sqlite").path
+            let imported = try await cli.run(["migrate", "--import", ".syncgate/state.sqlite"])
+            #expect(imported.status == 0, "\(imported.stderr)")
+            #expect(imported.stdout.contains("imported from \(sqlite): 3 file rows, 1 destination states, 0 resumable uploads"), "\(imported.stdout)")
+            #expect(try await server.psql("SELECT status, count(*) FROM files GROUP BY status ORDER BY status", database: location.database) == "failed|1\nsynced|2")
+            #expect(imported.stdout.contains("0 deletion records, 1 verifications"), "\(imported.stdout)")
+            #expect(try await server.psql("SELECT count(*) FROM files WHERE claimed_by IS NOT NULL", database: location.database) == "0")
+
+            let report = try await cli.run(["status"])
+            #expect(report.stdout.contains("archive: synced (verified"), "the verification came along: \(report.stdout)")
+            let status = try await cli.run(["status", "--json", "x.txt"])
+            let rows = try #require(SyncgateCLI.json(status.stdout)?["files"] as? [[String: Any]], "\(status.stdout)")
+            #expect(rows.first?["status"] as? String == "failed", "\(rows)")
+            #expect((rows.first?["last_error"] as? String)?.contains("is a folder") == true, "\(rows)")
+
+            let sync = try await cli.run(["sync", "--json"])
+            let events = SyncgateCLI.events(sync.stdout)
+            let started = events.filter { $0["event"] as? String == "started" }.compactMap { $0["path"] as? String }
+            #expect(!started.contains("a.txt") && !started.contains("b/c.txt"), "delivered files are not sent again: \(sync.stdout)")
+            let summary = events.last { $0["event"] as? String == "summary" }
+            #expect(summary?["uploaded"] as? Int == 0, "\(sync.stdout)")
+            #expect(try FileManager.default.attributesOfItem(atPath: dir.file("synced/a.txt").path)[.modificationDate] as? Date == delivered)
+
+            // Once a run has written to it, a ledger takes no import: nothing is added or changed.
+            let again = try await cli.run(["migrate", "--import", sqlite])
+            #expect(again.status == 78, "\(again.stderr)")
+            #expect(again.stderr.contains("already holds 3 file rows"), "\(again.stderr)")
+            #expect(again.stderr.contains("nothing was imported"), "\(again.stderr)")
+            #expect(try await server.psql("SELECT count(*) FROM files", database: location.database) == "3")
+            let missing = try await cli.run(["migrate", "--import", "nosuch.sqlite"])
+            #expect(missing.status == 64, "\(missing.stderr)")
+            #expect(missing.stderr.contains("--import nosuch.sqlite: no such state file"), "\(missing.stderr)")
+            #expect(!dir.exists("nosuch.sqlite"), "a missing file is not created")
+            try writeConfig(state: ".syncgate/state.sqlite")
+            let own = try await self.cli.run(["migrate", "--import", ".syncgate/state.sqlite"])
+            #expect(own.status == 64, "\(own.stderr)")
+        }
+    }
+
     /// A PostgreSQL server that is not there is a reason to try again later (exit 75), not a broken config; its
     /// password is not printed.
     @Test func anUnreachableServerExits75() async throws {
