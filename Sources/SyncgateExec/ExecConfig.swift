@@ -15,6 +15,8 @@ struct ExecConfig: Decodable {
     var cancelGrace: Duration
     /// The most a whole listing may take.
     var listTimeout: Duration
+    /// One instance of a fleet at a time sends to this destination (for a plugin that does not declare it).
+    var oneWriter: Bool
 
     enum CodingKeys: String, CodingKey {
         case command, env, settings
@@ -22,6 +24,7 @@ struct ExecConfig: Decodable {
         case answerTimeout = "answer_timeout"
         case cancelGrace = "cancel_grace"
         case listTimeout = "list_timeout"
+        case oneWriter = "one_writer"
     }
 
     init(from decoder: any Decoder) throws {
@@ -34,6 +37,7 @@ struct ExecConfig: Decodable {
         answerTimeout = try c.decodeIfPresent(ConfigDuration.self, forKey: .answerTimeout)?.duration ?? .seconds(60)
         cancelGrace = try c.decodeIfPresent(ConfigDuration.self, forKey: .cancelGrace)?.duration ?? .seconds(2)
         listTimeout = try c.decodeIfPresent(ConfigDuration.self, forKey: .listTimeout)?.duration ?? PluginSpec.defaultListTimeout
+        oneWriter = try c.decodeIfPresent(Bool.self, forKey: .oneWriter) ?? false
         for (key, value) in [(CodingKeys.startTimeout, startTimeout), (.answerTimeout, answerTimeout), (.cancelGrace, cancelGrace),
                              (.listTimeout, listTimeout)] where value <= .zero {
             throw ConfigValueError("must be more than 0", key: key)

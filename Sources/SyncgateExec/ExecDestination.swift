@@ -53,6 +53,7 @@ public final class ExecDestination: Destination, Sendable {
         )
         spec.concurrency = setup.delivery.concurrency
         spec.listTimeout = config.listTimeout
+        spec.oneWriter = config.oneWriter
         spec.attemptTimeout = setup.delivery.attemptTimeout
         spec.requirements = requirements(setup)
         if setup.checksFiles {
@@ -113,6 +114,16 @@ public final class ExecDestination: Destination, Sendable {
     public var listingIsAuthoritative: Bool { capabilities.listingAuthoritative }
     public var resendIsHarmless: Bool { capabilities.resendHarmless }
     public var supportsBatchDelete: Bool { capabilities.batchDelete }
+    /// `one_writer: true` in the config, or the plugin declares `one_writer` (it is started to ask, as every run
+    /// starts it anyway).
+    public var needsOneWriter: Bool { spec.oneWriter || capabilities.oneWriter }
+    /// Asked right before each request that writes (a put, a delete): a lapsed fence of this instance's hold on a
+    /// shared ledger stops it going out (``Destination/useWriteFence(_:)``).
+    let writeFence = WriteFence()
+
+    public func useWriteFence(_ refusal: @escaping @Sendable () -> (any Error)?) {
+        writeFence.use(refusal)
+    }
     public var connectionGeneration: Int { get async { host.generation } }
 
     /// The program's size and modification time: a new version of a plugin unblocks its destination.
@@ -145,6 +156,7 @@ public final class ExecDestination: Destination, Sendable {
             "outcome_unknown": .bool(item.outcomeUnknown),
         ]
         if pacing != nil { fields["paced"] = true }
+        try writeFence.verify()
         let label = spec.label
         let notes = self.notes
         let answer = try await call("put", fields, what: "put '\(TerminalText.escape(item.remoteName))'", idle: false, deadline: putDeadline, session: session, progress: { bytes in
@@ -168,10 +180,12 @@ public final class ExecDestination: Destination, Sendable {
 
     public func delete(remoteName: String) async throws {
         guard capabilities.delete else { throw DestinationError.permanent("\(spec.label) does not delete", code: "unsupported") }
+        try writeFence.verify()
         _ = try await call("delete", ["remote_name": .string(remoteName)], what: "delete '\(TerminalText.escape(remoteName))'", idle: true)
     }
 
     public func delete(remoteNames: [String]) async throws -> [String: DestinationError] {
+        try writeFence.verify()
         let answer = try await call("delete", ["remote_names": .array(remoteNames.map { .string($0) })], what: "delete of \(remoteNames.count) names", idle: true)
         var failures: [String: DestinationError] = [:]
         if case .object(let failed)? = answer["failed"] {

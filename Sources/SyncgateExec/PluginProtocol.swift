@@ -34,6 +34,9 @@ public struct PluginCapabilities: Sendable, Hashable {
     /// The plugin speaks batches (docs/plugins.md, "Batches"): after its `hello` answer, a line on either side may be a
     /// JSON array of messages. Only declared to a syncgate whose `hello` carried `"batch": true`.
     public var batch = false
+    /// Only one instance of a fleet may write to the plugin's destination at a time (it appends, or checks then
+    /// writes): on a shared ledger one instance leads the destination, as it leads a head unit or a sheet.
+    public var oneWriter = false
 
     public init() {}
 
@@ -47,6 +50,7 @@ public struct PluginCapabilities: Sendable, Hashable {
         probe = flag("probe")
         list = flag("list")
         delete = flag("delete")
+        oneWriter = flag("one_writer")
         faults = flag("faults")
         paces = flag("paces")
         batch = flag("batch")

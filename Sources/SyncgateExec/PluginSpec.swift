@@ -28,6 +28,9 @@ public struct PluginSpec: Sendable {
     public static let defaultListTimeout: Duration = .seconds(600)
     /// The destination's `concurrency` (requests in flight at most) and `attempt_timeout`, told in `hello`.
     public var concurrency: Int = 4
+    /// `one_writer: true` in the config: one instance of a fleet at a time works on the destination, whatever the
+    /// plugin declares (``PluginCapabilities/oneWriter``).
+    public var oneWriter = false
     public var attemptTimeout: Duration = .seconds(600)
     /// Turns a key under `settings` that `configure` refused, and what it said, into a located config error text
     /// (`plugins.yaml:9:7: destinations[0].settings.url: ...`).

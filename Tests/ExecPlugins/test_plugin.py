@@ -36,6 +36,10 @@ is a JSON array as that many requests, and writes the answers of each chunk it r
 `--unbatched` (anywhere in its arguments) or TEST_PLUGIN_UNBATCHED=1 in its environment it declares no `batch` and
 speaks version 1 line by line, as a plugin written before batches would.
 
+With TEST_PLUGIN_ONE_WRITER=1 in its environment it declares `one_writer` (one instance of a fleet at a time may
+send to it); with TEST_PLUGIN_PUT_LOG=FILE it appends a line to FILE for each put it copied: its pid and the
+remote name (the fleet test tells by them which instance's plugin sent what).
+
 A state file (settings.state, optional) counts puts across restarts, so `every` counts over the whole test.
 With settings.hold N it answers no put until N are in flight (or none came for 20 s), and appends to the file
 settings.in_flight, at each put it reads, how many puts it has read and not yet answered (the concurrency test).
@@ -56,6 +60,7 @@ root = None
 every = 1
 settings_list_sha256 = False  # settings.list_sha256: each `list` entry carries the copy's SHA-256 (for `syncgate check`)
 state = None
+put_log = os.environ.get("TEST_PLUGIN_PUT_LOG")
 
 
 pending = []
@@ -224,6 +229,9 @@ def copy(req, rid):
         finally:
             os.close(src)
         os.replace(tmp, target)
+        if put_log:
+            with open(put_log, "a") as log:
+                log.write("%d %s\n" % (pid, name))
         if mode == "progress-back":
             send({"id": rid, "progress": 1000})
             send({"id": rid, "progress": 1})
@@ -272,6 +280,7 @@ for req in lines():
                                                  "delete": True, "probe": True, "faults": True,
                                                  "batch_delete": True, "existing_copy": True,
                                                  "paces": mode != "no-pace",
+                                                 "one_writer": os.environ.get("TEST_PLUGIN_ONE_WRITER") == "1",
                                                  "batch": bool(req.get("batch")) and not unbatched and mode != "batch-undeclared"}}})
         flush()  # the hello answer goes out on its own, before batches are on
         batched = bool(req.get("batch")) and not unbatched and mode != "batch-undeclared"
