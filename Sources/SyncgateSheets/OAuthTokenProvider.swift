@@ -133,16 +133,23 @@ actor OAuthTokenProvider {
             } catch let error as DestinationError where origin != .config {
                 throw DestinationError.blocked("\(error.message) (named by \(origin.rawValue))", code: error.code)
             }
-            switch file {
-            case .serviceAccount(let key):
-                do {
-                    return .serviceAccount(key, try JWTSigner(pem: key.privateKey.reveal(), keyID: key.privateKeyID), path: path)
-                } catch {
-                    throw DestinationError.blocked("\(path): \(error)", code: "credentials")
-                }
-            case .authorizedUser(let user):
-                return .authorizedUser(user, path: path)
+            return try credentials(of: file, path: path)
+        }
+    }
+
+    /// A credentials file's content, ready to be exchanged (an impersonation's source too).
+    static func credentials(of file: GoogleCredentialsFile, path: String) throws -> GoogleTokenFetcher.Credentials {
+        switch file {
+        case .serviceAccount(let key):
+            do {
+                return .serviceAccount(key, try JWTSigner(pem: key.privateKey.reveal(), keyID: key.privateKeyID), path: path)
+            } catch {
+                throw DestinationError.blocked("\(path): \(error)", code: "credentials")
             }
+        case .authorizedUser(let user):
+            return .authorizedUser(user, path: path)
+        case .impersonated(let impersonated):
+            return .impersonated(impersonated, source: try credentials(of: impersonated.source, path: path + " (source_credentials)"), path: path)
         }
     }
 

@@ -7,11 +7,17 @@ for syncgate's tests and examples. Standard library plus `cryptography` (RS256 v
 It generates a throwaway RSA service-account key at start (written to --write-key; the server keeps only the
 public half to verify JWT signatures), and with --write-adc a throwaway gcloud application-default file
 (`"type": "authorized_user"`: client_id, client_secret, refresh_token, quota_project_id, and token_uri pointing
-here), and serves, on 127.0.0.1 only:
+here), and with --write-impersonated a gcloud application-default file of `"type": "impersonated_service_account"`
+(those authorized_user credentials as `source_credentials`, acting as --impersonable through IAM here), and serves,
+on 127.0.0.1 only:
 
   POST /token                                              OAuth2 JWT-bearer grant (RFC 7523), RS256 verified; and
                                                            the refresh-token grant (RFC 6749 section 6) of the
                                                            generated authorized_user credentials (--write-adc)
+  POST /v1/projects/-/serviceAccounts/{email}:generateAccessToken
+                                                           IAM Service Account Credentials API: a token of the
+                                                           service account, for a bearer token with the
+                                                           cloud-platform (or iam) scope whose holder may act as it
   GET  /computeMetadata/v1/instance/service-accounts/default/token
                                                            a GCE metadata server stand-in: `Metadata-Flavor: Google`
                                                            required on the request and sent on every answer
@@ -336,7 +342,8 @@ class State:
         self.counters = {"appends": 0, "gets": 0, "tokens": 0, "rejected_tokens": 0, "unauthorized": 0,
                          "quota_429": 0, "injected": 0, "dropped": 0, "apps_script_posts": 0,
                          "metadata_reads": 0, "token_requests": 0, "jwt_grants": 0, "refresh_grants": 0,
-                         "metadata_tokens": 0, "metadata_refused": 0, "requests_begun": 0}
+                         "metadata_tokens": 0, "metadata_refused": 0, "requests_begun": 0, "impersonations": 0,
+                         "impersonations_refused": 0}
         # Per append applied, in order, the number its request got when its head was read (requests_begun then).
         self.append_begun = []
         # The authorized_user credentials (--write-adc): the OAuth client and the refresh tokens still valid.
@@ -345,6 +352,11 @@ class State:
         self.refresh_tokens = {"1//test-refresh-" + secrets.token_urlsafe(32)}
         # What a user's login granted, and the instance's service account scopes (metadata server).
         self.granted_scopes = {SCOPE, "https://www.googleapis.com/auth/cloud-platform"}
+        # The scopes each access token was issued with, and the service accounts the user may act as (IAM's
+        # roles/iam.serviceAccountTokenCreator); tokens issued by impersonation, by account.
+        self.token_scopes = {}
+        self.impersonable = set(args.impersonable)
+        self.impersonated_tokens = {}
         self.echo = {}  # user_content_key -> (status, content_type, body)
         self.received = []  # every request but /_control: method, path, headers, body
         self.token_ttl = args.token_ttl
@@ -450,6 +462,9 @@ class Handler(BaseHTTPRequestHandler):
                                        "body": body.decode("utf-8", "replace")})
             if path == "/token" and method == "POST":
                 return self.token(body)
+            m = re.fullmatch(r"/v1/projects/-/serviceAccounts/([^/:]+):generateAccessToken", path)
+            if m and method == "POST":
+                return self.generate_access_token(unquote(m.group(1)), body)
             if path.startswith("/computeMetadata/"):
                 return self.metadata(method, path, query)
             if path.startswith("/macros/"):
@@ -510,21 +525,23 @@ class Handler(BaseHTTPRequestHandler):
             return refuse("invalid_grant", "Invalid JWT: iss is not a known service account")
         if claims.get("aud") != STATE.token_uri:
             return refuse("invalid_grant", "Invalid JWT: Failed audience check.")
-        if SCOPE not in str(claims.get("scope", "")).split(" "):
+        requested = set(str(claims.get("scope", "")).split(" ")) - {""}
+        if not requested or not requested <= STATE.granted_scopes | {"https://www.googleapis.com/auth/iam"}:
             return refuse("invalid_scope", "Invalid OAuth scope or ID token audience provided.")
         iat, exp = claims.get("iat"), claims.get("exp")
         if not isinstance(iat, int) or not isinstance(exp, int):
             return refuse("invalid_grant", "Invalid JWT: iat and exp must be integers")
         if iat > now + 300 or exp < now - 300 or exp - iat > 3600:
             return refuse("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
-        token = self.issue("jwt_grants")
+        token = self.issue("jwt_grants", requested)
         self.send(200, {"access_token": token, "expires_in": STATE.token_ttl, "token_type": "Bearer"})
 
-    def issue(self, counter):
-        """A new access token, valid for --token-ttl seconds."""
+    def issue(self, counter, scopes=None):
+        """A new access token, valid for --token-ttl seconds, with `scopes` (the Sheets scope when not said)."""
         token = "ya29.test-" + secrets.token_urlsafe(24)
         with STATE.lock:
             STATE.tokens[token] = time.time() + STATE.token_ttl
+            STATE.token_scopes[token] = set(scopes or {SCOPE})
             STATE.counters["tokens"] += 1
             STATE.counters[counter] += 1
         return token
@@ -551,9 +568,51 @@ class Handler(BaseHTTPRequestHandler):
         requested = set(one("scope").split(" ")) if one("scope") else set()
         if not requested <= STATE.granted_scopes:
             return refuse("invalid_scope", "Bad Request")
-        token = self.issue("refresh_grants")
+        token = self.issue("refresh_grants", requested or STATE.granted_scopes)
         scope = " ".join(sorted(requested or STATE.granted_scopes))
         self.send(200, {"access_token": token, "expires_in": STATE.token_ttl, "scope": scope, "token_type": "Bearer"})
+
+    # --- IAM Service Account Credentials API
+
+    def generate_access_token(self, account, body):
+        """projects.serviceAccounts.generateAccessToken as IAM answers it: the caller's bearer token must be valid
+        (else 401 UNAUTHENTICATED) and carry the cloud-platform or iam scope (else 403 PERMISSION_DENIED, insufficient
+        scopes); the caller must be allowed to act as the account (else 403 PERMISSION_DENIED, as for an account that
+        does not exist); the body needs `scope` (else 400 INVALID_ARGUMENT). The answer: {accessToken, expireTime}."""
+        def refuse(status, message):
+            with STATE.lock:
+                STATE.counters["impersonations_refused"] += 1
+            self.google_error(status, message)
+
+        with STATE.lock:
+            fault = STATE.take_fault("impersonate")
+        if fault:
+            status = fault.get("status", 503)
+            headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else None
+            return self.google_error(status, fault.get("message", "The service is currently unavailable."), headers=headers)
+        auth = self.headers.get("Authorization", "")
+        token = auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
+        with STATE.lock:
+            expiry = STATE.tokens.get(token)
+            scopes = STATE.token_scopes.get(token, set())
+        if expiry is None or expiry <= time.time():
+            return refuse(401, "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.")
+        if not scopes & {"https://www.googleapis.com/auth/cloud-platform", "https://www.googleapis.com/auth/iam"}:
+            return refuse(403, "Request had insufficient authentication scopes.")
+        if account not in STATE.impersonable:
+            return refuse(403, f"Permission 'iam.serviceAccounts.getAccessToken' denied on resource (or it may not exist).")
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            return refuse(400, "Invalid JSON payload received.")
+        requested = request.get("scope") if isinstance(request, dict) else None
+        if not isinstance(requested, list) or not requested:
+            return refuse(400, "Request contains an invalid argument.")
+        issued = self.issue("impersonations", set(requested))
+        with STATE.lock:
+            STATE.impersonated_tokens.setdefault(account, []).append(issued)
+        expires = time.gmtime(time.time() + STATE.token_ttl)
+        self.send(200, {"accessToken": issued, "expireTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", expires)})
 
     # --- GCE metadata server
 
@@ -595,6 +654,13 @@ class Handler(BaseHTTPRequestHandler):
             expiry = STATE.tokens.get(token)
         return expiry is not None and expiry > time.time()
 
+    def sheets_scoped(self):
+        """Whether the (valid) bearer token carries the Sheets scope: a token for another API (a source token for
+        IAM, cloud-platform only) is answered 403 insufficient scopes, as Google does."""
+        token = self.headers.get("Authorization", "")[len("Bearer "):]
+        with STATE.lock:
+            return SCOPE in STATE.token_scopes.get(token, {SCOPE})
+
     # --- Sheets API
 
     def values(self, method, spreadsheet_id, range_text, is_append, query, body):
@@ -609,6 +675,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.google_error(
                 401, "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.",
                 record=record)
+        if not self.sheets_scoped():
+            return self.google_error(403, "Request had insufficient authentication scopes.", record=record)
         if self.refused(method_id, method, query, body, record):
             return
         if spreadsheet_id in STATE.forbidden:
@@ -712,6 +780,8 @@ class Handler(BaseHTTPRequestHandler):
             with STATE.lock:
                 STATE.counters["unauthorized"] += 1
             return self.google_error(401, "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.", record=record)
+        if not self.sheets_scoped():
+            return self.google_error(403, "Request had insufficient authentication scopes.", record=record)
         if self.refused(method_id, method, query, b"", record):
             return
         mask = None
@@ -1030,6 +1100,10 @@ def main():
     parser.add_argument("--write-adc", default="",
                         help="where to write generated authorized_user credentials (gcloud's application-default file)")
     parser.add_argument("--client-email", default="syncgate-test@syncgate-test.iam.gserviceaccount.com")
+    parser.add_argument("--write-impersonated", default="",
+                        help="where to write gcloud application-default credentials of type impersonated_service_account")
+    parser.add_argument("--impersonable", action="append", default=[],
+                        help="a service account the authorized_user may act as (repeatable)")
     parser.add_argument("--spreadsheet", action="append", default=[], help="a spreadsheet id that exists (repeatable)")
     parser.add_argument("--forbidden", action="append", default=[], help="a spreadsheet id answered with 403")
     parser.add_argument("--token-ttl", type=int, default=3600, help="access token lifetime in seconds")
@@ -1084,6 +1158,19 @@ def main():
         with os.fdopen(fd, "w") as f:
             json.dump(adc, f, indent=2)
         os.replace(args.write_adc + ".tmp", args.write_adc)
+        if args.write_impersonated:
+            target = (args.impersonable or ["sheets-writer@syncgate-test.iam.gserviceaccount.com"])[0]
+            impersonated = {
+                "delegates": [],
+                "service_account_impersonation_url":
+                    f"http://127.0.0.1:{args.port}/v1/projects/-/serviceAccounts/{target}:generateAccessToken",
+                "source_credentials": {k: v for k, v in adc.items() if k not in ("account", "universe_domain")},
+                "type": "impersonated_service_account",
+            }
+            fd = os.open(args.write_impersonated + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(impersonated, f, indent=2)
+            os.replace(args.write_impersonated + ".tmp", args.write_impersonated)
     # The key file last: the client waits for it to know the server is ready.
     os.replace(tmp, args.write_key)
     del private_key, pem, key_file

@@ -145,10 +145,12 @@ struct GoogleCredentialChainTests {
                 return ""
             }
         }
-        for type in ["external_account", "impersonated_service_account"] {
+        for type in ["external_account", "external_account_authorized_user"] {
             let message = refusal(#"{"type": "\#(type)", "audience": "//iam.googleapis.com/x"}"#)
-            #expect(message == "creds.json holds '\(type)' credentials, which syncgate does not support yet: use a service-account key (type service_account) or gcloud's application-default login (type authorized_user)")
+            #expect(message == "creds.json holds '\(type)' credentials, which syncgate does not support yet: use a service-account key (type service_account) or gcloud's application-default login (type authorized_user, or impersonated_service_account with --impersonate-service-account)")
         }
+        // An impersonation is read (SheetsImpersonationTests): one without its URL says so.
+        #expect(refusal(#"{"type": "impersonated_service_account"}"#) == "creds.json has no service_account_impersonation_url")
         #expect(refusal(#"{"type": "api_key"}"#).contains("unknown credentials type 'api_key'"))
         #expect(refusal(#"{"client_id": "x"}"#).contains("has no \"type\""))
         #expect(refusal("[1]").contains("not a JSON object"))

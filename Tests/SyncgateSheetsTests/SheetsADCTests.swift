@@ -19,6 +19,9 @@ struct SheetsADCTests {
 
     init() throws { dir = try TemporaryDirectory("sg-sheets-adc") }
 
+    /// For another suite that needs ``adcSecrets(_:)``.
+    init(dirForSecrets dir: TemporaryDirectory) { self.dir = dir }
+
     /// The environment of a machine with no credentials of its own: the chain sees only what a test gives it.
     func environment(_ extra: [String: String]) -> [String: String] {
         ["HOME": dir.file("home").path, "CLOUDSDK_CONFIG": dir.file("no-gcloud").path].merging(extra) { $1 }
@@ -221,6 +224,144 @@ struct SheetsADCTests {
         #expect(clientError?.message.contains("names an OAuth client") == true && clientError?.message.contains(adc["client_secret"] as! String) == false)
         await other.finish()
         #expect(try server.stats()["appends"] == 0)
+    }
+}
+
+/// `impersonated_service_account` credentials (gcloud's `--impersonate-service-account`): the user's login gets a
+/// cloud-platform token, IAM's `generateAccessToken` turns it into the service account's Sheets token, and the API
+/// is called with that one; what IAM refuses blocks, throttles or retries the destination as it says.
+@Suite(
+    "Sheets with an impersonated service account", .serialized,
+    .enabled(if: SheetsTestServer.shouldRun, "needs python3 with cryptography (scripts/test-deps.d/sheets.sh)"))
+struct SheetsImpersonationTests {
+    let dir: TemporaryDirectory
+
+    init() throws { dir = try TemporaryDirectory("sg-sheets-impersonated") }
+
+    func destination(_ server: SheetsTestServer, credentials: URL) throws -> SheetsDestination {
+        try SheetsFixtures.destination(
+            "spreadsheet_id: test-spreadsheet\napi_base: \(server.baseURL)\nrows: file\ncredentials_file: \(credentials.path)", base: dir.url,
+            environment: ["HOME": dir.file("home").path, "CLOUDSDK_CONFIG": dir.file("no-gcloud").path, "NO_GCE_CHECK": "true"])
+    }
+
+    func impersonating(_ server: SheetsTestServer, account: String? = nil, sourceKey: Bool = false) throws -> URL {
+        var file = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: server.impersonatedFile)) as? [String: Any])
+        if let account {
+            file["service_account_impersonation_url"] = "\(server.baseURL)/v1/projects/-/serviceAccounts/\(account):generateAccessToken"
+        }
+        if sourceKey {  // a service-account key acting as another account, as a CI job's key might
+            file["source_credentials"] = try JSONSerialization.jsonObject(with: Data(contentsOf: server.keyFile))
+        }
+        return try dir.write("impersonated-\(UUID().uuidString).json", try JSONSerialization.data(withJSONObject: file))
+    }
+
+    @Test func anImpersonatedServiceAccountSyncsRowsWithItsOwnToken() async throws {
+        defer { dir.remove() }
+        let server = try await SheetsTestServer()
+        defer { server.stop() }
+        let destination = try destination(server, credentials: server.impersonatedFile)
+        try dir.write("a.bin", "a")
+        try dir.write("b.bin", "bb")
+        _ = try await destination.upload(try SheetsFixtures.item(dir, "a.bin")) { _ in }
+        _ = try await destination.upload(try SheetsFixtures.item(dir, "b.bin")) { _ in }
+        await destination.finish()
+        #expect(try server.textRows().dropFirst().map { $0[1] } == ["a.bin", "b.bin"])
+        let stats = try server.stats()
+        #expect(stats["refresh_grants"] == 1 && stats["impersonations"] == 1 && stats["jwt_grants"] == 0, "\(stats)")
+        // The user's token was asked with the cloud-platform scope, IAM with the Sheets scope, and the API was called
+        // with the token IAM gave, never the user's own.
+        let received = try server.received()
+        let grant = try #require(received.first { $0["path"] as? String == "/token" }?["body"] as? String)
+        #expect(grant.split(separator: "&").contains("scope=https%3A%2F%2Fwww.googleapis.com%2Fauth%2Fcloud-platform"), "\(grant)")
+        let iam = try #require(received.first { ($0["path"] as? String)?.hasSuffix(":generateAccessToken") == true })
+        #expect(iam["path"] as? String == "/v1/projects/-/serviceAccounts/\(SheetsTestServer.impersonatedAccount):generateAccessToken")
+        let body = try #require(try JSONSerialization.jsonObject(with: Data((iam["body"] as? String ?? "").utf8)) as? [String: Any])
+        #expect(body["scope"] as? [String] == ["https://www.googleapis.com/auth/spreadsheets"] && body["lifetime"] as? String == "3600s", "\(body)")
+        let bearers = Set(received.filter { ($0["path"] as? String)?.hasPrefix("/v4/") == true }.compactMap { request -> String? in
+            (request["headers"] as? [String: String])?.first { $0.key.lowercased() == "authorization" }?.value
+        })
+        let iamBearer = (iam["headers"] as? [String: String])?.first { $0.key.lowercased() == "authorization" }?.value
+        #expect(bearers.count == 1 && iamBearer != nil && !bearers.contains(iamBearer!), "the API gets the impersonated token: \(bearers)")
+        // validate names the type.
+        #expect(destination.credentialsDescription == "the credentials file \(server.impersonatedFile.path) (credentials_file)")
+    }
+
+    @Test func aServiceAccountKeyCanBeTheSource() async throws {
+        defer { dir.remove() }
+        let server = try await SheetsTestServer()
+        defer { server.stop() }
+        let destination = try destination(server, credentials: try impersonating(server, sourceKey: true))
+        try dir.write("a.bin", "a")
+        _ = try await destination.upload(try SheetsFixtures.item(dir, "a.bin")) { _ in }
+        await destination.finish()
+        #expect(try server.textRows().dropFirst().map { $0[1] } == ["a.bin"])
+        let stats = try server.stats()
+        #expect(stats["jwt_grants"] == 1 && stats["impersonations"] == 1 && stats["refresh_grants"] == 0, "\(stats)")
+    }
+
+    @Test func whatIAMRefusesBlocksThrottlesOrRetries() async throws {
+        defer { dir.remove() }
+        let server = try await SheetsTestServer()
+        defer { server.stop() }
+        try dir.write("a.bin", "a")
+        let (refresh, clientSecret) = try SheetsADCTests(dirForSecrets: dir).adcSecrets(server)
+
+        // An account the user may not act as (or that does not exist): blocked, saying which role is missing.
+        let other = try destination(server, credentials: try impersonating(server, account: "someone-else@syncgate-test.iam.gserviceaccount.com"))
+        let denied = await SheetsFixtures.uploadError(other, try SheetsFixtures.item(dir, "a.bin"))
+        #expect(denied?.classification == SheetsADCTests.blocked && denied?.code == "PERMISSION_DENIED", "\(String(describing: denied))")
+        #expect(denied?.message.contains("roles/iam.serviceAccountTokenCreator on someone-else@syncgate-test.iam.gserviceaccount.com") == true,
+                "\(String(describing: denied))")
+        #expect(denied?.message.contains(refresh) == false && denied?.message.contains(clientSecret) == false)
+        await other.finish()
+
+        // IAM overloaded (429) throttles; a 503 without Retry-After is retried.
+        try server.fault(["kind": "impersonate", "status": 429, "retry_after": 1])
+        let busy = try destination(server, credentials: server.impersonatedFile)
+        let throttled = await SheetsFixtures.uploadError(busy, try SheetsFixtures.item(dir, "a.bin"))
+        #expect(throttled?.classification.scope == .destination && throttled?.code == "RESOURCE_EXHAUSTED", "\(String(describing: throttled))")
+        await busy.finish()
+        try server.fault(["kind": "impersonate", "status": 503])
+        let down = try destination(server, credentials: server.impersonatedFile)
+        let retried = await SheetsFixtures.uploadError(down, try SheetsFixtures.item(dir, "a.bin"))
+        let isRetryable: Bool = { if case .retryable? = retried?.failureClass { return true } else { return false } }()
+        #expect(isRetryable && retried?.code == "UNAVAILABLE", "\(String(describing: retried))")
+        await down.finish()
+
+        // A revoked login: the source's grant is refused before IAM is asked.
+        try server.revokeRefreshTokens()
+        let revoked = try destination(server, credentials: server.impersonatedFile)
+        let grant = await SheetsFixtures.uploadError(revoked, try SheetsFixtures.item(dir, "a.bin"))
+        #expect(grant?.classification == SheetsADCTests.blocked && grant?.code == "invalid_grant", "\(String(describing: grant))")
+        await revoked.finish()
+        #expect(try server.stats()["appends"] == 0)
+    }
+
+    /// A file without the impersonation URL or the source credentials, or whose source is an impersonation itself,
+    /// is refused by name, without quoting a secret.
+    @Test func aBrokenImpersonationFileIsRefusedClearly() throws {
+        defer { dir.remove() }
+        let source: [String: Any] = ["type": "authorized_user", "client_id": "c", "client_secret": "s3cret-client-value", "refresh_token": "1//r3fresh-value"]
+        let cases: [([String: Any], String)] = [
+            (["type": "impersonated_service_account", "source_credentials": source], "has no service_account_impersonation_url"),
+            (["type": "impersonated_service_account", "service_account_impersonation_url": "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/a@b.iam.gserviceaccount.com:generateAccessToken"],
+             "has no source_credentials"),
+            (["type": "impersonated_service_account", "service_account_impersonation_url": "ftp://example/x", "source_credentials": source],
+             "not an http(s) URL ending in :generateAccessToken"),
+            (["type": "impersonated_service_account",
+              "service_account_impersonation_url": "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/a@b.iam.gserviceaccount.com:generateAccessToken",
+              "source_credentials": ["type": "impersonated_service_account"]], "cannot be an impersonation themselves"),
+        ]
+        for (fields, expected) in cases {
+            let data = try JSONSerialization.data(withJSONObject: fields)
+            do {
+                _ = try GoogleCredentialsFile(json: data, source: "creds.json")
+                Issue.record("accepted: \(fields)")
+            } catch let error as DestinationError {
+                #expect(error.message.contains(expected), "\(error.message)")
+                #expect(!error.message.contains("s3cret-client-value") && !error.message.contains("r3fresh-value"))
+            }
+        }
     }
 }
 

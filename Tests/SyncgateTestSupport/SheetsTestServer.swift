@@ -11,6 +11,11 @@ public final class SheetsTestServer: @unchecked Sendable {
     public let keyFile: URL
     /// gcloud's application-default file for a user of this server (`authorized_user`, its `token_uri` here).
     public let adcFile: URL
+    /// gcloud application-default credentials of type `impersonated_service_account`: ``adcFile``'s login acting as
+    /// ``impersonatedAccount`` through the server's IAM stand-in.
+    public let impersonatedFile: URL
+    /// The service account ``adcFile``'s user may act as.
+    public static let impersonatedAccount = "sheets-writer@syncgate-test.iam.gserviceaccount.com"
     public let logFile: URL
     private let process: ChildProcess
 
@@ -37,8 +42,9 @@ public final class SheetsTestServer: @unchecked Sendable {
         directory = try TemporaryDirectory("sheets-server")
         keyFile = directory.file("service-account.json")
         adcFile = directory.file("application_default_credentials.json")
+        impersonatedFile = directory.file("impersonated_credentials.json")
         logFile = directory.file("server.log")
-        var options = ["--write-adc", adcFile.path, "--write-quota", String(writeQuota), "--quota-window", String(quotaWindow), "--retry-after", String(retryAfter), "--token-ttl", String(tokenTTL)]
+        var options = ["--write-adc", adcFile.path, "--write-impersonated", impersonatedFile.path, "--impersonable", SheetsTestServer.impersonatedAccount, "--write-quota", String(writeQuota), "--quota-window", String(quotaWindow), "--retry-after", String(retryAfter), "--token-ttl", String(tokenTTL)]
         for id in spreadsheets { options += ["--spreadsheet", id] }
         for id in forbidden { options += ["--forbidden", id] }
         if let appsScriptSecret { options += ["--apps-script-secret", appsScriptSecret] }

@@ -2,10 +2,10 @@ import Foundation
 import SyncgateCore
 
 /// A Google credentials JSON file, read as Google's client libraries read one: its `type` decides the flow.
-/// `service_account` (a key from the Cloud console: the JWT-bearer grant) and `authorized_user` (gcloud's
-/// application-default file: the refresh-token grant) are supported; `external_account` (workload identity
-/// federation), `impersonated_service_account`, `external_account_authorized_user` and `gdch_service_account` are
-/// refused with a message saying so. A file without `type` that holds a private key is taken as a service-account
+/// `service_account` (a key from the Cloud console: the JWT-bearer grant), `authorized_user` (gcloud's
+/// application-default file: the refresh-token grant) and `impersonated_service_account` (either of those acting as
+/// a service account through IAM, ``ImpersonatedCredentials``) are supported; `external_account` (workload identity
+/// federation), `external_account_authorized_user` and `gdch_service_account` are refused with a message saying so. A file without `type` that holds a private key is taken as a service-account
 /// key, as earlier syncgate versions took it.
 ///
 /// Errors name the file and the field, never a value; they block the destination (its credentials are unusable
@@ -13,13 +13,14 @@ import SyncgateCore
 enum GoogleCredentialsFile: Sendable {
     case serviceAccount(ServiceAccountKey)
     case authorizedUser(AuthorizedUserCredentials)
+    indirect case impersonated(ImpersonatedCredentials)
 
     /// A credentials file is a few kilobytes; anything larger than this is not one (and is not read whole).
     static let maximumFileSize = 1 << 20
 
     /// The types Google's libraries know that syncgate does not handle yet.
     static let unsupportedTypes = [
-        "external_account", "impersonated_service_account", "external_account_authorized_user", "gdch_service_account",
+        "external_account", "external_account_authorized_user", "gdch_service_account",
     ]
 
     init(contentsOf path: String) throws {
@@ -43,14 +44,17 @@ enum GoogleCredentialsFile: Sendable {
             self = .serviceAccount(try ServiceAccountKey(json: data, source: source))
         case "authorized_user":
             self = .authorizedUser(try AuthorizedUserCredentials(fields: fields, source: source))
+        case "impersonated_service_account":
+            self = .impersonated(try ImpersonatedCredentials(fields: fields, source: source))
         case let type? where GoogleCredentialsFile.unsupportedTypes.contains(type):
             throw DestinationError.blocked(
                 "\(source) holds '\(type)' credentials, which syncgate does not support yet: use a service-account key "
-                    + "(type service_account) or gcloud's application-default login (type authorized_user)",
+                    + "(type service_account) or gcloud's application-default login (type authorized_user, or "
+                    + "impersonated_service_account with --impersonate-service-account)",
                 code: "credentials")
         case let type?:
             throw DestinationError.blocked(
-                "\(source) has an unknown credentials type '\(Redactor.shared.snippet(type, limit: 40))' (expected service_account or authorized_user)",
+                "\(source) has an unknown credentials type '\(Redactor.shared.snippet(type, limit: 40))' (expected service_account, authorized_user or impersonated_service_account)",
                 code: "credentials")
         case nil:
             throw DestinationError.blocked(
@@ -63,6 +67,7 @@ enum GoogleCredentialsFile: Sendable {
         switch self {
         case .serviceAccount: "service_account"
         case .authorizedUser: "authorized_user"
+        case .impersonated: "impersonated_service_account"
         }
     }
 
@@ -72,6 +77,7 @@ enum GoogleCredentialsFile: Sendable {
         switch self {
         case .serviceAccount: nil
         case .authorizedUser(let user): user.quotaProjectID
+        case .impersonated(let impersonated): impersonated.quotaProjectID
         }
     }
 

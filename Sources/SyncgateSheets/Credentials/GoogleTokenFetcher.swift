@@ -7,6 +7,10 @@ import SyncgateCore
 /// - a service-account key: a signed JWT exchanged at its `token_uri` (the JWT-bearer grant, RFC 7523);
 /// - gcloud's application-default login (`authorized_user`): the refresh-token grant at its `token_uri`
 ///   (`client_id`, `client_secret`, `refresh_token`, `grant_type=refresh_token`, `scope`);
+/// - an impersonated service account: a token of its `source_credentials` (one of the two above, with the
+///   cloud-platform scope), then IAM's `generateAccessToken` at `service_account_impersonation_url`
+///   (`{"scope": [...], "lifetime": "3600s"}` with that token as the bearer), which answers `accessToken` and
+///   `expireTime`;
 /// - the GCE metadata server: `GET /computeMetadata/v1/instance/service-accounts/default/token?scopes=...` with
 ///   `Metadata-Flavor: Google`, whose answer must carry the same header (anything else at that address is not
 ///   Google's metadata server).
@@ -19,6 +23,7 @@ enum GoogleTokenFetcher {
     enum Credentials: Sendable {
         case serviceAccount(ServiceAccountKey, JWTSigner, path: String)
         case authorizedUser(AuthorizedUserCredentials, path: String)
+        indirect case impersonated(ImpersonatedCredentials, source: Credentials, path: String)
         case metadataServer(baseURL: String, lookedAt: [String])
 
         /// A digest of who the token is for and where it comes from (the token endpoint; the account; a digest of
@@ -32,6 +37,8 @@ enum GoogleTokenFetcher {
                 parts = ["service_account", key.tokenURI, key.clientEmail, key.privateKeyID ?? "", digest(key.privateKey.reveal())]
             case .authorizedUser(let user, _):
                 parts = ["authorized_user", user.tokenURI, user.clientID, digest(user.refreshToken.reveal())]
+            case .impersonated(let impersonated, let source, _):
+                parts = ["impersonated_service_account", impersonated.impersonationURL] + impersonated.delegates + [source.identity]
             case .metadataServer(let base, _):
                 parts = ["metadata_server", base, "default"]
             }
@@ -43,14 +50,18 @@ enum GoogleTokenFetcher {
             switch self {
             case .serviceAccount: "service_account"
             case .authorizedUser: "authorized_user"
+            case .impersonated: "impersonated_service_account"
             case .metadataServer: nil
             }
         }
 
         /// The project billed for user credentials' requests (`x-goog-user-project`).
         var quotaProject: String? {
-            if case .authorizedUser(let user, _) = self { return user.quotaProjectID }
-            return nil
+            switch self {
+            case .authorizedUser(let user, _): return user.quotaProjectID
+            case .impersonated(let impersonated, _, _): return impersonated.quotaProjectID
+            default: return nil
+            }
         }
     }
 
@@ -79,9 +90,71 @@ enum GoogleTokenFetcher {
                 default: nil
                 }
             }
+        case .impersonated(let impersonated, let source, let path):
+            let sourceToken = try await fetch(
+                source, scope: ImpersonatedCredentials.sourceScope, transport: transport, metadataTransport: metadataTransport, timeout: timeout,
+                issuedAt: issuedAt)
+            return try await impersonatedToken(impersonated, bearer: sourceToken, path: path, scope: scope, transport: transport, timeout: timeout,
+                                               issuedAt: issuedAt)
         case .metadataServer(let base, let lookedAt):
             return try await metadataToken(base: base, lookedAt: lookedAt, scope: scope, transport: metadataTransport, timeout: timeout, issuedAt: issuedAt)
         }
+    }
+
+    /// IAM's `generateAccessToken`: the target service account's token for `scope`, asked with the source's token.
+    /// A refusal is Google's error object (`{"error": {"code", "message", "status"}}`): 401, 403 (the source may not
+    /// act as the account, or the account does not exist) and 404 block the destination; 429 throttles it; 5xx are
+    /// retryable.
+    private static func impersonatedToken(
+        _ impersonated: ImpersonatedCredentials, bearer: AccessToken, path: String, scope: String, transport: HTTPTransport, timeout: Duration,
+        issuedAt: Date
+    ) async throws -> AccessToken {
+        let context = "impersonation of \(impersonated.target) at \(HTTPTransport.redactQuery(impersonated.impersonationURL))"
+        let answer: HTTPAnswer
+        do {
+            answer = try await transport.send(
+                method: .POST, url: impersonated.impersonationURL,
+                headers: [("authorization", "Bearer " + bearer.value.reveal()), ("content-type", "application/json")],
+                body: impersonated.requestBody(scope: scope), timeout: timeout, maxBody: 1 << 20)
+        } catch let error as TransportError {
+            throw error.destinationError(context)
+        }
+        let object = (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any]
+        guard answer.status == 200 else {
+            let error = object?["error"] as? [String: Any]
+            let status = (error?["status"] as? String).map { Redactor.shared.snippet($0, limit: 64) } ?? "http-\(answer.status)"
+            let detail = Redactor.shared.snippet(error?["message"] as? String ?? answer.text)
+            var message = "\(context) refused (HTTP \(answer.status) \(status)): \(detail)"
+            switch answer.status {
+            case 403, 404:
+                message += " — the credentials of \(path) (source_credentials) must hold roles/iam.serviceAccountTokenCreator on "
+                    + "\(impersonated.target), and the account must exist"
+            case 401:
+                message += " — the token of \(path)'s source_credentials was refused: log in again "
+                    + "(`gcloud auth application-default login --impersonate-service-account=\(impersonated.target)`)"
+            default: break
+            }
+            let after = SheetsErrorMapper.retryAfter(answer.headers)
+            switch answer.status {
+            case 429: throw DestinationError.throttled(message, code: status, after: after)
+            case 503 where after != nil: throw DestinationError.throttled(message, code: status, after: after)
+            case 408, 500...599: throw DestinationError.retryable(message, code: status, after: after)
+            default: throw DestinationError.blocked(message, code: status)
+            }
+        }
+        guard let value = object?["accessToken"] as? String, !value.isEmpty else {
+            throw DestinationError.blocked("\(context) answered without an accessToken (is it IAM's generateAccessToken?)", code: "token-response")
+        }
+        let secret = Secret(value)
+        // `expireTime` is RFC 3339 (UTC, with or without fractions of a second); an hour when it cannot be read.
+        var lifetime: Double = 3600
+        if let text = object?["expireTime"] as? String {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let plain = ISO8601DateFormatter()
+            if let expiry = formatter.date(from: text) ?? plain.date(from: text) { lifetime = max(0, expiry.timeIntervalSince(issuedAt)) }
+        }
+        return AccessToken(value: secret, lifetime: lifetime, issuedAt: issuedAt)
     }
 
     /// How long a machine off Google Cloud waits for the metadata server's address before it gives up.
