@@ -8,7 +8,17 @@ struct ListCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     @Option(name: .long, help: "The destination.", completion: DestinationCompletion.kind)
-    var destination: String
+    var destination: String?
+
+    @Argument(help: ArgumentHelp("The destination, as --destination says it (default: the config's only one).", valueName: "destination"),
+              completion: DestinationCompletion.kind)
+    var named: String?
+
+    func validate() throws {
+        if let named, let destination, named != destination {
+            throw ValidationError("two destinations given ('\(named)' and --destination '\(destination)'): ls lists one")
+        }
+    }
 
     @Flag(name: .long, help: "Print JSON.")
     var json = false
@@ -19,8 +29,12 @@ struct ListCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = global.makeLogger()
         let config = try global.loadConfig(logger: logger)
+        let known = config.destinations.map(\.name).joined(separator: ", ")
+        guard let destination = named ?? destination ?? (config.destinations.count == 1 ? config.destinations[0].name : nil) else {
+            throw ValidationError("name the destination to list: syncgate ls NAME (known: \(known))")
+        }
         guard let target = config.destination(named: destination) else {
-            throw ValidationError("no destination named '\(destination)' (known: \(config.destinations.map(\.name).joined(separator: ", ")))")
+            throw ValidationError("no destination named '\(destination)' (known: \(known))")
         }
         let listing: RemoteListing
         do {

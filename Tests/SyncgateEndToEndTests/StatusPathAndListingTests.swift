@@ -82,5 +82,15 @@ struct StatusPathAndListingTests {
         let json = try await cli.run(["ls", "--destination", "archive", "--json"])
         let files = try #require(SyncgateCLI.json(json.stdout)?["files"] as? [[String: Any]])
         #expect(files.allSatisfy { ($0["modified"] as? String)?.hasSuffix("Z") == true }, "\(json.stdout)")
+        // The destination may be named without --destination (as `rclone ls remote:`), or left out when the config
+        // has only one; a name that is not there, or two names, are usage errors.
+        for arguments in [["ls", "archive", "-l"], ["ls", "-l"]] {
+            let same = try await cli.run(arguments)
+            #expect(same.status == 0 && same.stdout == long.stdout, "\(arguments): \(same.stdout)\(same.stderr)")
+        }
+        let unknown = try await cli.run(["ls", "archives"])
+        #expect(unknown.status == 64 && unknown.stderr.contains("no destination named 'archives' (known: archive)"), "\(unknown.stderr)")
+        let two = try await cli.run(["ls", "archive", "--destination", "other"])
+        #expect(two.status == 64 && two.stderr.contains("ls lists one"), "\(two.stderr)")
     }
 }
