@@ -323,6 +323,10 @@ struct EndToEndTests {
         #expect(try dir.read("synced/sub/x.txt") == Data("blocked".utf8))
         let started = SyncgateCLI.events(result.stdout).filter { $0["event"] as? String == "started" }.compactMap { $0["path"] as? String }
         #expect(started == ["sub/x.txt"])
+        // A path with nothing failed is named, with what it is, rather than counted as nothing.
+        result = try await cli.run(["retry", "ok.txt", "nosuch.txt"])
+        #expect(result.stderr.contains("syncgate: ok.txt: nothing failed to retry there (synced at archive)"), "\(result.stderr)")
+        #expect(result.stderr.contains("syncgate: nosuch.txt: nothing failed to retry there (not in the ledger)"), "\(result.stderr)")
 
         // forget drops the failed entry: the file is new to the next run.
         result = try await cli.run(["forget", "other/y.txt"])
