@@ -239,6 +239,21 @@ struct EngineTests {
         let failed = try await engine.ledger.entries(statuses: [.failed])
         #expect(Set(failed.map { "\($0.file.source)/\($0.file.path)" }) == ["two/x.txt", "one/w.txt", "two/w.txt"])
         #expect(failed.allSatisfy { $0.errorCode == "name-clash" && ($0.lastError ?? "").contains("would all be stored as") })
+
+        // A run with the clash still there fails the same files again, sending nothing, counting no attempt.
+        summary = try await engine.run()
+        #expect(summary.uploaded == 0 && summary.failed == 3)
+        #expect(try await engine.ledger.entries(statuses: [.failed]).allSatisfy { $0.attempts == 0 })
+        // Renamed as the error asks: the next run sends what no longer clashes, without `syncgate retry`. two/x.txt
+        // is gone (its row marked removed), and one/w.txt now has its name alone.
+        try FileManager.default.moveItem(at: dir.file("two/x.txt"), to: dir.file("two/x2.txt"))
+        try FileManager.default.moveItem(at: dir.file("two/w.txt"), to: dir.file("two/w2.txt"))
+        summary = try await engine.run()
+        #expect(summary.failed == 0, "\(summary)")
+        #expect(summary.uploaded == 3, "one/w.txt, two/x2.txt and two/w2.txt")
+        #expect(flaky.contents("w.txt") == Data("w1".utf8))
+        #expect(flaky.contents("x.txt") == Data("from one".utf8))
+        #expect(try await engine.ledger.entries(statuses: [.failed]).isEmpty)
     }
 
     /// A destination that flattens folders into names (as a head unit does) can clash within one source; one

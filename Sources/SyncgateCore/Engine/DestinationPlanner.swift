@@ -184,6 +184,13 @@ final class DestinationPlanner {
             if case .fail = plan.action { break }
             if changed {
                 plan.action = .upload(.changed)
+            } else if entry.errorCode == DestinationPlanner.nameClashCode {
+                // Failed by this planning, not by the destination: looked at again each run, so that renaming one
+                // of the files (as the error asks) lets the other go without `syncgate retry`. A clash still there
+                // fails it again below, without an attempt.
+                if plan.sha256 == nil, entry.sha256 != nil, sameStat { plan.sha256 = entry.sha256 }
+                if plan.sha256 == nil, hashed() == nil { break }
+                plan.action = .upload(.retryDue)
             } else if entry.errorClass == .permanent {
                 plan.action = .skip(.failedPermanently(error: entry.lastError ?? ""))
             } else if let next = entry.nextRetryAt {
@@ -259,6 +266,9 @@ final class DestinationPlanner {
                 unverified: unverified, tooNew: tooNew)
     }
 
+    /// The error code of a file failed because another would be stored under its remote name.
+    static let nameClashCode = "name-clash"
+
     /// The most other files a clash error names: past them, a count. (5,000 sources holding one name would otherwise
     /// make each of their 5,000 errors name all the others.)
     static let clashNamesShown = 3
@@ -297,7 +307,7 @@ final class DestinationPlanner {
             for (index, file) in files.enumerated() {
                 failures[file.key] = DeliveryFailure(
                     message: DestinationPlanner.clashMessage(files, index: index, name: name.value),
-                    failureClass: .permanent, code: "name-clash", attempts: 0)
+                    failureClass: .permanent, code: DestinationPlanner.nameClashCode, attempts: 0)
             }
         }
         for index in plans.indices {
