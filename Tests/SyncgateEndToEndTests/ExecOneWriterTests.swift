@@ -42,24 +42,17 @@ struct ExecOneWriterTests {
                     to: [archive, ledgerbook]
                 """)
             for i in 0..<Self.files { try dir.write("outbox/d\(i % 10)/f\(i).txt", "file \(i)") }
-            let binary = TestPaths.executable("syncgate")
-            var instances: [ChildProcess] = []
-            for name in ["a", "b"] {
-                instances.append(try ProcessRunner.start(binary, ["-vv", "sync"], environment: ["SYNCGATE_LEASE_SECONDS": "5"],
-                                                         currentDirectory: dir.url, logFile: dir.file("sync-\(name).log")))
-            }
-            for instance in instances { #expect(await ProcessRunner.waitForExit(instance, timeout: 300)) }
-            let logs = try ["a", "b"].map { try String(contentsOf: dir.file("sync-\($0).log"), encoding: .utf8) }
-            for (index, instance) in instances.enumerated() {
-                #expect(instance.terminationStatus == 0, "\(logs[index].suffix(3000))")
-            }
+            let instances = try await ProcessRunner.runTogether(
+                TestPaths.executable("syncgate"), ["-vv", "sync"], count: 2, environment: ["SYNCGATE_LEASE_SECONDS": "5"], directory: dir.url)
+            let logs = instances.map(\.log)
+            for instance in instances { #expect(instance.status == 0, "\(instance.log.suffix(3000))") }
 
             // Every file reached the plugin once, through one plugin process: the leader's.
             let puts = try String(contentsOf: dir.file("puts.log"), encoding: .utf8).split(separator: "\n").map { $0.split(separator: " ", maxSplits: 1) }
             #expect(puts.count == Self.files, "\(puts.count) puts")
             #expect(Set(puts.map { String($0[1]) }).count == Self.files)
             #expect(Set(puts.map { String($0[0]) }).count == 1, "puts came from the plugins of both instances")
-            // The other instance left it to its leader (so both were running at that moment)...
+            // The other instance left it to its leader (so both were running at that moment).
             let left = logs.filter { $0.contains("ledgerbook: another instance leads this destination; left to it") }
             #expect(left.count == 1, "exactly one instance left the destination to the other: \(logs.map { $0.suffix(1500) })")
             // Every file is at both destinations.

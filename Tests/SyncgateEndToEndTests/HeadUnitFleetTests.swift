@@ -39,17 +39,10 @@ struct HeadUnitFleetTests {
                     to: [archive, car]
                 """)
             for i in 0..<Self.files { try dir.write("outbox/f\(i).txt", "file \(i)") }
-            let binary = TestPaths.executable("syncgate")
-            var instances: [ChildProcess] = []
-            for name in ["a", "b"] {
-                instances.append(try ProcessRunner.start(binary, ["-vv", "sync"], environment: ["SYNCGATE_LEASE_SECONDS": "5"],
-                                                         currentDirectory: dir.url, logFile: dir.file("sync-\(name).log")))
-            }
-            for instance in instances { #expect(await ProcessRunner.waitForExit(instance, timeout: 300)) }
-            let logs = try ["a", "b"].map { try String(contentsOf: dir.file("sync-\($0).log"), encoding: .utf8) }
-            for (index, instance) in instances.enumerated() {
-                #expect(instance.terminationStatus == 0, "\(logs[index].suffix(3000))")
-            }
+            let instances = try await ProcessRunner.runTogether(
+                TestPaths.executable("syncgate"), ["-vv", "sync"], count: 2, environment: ["SYNCGATE_LEASE_SECONDS": "5"], directory: dir.url)
+            let logs = instances.map(\.log)
+            for instance in instances { #expect(instance.status == 0, "\(instance.log.suffix(3000))") }
 
             #expect(sim.rpcLines("RegisterAppInterface").count == 1, "one session: \(sim.rpcLines("RegisterAppInterface"))")
             let puts = sim.rpcLines("PutFile").filter { $0.contains("SUCCESS") }

@@ -176,6 +176,26 @@ public enum ProcessRunner {
         process.waitUntilExit()
     }
 
+    /// Starts `count` copies of a program at once (instances of a fleet), each with its output in `log-N.log`
+    /// under `directory` (also their working folder), waits for all of them, and returns each one's exit status
+    /// and output, in the order they were started (nil status: still running after `timeout` seconds).
+    public static func runTogether(
+        _ executable: URL, _ arguments: [String], count: Int, environment: [String: String] = [:], directory: URL,
+        timeout: TimeInterval = 300
+    ) async throws -> [(status: Int32?, log: String)] {
+        var started: [(ChildProcess, URL)] = []
+        for index in 0..<count {
+            let log = directory.appendingPathComponent("log-\(index).log")
+            started.append((try start(executable, arguments, environment: environment, currentDirectory: directory, logFile: log), log))
+        }
+        var results: [(status: Int32?, log: String)] = []
+        for (process, log) in started {
+            let ended = await waitForExit(process, timeout: timeout)
+            results.append((ended ? process.terminationStatus : nil, (try? String(contentsOf: log, encoding: .utf8)) ?? ""))
+        }
+        return results
+    }
+
     /// Starts a long-running program (a server, a sync a test will signal) with its output appended to `logFile`
     /// (discarded without one).
     public static func start(

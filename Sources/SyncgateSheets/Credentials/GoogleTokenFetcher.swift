@@ -134,13 +134,7 @@ enum GoogleTokenFetcher {
                     + "(`gcloud auth application-default login --impersonate-service-account=\(impersonated.target)`)"
             default: break
             }
-            let after = SheetsErrorMapper.retryAfter(answer.headers)
-            switch answer.status {
-            case 429: throw DestinationError.throttled(message, code: status, after: after)
-            case 503 where after != nil: throw DestinationError.throttled(message, code: status, after: after)
-            case 408, 500...599: throw DestinationError.retryable(message, code: status, after: after)
-            default: throw DestinationError.blocked(message, code: status)
-            }
+            throw refusal(answer, message: message, code: status)
         }
         guard let value = object?["accessToken"] as? String, !value.isEmpty else {
             throw DestinationError.blocked("\(context) answered without an accessToken (is it IAM's generateAccessToken?)", code: "token-response")
@@ -200,6 +194,18 @@ enum GoogleTokenFetcher {
         }
     }
 
+    /// What a token endpoint's (or IAM's) refusal means for the destination: 429, or 503 with Retry-After, throttles
+    /// it; 408 and other 5xx are retried; anything else blocks it until its credentials change.
+    static func refusal(_ answer: HTTPAnswer, message: String, code: String) -> DestinationError {
+        let after = SheetsErrorMapper.retryAfter(answer.headers)
+        switch answer.status {
+        case 429: return .throttled(message, code: code, after: after)
+        case 503 where after != nil: return .throttled(message, code: code, after: after)
+        case 408, 500...599: return .retryable(message, code: code, after: after)
+        default: return .blocked(message, code: code)
+        }
+    }
+
     /// The access token of a token endpoint's answer (`access_token`, `expires_in`), or its refusal classified.
     /// `hint` adds a sentence for an OAuth error code.
     static func token(
@@ -211,13 +217,7 @@ enum GoogleTokenFetcher {
             let detail = Redactor.shared.snippet(object?["error_description"] as? String ?? answer.text)
             var message = "\(context) refused (HTTP \(answer.status) \(code)): \(detail)"
             if let hint = hint(code) { message += " — " + hint }
-            let after = SheetsErrorMapper.retryAfter(answer.headers)
-            switch answer.status {
-            case 429: throw DestinationError.throttled(message, code: code, after: after)
-            case 503 where after != nil: throw DestinationError.throttled(message, code: code, after: after)
-            case 408, 500...599: throw DestinationError.retryable(message, code: code, after: after)
-            default: throw DestinationError.blocked(message, code: code)
-            }
+            throw refusal(answer, message: message, code: code)
         }
         guard let value = object?["access_token"] as? String, !value.isEmpty else {
             throw DestinationError.blocked(
