@@ -30,9 +30,9 @@ struct FleetSilentLeaderTests {
 
     /// Leader L leads `sheet` and has recorded every file for it; its claims are let go (as a dead leader's lapse), so
     /// that only the lead stands between another instance and the files.
-    func leaderWithFiles(_ location: StateLocation) async throws -> Ledger {
+    func leaderWithFiles(_ location: StateLocation, lease: Double = 4) async throws -> Ledger {
         for index in 0..<Self.fileCount { try dir.write("outbox/r\(index).txt", "record \(index)") }
-        let leader = try Ledger(state: location, leaseSeconds: 4)
+        let leader = try Ledger(state: location, leaseSeconds: lease)
         #expect(await leader.leads("sheet", needsOneWriter: true))
         let rows = (0..<Self.fileCount).map {
             Ledger.Pending(file: FileKey(source: "outbox", path: "r\($0).txt"), destination: "sheet", size: 8, modificationTime: Date(),
@@ -48,8 +48,10 @@ struct FleetSilentLeaderTests {
         defer { dir.remove() }
         try await PostgresTestServer.withDatabase { url, server in
             let location = StateLocation.postgres(try PostgresStateLocation.parse(url))
-            let leader = try await leaderWithFiles(location)
-            let other = try Ledger(state: location, leaseSeconds: 4)
+            // A lease of 10 s: the other run watches the lead for a lease and a half, and the release below must come
+            // within that on a loaded machine too (with 4 s it came too late once, in a full run under stress-ng).
+            let leader = try await leaderWithFiles(location, lease: 10)
+            let other = try Ledger(state: location, leaseSeconds: 10)
             let sheet = FlakyDestination()
             sheet.oneWriter = true
             // The leader dies: its renewals stop, and a moment into the other's run its session ends (the server

@@ -87,7 +87,9 @@ struct EndToEndTests {
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv to drop root"))
     func unreadableFileFailsAloneWhileTheRestSync() async throws {
         defer { dir.remove() }
-        try writeConfig()
+        // Recent failures listed for an hour: a loaded machine can take longer than the default minute to get to
+        // the `status` below.
+        try writeConfig(extra: "defaults: {recent: {completed: 1h, failed: 1h}}")
         try dir.write("outbox/ok-1.txt", "one")
         try dir.write("outbox/locked.txt", "locked")
         try dir.write("outbox/ok-2.txt", "two")
