@@ -132,7 +132,7 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
             isNegated = false
         }
         if text.hasPrefix("\\!") || text.hasPrefix("\\#") { text.removeFirst() }
-        guard !text.isEmpty, text != "/" else { throw SyntaxError(message: "empty glob pattern '\(raw)'") }
+        // An empty pattern (or one that leaves an empty alternative) is refused by ``Alternative``.
         alternatives = try Glob.expandingBraces(text, raw: raw).map { try Alternative($0, raw: raw) }
     }
 
