@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SyncgateCore
 import SyncgateTestSupport
 import Testing
@@ -98,20 +97,43 @@ struct FleetTests {
             // (it then finds what is left, or nothing).
             var generator = SplitMix(seed: UInt64(Date().timeIntervalSince1970))
             var killed: [String] = []
-            // Who holds what, as `status` shows the fleet: asked over and over from the start, beside the kills, until
-            // it shows a holder (the instances can deliver everything within a second or two of their start).
-            let holdersSeen = Mutex<Set<String>>([])
-            let watcher = Task {
-                while !Task.isCancelled, holdersSeen.withLock({ $0.isEmpty }) {
-                    guard let status = try? await ProcessRunner.run(binary, ["status", "--json"], environment: environment, currentDirectory: dir.url) else { continue }
-                    let report = SyncgateCLI.json(status.stdout) ?? [:]
-                    let rows = (report["files"] as? [[String: Any]] ?? []) + (report["ongoing"] as? [[String: Any]] ?? [])
-                    let seen = Set(rows.compactMap { $0["claimed_by"] as? String })
-                    holdersSeen.withLock { $0.formUnion(seen) }
-                    try? await Task.sleep(for: .milliseconds(50))
+            // Who holds what, as `status` shows the fleet. A claim is first seen in the ledger (the instances claim
+            // files as they plan them); the fleet is then frozen (SIGSTOP) while `status --json` runs, so that what it
+            // shows is what the ledger holds at that moment, however fast the instances or slow the machine. (Polling
+            // `status` while the fleet ran missed every claim once: each call takes a process start, and the work
+            // can be over within a few of them.)
+            var holders: Set<String> = []
+            var claimedInLedger: Set<String> = []
+            let claimDeadline = Date().addingTimeInterval(120)
+            while holders.isEmpty, Date() < claimDeadline {
+                // (An error before the first instance made the schema: no claim yet.)
+                let claimed = (try? await server.psql("SELECT count(*) FROM files WHERE claimed_by IS NOT NULL", database: database)) ?? "0"
+                guard claimed != "0", !claimed.isEmpty else {
+                    try await Task.sleep(for: .milliseconds(20))
+                    continue
                 }
+                let frozen = slots.compactMap(\.process).filter(\.isRunning)
+                for process in frozen { kill(process.processIdentifier, SIGSTOP) }
+                let status: ProcessResult
+                do {
+                    claimedInLedger = Set(try await server.psql(
+                        "SELECT DISTINCT claimed_by FROM files WHERE claimed_by IS NOT NULL AND status IN ('pending', 'uploading', 'failed')",
+                        database: database).split(separator: "\n").map(String.init))
+                    status = try await ProcessRunner.run(binary, ["status", "--json"], environment: environment, currentDirectory: dir.url, timeout: 120)
+                } catch {
+                    for process in frozen { kill(process.processIdentifier, SIGCONT) }
+                    throw error
+                }
+                for process in frozen { kill(process.processIdentifier, SIGCONT) }
+                #expect(status.status == 0, "status --json: \(status.stderr.suffix(2000))")
+                let report = SyncgateCLI.json(status.stdout) ?? [:]
+                let rows = (report["files"] as? [[String: Any]] ?? []) + (report["ongoing"] as? [[String: Any]] ?? [])
+                holders = Set(rows.compactMap { $0["claimed_by"] as? String })
+                // Claims gone between the count and the freeze (the work was over): nothing to compare; look again.
+                if claimedInLedger.isEmpty { holders = [] } else { break }
             }
-            defer { watcher.cancel() }
+            #expect(!holders.isEmpty, "status --json showed no claimed_by while the ledger held claims: \(claimedInLedger)")
+            #expect(holders == claimedInLedger, "status --json showed \(holders); the ledger's claims were \(claimedInLedger)")
             while killed.count < Self.kills {
                 try await Task.sleep(for: .milliseconds(250 + Int(generator.next() % 1250)))
                 let running = slots.filter { $0.process?.isRunning == true }
@@ -172,9 +194,6 @@ struct FleetTests {
             // of a split walk is lost is what the checks above and below say.
             let splitWalkers = try await server.psql("SELECT count(DISTINCT instance) FROM instance_walks WHERE position(chr(10) in view) > 0", database: database)
             #expect((Int(splitWalkers) ?? 0) >= 1, "instances that walked a share: \(splitWalkers)")
-            watcher.cancel()
-            let holders = holdersSeen.withLock { $0 }
-            #expect(!holders.isEmpty, "status --json showed no claimed_by while the fleet worked")
             #expect(killed.count >= Self.kills)
 
             // Every file at both destinations, byte for byte, and nothing else.
