@@ -45,8 +45,14 @@ struct HeadUnitHostilePeerTests {
             #expect(error?.code == "protocol-error" && error?.scope == .destination, "\(String(describing: upload.error))")
             #expect(upload.elapsed < .seconds(300), "\(upload.elapsed)")  // bounded (a flood never ends); generous for the full suite's first minute
             print("\(size >> 20) MiB partial messages: refused after the peer sent \(sent.value >> 10) KiB: \(error?.message ?? "-")")
-            // Refused once the open messages held 8 MiB (plus what was in flight in TCP), long before 8 x size.
-            #expect(sent.value < 8 * size / 2, "\(sent.value)")
+            // Refused by the byte count, not by anything else: for 4 MiB messages, once the open ones held 8 MiB
+            // together; a 16 MiB one from its First frame, over the 4 MiB a message may have.
+            let limit = size == 4 << 20 ? "open multi-frame messages would hold more than 8388608 bytes together" : "exceeds the limit of 4194304"
+            #expect(error?.message.contains(limit) == true, "\(error?.message ?? "-")")
+            // And before the peer could send all it had (8 x size): what it sent is what the gateway read (8 MiB for 4 MiB
+            // messages) plus what the two sockets' buffers took in meanwhile. Those grow while the gateway is slow to
+            // read: 8.2 MiB once, with the suite beside `stress-ng --cpu 4` (so "under 16 MiB" failed).
+            #expect(sent.value < 8 * size, "\(sent.value)")
             await destination.finish()
         }
     }
