@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SyncgateCore
 import SyncgateTestSupport
 import Testing
@@ -262,20 +263,42 @@ struct FleetChaosTests {
 
     /// The Sheets leader frozen (SIGSTOP) mid-run and PostgreSQL restarted (`pg_ctl restart -m fast`: every session
     /// ends, the lead's lock with it); another instance takes the lead and sends the rest; the frozen one, woken past
-    /// two leases, appends nothing of what it held: one row per file, none twice.
+    /// two leases, appends nothing of what it held: one row per file, none twice but for the one case below.
+    /// An append whose bytes were on the wire at the freeze lands when the leader wakes (docs/state.md: an upload cut
+    /// off mid-flight is the one thing left unknown), after the next leader appended the same rows: those rows, and
+    /// only those, may be there twice, and only from appends the server began before the freeze. (Once in a full
+    /// run: r030 twice.)
     @Test(.enabled(if: FleetChaosTests.sheetsEnabled, "needs PostgreSQL's server binaries and the Sheets test server"), .timeLimit(.minutes(30)))
     func aFrozenSheetsLeaderWokenAfterARestartAppendsNoRowTwice() async throws {
-        try await sheetsLeaderLoses("frozen") { leader, _, server, _, _ in
+        let onTheWire = AppendsOnTheWire()
+        try await sheetsLeaderLoses("frozen", onTheWire: onTheWire) { leader, _, server, _, sheets in
             kill(leader.processIdentifier, SIGSTOP)
             let frozenAt = Date()
+            // The leader is frozen: every request it began has a smaller number than this read of the counts.
+            let begunAtFreeze = try sheets.stats()["requests_begun"] ?? 0
             server.pause()
             try await server.resume()
             return {
                 let asleep = Date().timeIntervalSince(frozenAt)
                 if asleep < 15 { try? await Task.sleep(for: .seconds(15 - asleep)) }
+                let appendsAtWake = (try? sheets.stats()["appends"]) ?? 0
+                let rowsAtWake = ((try? sheets.textRows().count) ?? 1) - 1
                 kill(leader.processIdentifier, SIGCONT)
+                onTheWire.record(.init(begunAtFreeze: begunAtFreeze, appendsAtWake: appendsAtWake, rowsAtWake: rowsAtWake))
             }
         }
+    }
+
+    /// What a frozen leader's test knew at the freeze and at the wake (see ``sheetsLeaderLoses``'s `onTheWire`).
+    final class AppendsOnTheWire: Sendable {
+        struct Marks: Sendable {
+            let begunAtFreeze: Int
+            let appendsAtWake: Int
+            let rowsAtWake: Int
+        }
+        private let marks = Mutex<Marks?>(nil)
+        func record(_ value: Marks) { marks.withLock { $0 = value } }
+        var value: Marks? { marks.withLock { $0 } }
     }
 
     /// The Sheets leader's link to PostgreSQL stalls (a cut without a reset: its sessions, and its lead's lock, live on
@@ -417,7 +440,7 @@ struct FleetChaosTests {
     /// row synced and unclaimed.
     /// With `leaderExits: false` A was killed; with `leaderMayFinish`, A may have finished the sheet itself (exit 0).
     func sheetsLeaderLoses(
-        _ what: String, leaderExits: Bool = true, leaderMayFinish: Bool = false,
+        _ what: String, leaderExits: Bool = true, leaderMayFinish: Bool = false, onTheWire: AppendsOnTheWire? = nil,
         gatewayBeside: ((_ process: ChildProcess, _ log: URL) -> Void)? = nil,
         fault: (_ leader: ChildProcess, _ proxy: FaultProxy, _ server: PostgresTestServer, _ location: PostgresStateLocation, _ sheets: SheetsTestServer) async throws -> () async -> Void
     ) async throws {
@@ -537,7 +560,16 @@ struct FleetChaosTests {
         let names = try dataRows()
         var seen: [String: Int] = [:]
         for name in names { seen[name, default: 0] += 1 }
-        let twice = seen.filter { $0.value > 1 }.keys.sorted()
+        // Rows appended after the wake by appends the server began before the freeze were on the wire then.
+        var excused: Set<String> = []
+        if let onTheWire, let marks = onTheWire.value {
+            let afterWake = Array(try sheets.appendsBegun().dropFirst(marks.appendsAtWake))
+            #expect(afterWake.allSatisfy { $0 < marks.begunAtFreeze },
+                    "the leader began an append after it woke (requests numbered \(afterWake), \(marks.begunAtFreeze) at the freeze)")
+            if afterWake.allSatisfy({ $0 < marks.begunAtFreeze }) { excused = Set(names.dropFirst(marks.rowsAtWake)) }
+            if !afterWake.isEmpty { print("a frozen Sheets leader: \(afterWake.count) append(s) on the wire at the freeze landed after the wake: \(excused.sorted())") }
+        }
+        let twice = seen.filter { $0.value > 1 && !excused.contains($0.key) }.keys.sorted()
         #expect(twice.isEmpty, "rows appended twice (\(names.count) rows for \(files) files, \(rowsAtFault) at the fault): \(twice.prefix(10))")
         #expect(Set(names).count == files, "\(Set(names).count) distinct rows for \(files) files")
         #expect(try await server.psql("SELECT count(*) FROM files WHERE status = 'synced' AND claimed_by IS NULL", database: database) == "\(2 * files)")
