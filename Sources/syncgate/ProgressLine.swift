@@ -46,6 +46,9 @@ final class ProgressLine: Sendable {
                 counts.waitingFiles += 1
                 counts.doneBytes -= counts.perFile[key] ?? 0
                 counts.perFile[key] = nil
+            case .gone:
+                counts.doneBytes -= counts.perFile[key] ?? 0
+                counts.perFile[key] = nil
             default: break
             }
             let now = Date()

@@ -142,6 +142,8 @@ struct SyncRunner {
                     var fields = LogFields.file(event)
                     fields["attempts"] = attempts
                     Console.log(.info, "\(event.destination): \(TerminalText.escape(event.file.path)): \(uploaded ? "synced" : "already there")", fields: fields)
+                case .gone where verbose:
+                    Console.log(.info, "\(event.destination): \(TerminalText.escape(event.file.path)): removed from its source before it was sent", fields: LogFields.file(event))
                 default: break
                 }
             }, warn: { warning in
@@ -201,6 +203,7 @@ extension SyncRunner {
         if summary.sourcesFailed > 0 { line += ", \(summary.sourcesFailed) source(s) missing" }
         if summary.moved > 0 { line += ", \(summary.moved) deleted from the sources after delivery" }
         if summary.removedFromSources > 0 { line += ", \(summary.removedFromSources) gone from the sources" }
+        if summary.goneBeforeSent > 0 { line += ", \(summary.goneBeforeSent) removed from the sources before they were sent" }
         if summary.remoteDeleted > 0 { line += ", \(summary.remoteDeleted) copies of those deleted" }
         if summary.remoteDeleteFailed > 0 { line += ", \(summary.remoteDeleteFailed) copies not deleted yet (retried next run)" }
         line += String(format: " in %.1fs", summary.seconds)

@@ -36,6 +36,8 @@ final class FlakyDestination: Destination, @unchecked Sendable {
         didSet { generator = SplitMix(seed: failureSeed) }
     }
     private var generator = SplitMix(seed: 42)
+    /// Called before an upload reads its file (a test removes the file there: gone between the walk and the upload).
+    var beforeRead: (@Sendable (UploadItem) -> Void)?
     /// Single deletes that fail retryably (a 500) before deletes work.
     var deleteFailures = 0
     /// Remote names whose delete is refused for good (AccessDenied).
@@ -110,6 +112,7 @@ final class FlakyDestination: Destination, @unchecked Sendable {
         if attempt <= deferFirst + transientFailures, transientMarker.map({ item.relativePath.contains($0) }) ?? true {
             throw DestinationError.retryable("busy (attempt \(attempt))", code: "Busy", after: retryAfter)
         }
+        beforeRead?(item)
         var data = Data()
         for try await chunk in try FileReader(path: item.absolutePath).chunks(size: 1024) {
             data.append(contentsOf: chunk)

@@ -19,6 +19,9 @@ public struct DeliveryEvent: Sendable {
         /// file stays pending. `attemptCut` when the file's last attempt in this run ended with the destination (cut
         /// short, or failed as part of the outage): that attempt is not counted.
         case waiting(DeliveryFailure, attemptCut: Bool)
+        /// Removed from its source before it could be sent, its source's folder still there (``SourceGone``): neither
+        /// delivered nor failed. Its row is pending, the attempt not counted; the next walk marks it removed.
+        case gone
         /// Nothing to do (up to date, scheduled later, given up...).
         case skipped(reason: SkipReason)
     }
@@ -50,6 +53,7 @@ public struct DeliveryEvent: Sendable {
         case .synced: "synced"
         case .failed: "failed"
         case .waiting: "waiting"
+        case .gone: "gone"
         case .skipped: "skipped"
         }
     }

@@ -81,10 +81,15 @@ public struct DeliveryLayer: Sendable {
             retrying: { attempt, failure, delay in await emit(item, .retrying(attempt: attempt, error: failure, delay: delay)) }
         ) { _ in
             if let refusal = mayStart() { throw refusal }
-            var receipt = try await attemptUpload(item, progress: progress)
-            if !verifiesBeforePublishing { try FileChangeCheck.verifyUnchanged(item) }
-            if !item.sha256.isEmpty { receipt.sha256 = item.sha256 }  // else: the destination hashed what it sent
-            return receipt
+            do {
+                var receipt = try await attemptUpload(item, progress: progress)
+                if !verifiesBeforePublishing { try FileChangeCheck.verifyUnchanged(item) }
+                if !item.sha256.isEmpty { receipt.sha256 = item.sha256 }  // else: the destination hashed what it sent
+                return receipt
+            } catch where !Task.isCancelled && !(error is CancellationError) && SourceGone.isGone(item) {
+                // Whatever the destination made of the missing file (ENOENT, a plugin's own words), it is gone.
+                throw SourceGone.error(item)
+            }
         }
         switch outcome {
         case .done(let receipt, let attempts):
@@ -92,6 +97,9 @@ public struct DeliveryLayer: Sendable {
             return .success(receipt)
         case .waiting(let failure, let attemptCut):
             return await wait(item, failure, attemptCut: attemptCut)
+        case .failed(let failure) where failure.code == SourceGone.code:
+            await emit(item, .gone)
+            return .failure(failure)
         case .failed(let failure):
             await emit(item, .failed(failure))
             return .failure(failure)

@@ -98,7 +98,7 @@ public final class OperationList: Sendable {
                 state.ongoing[key] = nil
                 state.failed.append(Operation(file: event.file, destination: event.destination, progress: 0, attempts: failure.attempts, error: failure.message, time: event.time))
                 if state.failed.count >= 2 * OperationList.recentLimit { Self.trim(&state.failed, keep: keepFailed, now: clock.now()) }
-            case .waiting:
+            case .waiting, .gone:
                 state.ongoing[key] = nil
             case .queued, .skipped:
                 break

@@ -109,6 +109,13 @@ final class LedgerRecorder: Sendable {
                 // back to pending with that attempt not counted.
                 if attemptCut { try await write(taking: [.waiting(event.file, destination: destination, uncount: true, at: event.time)], force: false) }
                 tally.update { $0.waiting += 1 }
+            case .gone:
+                settled(event.file)
+                try await write(taking: [.gone(event.file, destination: destination, at: event.time)], force: false)
+                // Counted once per file, whichever of its destinations found it gone first.
+                tally.update { summary in
+                    if summary.goneFiles.insert(event.file).inserted { summary.goneBeforeSent += 1 }
+                }
             case .queued, .progress, .skipped:
                 break
             }

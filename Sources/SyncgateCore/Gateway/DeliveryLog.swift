@@ -112,6 +112,7 @@ final class DeliveryLog: Sendable {
         switch event.kind {
         case .synced(_, _, let uploaded): return uploaded ? "delivered" : "already_there"
         case .failed(let failure) where !failure.isCancellation: return "failed"
+        case .gone: return "gone"
         default: return nil
         }
     }
@@ -128,6 +129,8 @@ final class DeliveryLog: Sendable {
             fields.merge(LogFields.failure(failure)) { $1 }
             let message = "\(event.destination): \(event.file.path): failed (\(failure.failureClass.name), \(failure.scope.rawValue)): \(failure.message)"
             return Line(level: .warning, message: message, fields: fields)
+        case .gone:
+            return Line(level: .info, message: "\(event.destination): \(event.file.path): removed from its source before it was sent", fields: fields)
         default:
             return nil
         }

@@ -91,13 +91,17 @@ extension Ledger {
         /// The file's destination became unavailable or blocked: the file waits, pending, for a later run. An
         /// attempt cut short by that (`uncount`) is not counted: it was the destination's failure, not the file's.
         case waiting(FileKey, destination: String, uncount: Bool, at: Date)
+        /// The file was removed from its source before it was sent (``SourceGone``): pending, its attempt not
+        /// counted, with a note saying so. Only a walk marks it removed (``RemovalDetector``, which judges the source
+        /// first: a mirror deletes copies of what it marks).
+        case gone(FileKey, destination: String, at: Date)
 
         /// The destination of the row changed.
         var destination: String {
             switch self {
             case .uploading(_, let destination, _), .progress(_, let destination, _), .retryNote(_, let destination, _, _),
                 .synced(_, let destination, _, _, _, _, _), .failed(_, let destination, _, _, _), .interrupted(_, let destination, _),
-                .waiting(_, let destination, _, _):
+                .waiting(_, let destination, _, _), .gone(_, let destination, _):
                 return destination
             }
         }
@@ -149,7 +153,7 @@ extension Ledger {
                 }
             case .progress(let file, let destination, _), .retryNote(let file, let destination, _, _),
                 .failed(let file, let destination, _, _, _), .interrupted(let file, let destination, _),
-                .waiting(let file, let destination, _, _):
+                .waiting(let file, let destination, _, _), .gone(let file, let destination, _):
                 openAttempt[Row(file: file, destination: destination)] = nil
             }
             changes.append((update, startedAt))
@@ -235,6 +239,12 @@ extension Ledger {
                 UPDATE files SET status = \(FileStatus.pending.sql), attempts = CASE WHEN attempts > ? THEN attempts - ? ELSE 0 END, bytes_done = 0, updated_at = ?, \(release)
                 WHERE source = ? AND path = ? AND destination = ? AND status != \(FileStatus.synced.sql) AND \(mine)
                 """, [uncount ? 1 : 0, uncount ? 1 : 0, now.timeIntervalSince1970, file.source, file.path, destination, claimant])
+        case .gone(let file, let destination, let now):
+            try db.execute("""
+                UPDATE files SET status = \(FileStatus.pending.sql), attempts = CASE WHEN attempts > 1 THEN attempts - 1 ELSE 0 END, bytes_done = 0,
+                    last_error = ?, error_class = NULL, error_code = ?, updated_at = ?, \(release)
+                WHERE source = ? AND path = ? AND destination = ? AND status != \(FileStatus.synced.sql) AND \(mine)
+                """, [SourceGone.note, SourceGone.code, now.timeIntervalSince1970, file.source, file.path, destination, claimant])
         case .interrupted(let file, let destination, let now):
             try db.execute("UPDATE files SET status = \(FileStatus.pending.sql), bytes_done = 0, updated_at = ?, \(release) WHERE source = ? AND path = ? AND destination = ? AND status != \(FileStatus.synced.sql) AND \(mine)", [now.timeIntervalSince1970, file.source, file.path, destination, claimant])
         }

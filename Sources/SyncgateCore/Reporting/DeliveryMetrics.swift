@@ -66,6 +66,8 @@ struct DeliveryMetrics: Sendable {
         case .waiting:
             starts.forget(event.file)
             waiting.increment()
+        case .gone:
+            starts.forget(event.file)
         default: break
         }
     }

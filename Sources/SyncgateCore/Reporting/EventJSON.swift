@@ -39,6 +39,8 @@ public enum EventJSON {
             object["class"] = failure.failureClass.name
             object["scope"] = failure.scope.rawValue
             if let code = failure.code { object["code"] = Redactor.shared.redactCode(code) }
+        case .gone:
+            object["reason"] = "removed from its source before it was sent"
         case .skipped(let reason):
             object["reason"] = Redactor.shared.redact(reason.description)
             if case .tooNew(_, let readyAt) = reason { object["ready_at"] = ReportJSON.time(readyAt) }
@@ -56,7 +58,7 @@ public enum EventJSON {
             "waiting": summary.waiting, "sources_failed": summary.sourcesFailed,
             "interrupted": summary.interrupted, "bytes_uploaded": summary.bytesUploaded, "warnings": summary.warnings,
             "seconds": (summary.seconds * 1000).rounded() / 1000, "exit_code": Int(summary.exitCode),
-            "removed_from_sources": summary.removedFromSources, "remote_deleted": summary.remoteDeleted,
+            "removed_from_sources": summary.removedFromSources, "gone_before_sent": summary.goneBeforeSent, "remote_deleted": summary.remoteDeleted,
             "remote_delete_failed": summary.remoteDeleteFailed, "moved": summary.moved, "move_failed": summary.moveFailures.count,
             "delete_limits": summary.deleteLimits.map { ["destination": $0.destination, "wanted": $0.wanted, "max_delete": $0.limit] as [String: Any] },
             "held_back": summary.heldBack.map { ["source": $0.source, "reason": $0.reason, "gone": $0.gone] as [String: Any] },

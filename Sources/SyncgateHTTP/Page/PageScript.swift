@@ -141,7 +141,7 @@ enum PageScript {
                 if (op) { op.progress = 0; op.error = e.error; op.attempts = e.attempt; renderInFlight(e.destination); }
                 break;
               }
-              case "synced": case "failed": case "waiting":
+              case "synced": case "failed": case "waiting": case "gone":
                 state.live.delete(key(e));
                 state.settled.set(key(e), Date.now());
                 if (state.settled.size > 5000) state.settled.clear();
