@@ -62,6 +62,8 @@ struct StatusAndEdgesTests {
         #expect(!status.stdout.contains("Every routed file is synced"))
         let json = try #require(SyncgateCLI.json(try await cli.run(["status", "--json"]).stdout))
         #expect(json["last_run"] is NSNull)
+        // A look creates nothing: no state folder, no state file (it answered from an empty ledger of its own).
+        #expect(!FileManager.default.fileExists(atPath: dir.file(".syncgate").path), "status created the state's folder")
 
         #expect(try await cli.run(["sync"]).status == 0)
         status = try await cli.run(["status"])
