@@ -57,7 +57,9 @@ struct SourceGoneTests {
         let again = try await engine.run()
         #expect(again.uploaded == 0 && again.failed == 0 && again.removedFromSources == 1 && again.goneBeforeSent == 0 && again.exitCode == 0)
         #expect(car.attemptCount("b-gone.txt") == 1)
-        #expect(try await ledger.entry(FileKey(source: "outbox", path: "b-gone.txt"), destination: "car")?.removed == .source)
+        let marked = try #require(try await ledger.entry(FileKey(source: "outbox", path: "b-gone.txt"), destination: "car"))
+        #expect(marked.removed == .source)
+        #expect(marked.lastError == nil && marked.errorCode == nil, "the note has served: \(marked)")
 
         // Put back, it goes.
         try dir.write("outbox/b-gone.txt", "back")

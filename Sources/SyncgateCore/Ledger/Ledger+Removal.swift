@@ -9,8 +9,12 @@ extension Ledger {
     public func markRemoved(_ files: [FileKey], at now: Date) throws -> Int {
         guard !files.isEmpty else { return 0 }
         return try blockingWrite { db in
+            // The note of an upload that found the file gone (``SourceGone``) has served: the mark says it now.
             let statement = """
-                UPDATE files SET removed = 'source', removed_at = ?, updated_at = ? WHERE source = ? AND path = ? AND removed IS NULL
+                UPDATE files SET removed = 'source', removed_at = ?, updated_at = ?,
+                    last_error = CASE WHEN error_code = '\(SourceGone.code)' THEN NULL ELSE last_error END,
+                    error_code = CASE WHEN error_code = '\(SourceGone.code)' THEN NULL ELSE error_code END
+                WHERE source = ? AND path = ? AND removed IS NULL
                 """
             var changed = 0
             for file in files {
