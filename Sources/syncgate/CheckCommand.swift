@@ -34,7 +34,8 @@ struct CheckCommand: AsyncParsableCommand {
         for name in destination where config.destination(named: name) == nil {
             throw ValidationError("no destination named '\(name)' (known: \(config.destinations.map(\.name).joined(separator: ", ")))")
         }
-        let ledger = try global.openLedger(config)
+        let (ledger, scratch) = try global.openLedgerToLook(config)
+        defer { scratch.remove() }
         let targets = destination.isEmpty ? config.destinations : config.destinations.filter { destination.contains($0.name) }
         var reports: [VerificationReport] = []
         var unlisted: [(name: String, error: String)] = []

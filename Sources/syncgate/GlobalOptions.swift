@@ -80,6 +80,24 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
+    /// The ledger of a command that looks (`status`, `check`): with no SQLite state file yet (no sync has run), an
+    /// empty ledger of its own in a temporary folder, so that a look creates nothing beside the config (and answers
+    /// where the state's folder cannot be written). Remove the scratch folder when done.
+    func openLedgerToLook(_ config: GatewayConfig) throws -> (Ledger, ScratchLedgerFolder) {
+        guard case .sqlite(let path) = config.state, !FileManager.default.fileExists(atPath: path) else {
+            return (try openLedger(config), ScratchLedgerFolder(url: nil))
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("syncgate-look-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            return (try Ledger(path: folder.appendingPathComponent("state.sqlite").path), ScratchLedgerFolder(url: folder))
+        } catch {
+            try? FileManager.default.removeItem(at: folder)
+            Console.error("cannot make an empty ledger in \(folder.path): \(error)")
+            throw ExitCode(ExitStatus.config)
+        }
+    }
+
     /// Takes the state's lock (``StateLock``) for a sync (`gateway: false`) or `syncgate run`; a lock held by
     /// another process exits 75 with its message, a lock that cannot be taken 78 (or 75 when a PostgreSQL state
     /// cannot be reached now).

@@ -48,19 +48,8 @@ struct StatusCommand: AsyncParsableCommand {
         if let destination, config.destination(named: destination) == nil {
             throw ValidationError("no destination named '\(destination)' (known: \(config.destinations.map(\.name).joined(separator: ", ")))")
         }
-        // No state file yet (no sync has run): an empty ledger of its own for this look, so that `status` creates
-        // nothing beside the config (and answers where the state's folder cannot be written).
-        let ledger: Ledger
-        var scratch: URL? = nil
-        if case .sqlite(let path) = config.state, !FileManager.default.fileExists(atPath: path) {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("syncgate-status-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            scratch = folder
-            ledger = try Ledger(path: folder.appendingPathComponent("state.sqlite").path)
-        } else {
-            ledger = try global.openLedger(config)
-        }
-        defer { if let scratch { try? FileManager.default.removeItem(at: scratch) } }
+        let (ledger, scratch) = try global.openLedgerToLook(config)
+        defer { scratch.remove() }
         if all {
             try await ledger.forEachEntry(destination: destination) { entry in
                 Console.out(ReportJSON.encode(StatusReport.fileObject(entry)))

@@ -64,6 +64,9 @@ struct StatusAndEdgesTests {
         #expect(json["last_run"] is NSNull)
         // A look creates nothing: no state folder, no state file (it answered from an empty ledger of its own).
         #expect(!FileManager.default.fileExists(atPath: dir.file(".syncgate").path), "status created the state's folder")
+        let check = try await cli.run(["check"])
+        #expect(check.status == 0 && check.stdout.contains("0 checked"), "\(check.stdout)\(check.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file(".syncgate").path), "check created the state's folder")
 
         #expect(try await cli.run(["sync"]).status == 0)
         status = try await cli.run(["status"])
