@@ -143,7 +143,7 @@ struct SyncRunner {
                     fields["attempts"] = attempts
                     Console.log(.info, "\(event.destination): \(TerminalText.escape(event.file.path)): \(uploaded ? "synced" : "already there")", fields: fields)
                 case .gone where verbose:
-                    Console.log(.info, "\(event.destination): \(TerminalText.escape(event.file.path)): removed from its source before it was sent", fields: LogFields.file(event))
+                    Console.log(.info, "\(event.destination): \(TerminalText.escape(event.file.path)): \(SourceGone.reason)", fields: LogFields.file(event))
                 default: break
                 }
             }, warn: { warning in

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A file removed from its source between the walk that planned it and its upload (a producer that takes its files
 /// back, a temporary file, a rotated log). Not a failure of the file or of the destination: the delivery layer
 /// reports it as ``DeliveryEvent/Kind/gone``, and its row is left pending, the attempt not counted, with a note.
@@ -16,21 +10,20 @@ import Darwin
 public enum SourceGone {
     /// The code of the error an upload ends with when its file is gone (``DestinationError/code``).
     public static let code = "source-gone"
+    /// What happened, as the logs, `sync --json` and `sync -v` say it.
+    public static let reason = "removed from its source before it was sent"
     /// What the row's last error says until the next walk.
-    static let note = "removed from its source before it was sent; the next run records it gone"
+    static let note = reason + "; the next run records it gone"
 
-    /// Whether the planned file is gone from its still-present source folder.
+    /// Whether the planned file is gone from its still-present source folder (the walk's own test).
     public static func isGone(_ item: UploadItem) -> Bool {
         guard item.absolutePath.hasSuffix("/" + item.relativePath) else { return false }
         let root = String(item.absolutePath.dropLast(item.relativePath.utf8.count + 1))
-        var st = stat()
-        guard lstat(item.absolutePath, &st) != 0, errno == ENOENT else { return false }
-        guard stat(root.isEmpty ? "/" : root, &st) == 0 else { return false }
-        return (st.st_mode & S_IFMT) == S_IFDIR
+        return RemovalDetector.isMissing(item.absolutePath) && RemovalDetector.isFolder(root.isEmpty ? "/" : root)
     }
 
     /// The error an attempt ends with instead of its own, when ``isGone(_:)``: permanent (nothing to retry), the file's.
     static func error(_ item: UploadItem) -> DestinationError {
-        .permanent("\(item.relativePath) was removed from its source before it was sent", code: code)
+        .permanent("\(item.relativePath) was \(reason)", code: code)
     }
 }

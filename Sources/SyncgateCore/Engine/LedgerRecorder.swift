@@ -112,10 +112,7 @@ final class LedgerRecorder: Sendable {
             case .gone:
                 settled(event.file)
                 try await write(taking: [.gone(event.file, destination: destination, at: event.time)], force: false)
-                // Counted once per file, whichever of its destinations found it gone first.
-                tally.update { summary in
-                    if summary.goneFiles.insert(event.file).inserted { summary.goneBeforeSent += 1 }
-                }
+                tally.update { $0.goneFiles.insert(event.file) }
             case .queued, .progress, .skipped:
                 break
             }

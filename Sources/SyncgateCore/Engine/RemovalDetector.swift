@@ -127,13 +127,18 @@ final class RemovalDetector: @unchecked Sendable {
             guard let root = roots[key.source] else { return false }
             if folderThere[key.source] == nil { folderThere[key.source] = RemovalDetector.isFolder(root) }
             guard folderThere[key.source] == true else { return false }
-            var info = stat()
-            if lstat(root + "/" + key.path, &info) == 0 { return false }
-            return errno == ENOENT || errno == ENOTDIR
+            return RemovalDetector.isMissing(root + "/" + key.path)
         }
     }
 
-    private static func isFolder(_ path: String) -> Bool {
+    /// Whether `lstat` finds nothing at `path` (no such file, or a folder on its way is not one).
+    static func isMissing(_ path: String) -> Bool {
+        var info = stat()
+        if lstat(path, &info) == 0 { return false }
+        return errno == ENOENT || errno == ENOTDIR
+    }
+
+    static func isFolder(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }

@@ -28,10 +28,9 @@ public struct SyncSummary: Sendable {
     /// Files found gone from their source in this run (their rows marked removed).
     public var removedFromSources: Int = 0
     /// Files removed from their source between the walk and their upload (``SourceGone``): not failed, left
-    /// pending for the next walk to mark removed.
-    public var goneBeforeSent: Int = 0
-    /// Those files (counted once whatever the number of their destinations).
+    /// pending for the next walk to mark removed. Each once, whatever the number of its destinations.
     var goneFiles: Set<FileKey> = []
+    public var goneBeforeSent: Int { goneFiles.count }
     /// Copies deleted at destinations because their file was removed from its source (`delete_remote`).
     public var remoteDeleted: Int = 0
     /// Such deletions that failed (tried again next run).

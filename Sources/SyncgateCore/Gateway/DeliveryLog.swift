@@ -130,7 +130,7 @@ final class DeliveryLog: Sendable {
             let message = "\(event.destination): \(event.file.path): failed (\(failure.failureClass.name), \(failure.scope.rawValue)): \(failure.message)"
             return Line(level: .warning, message: message, fields: fields)
         case .gone:
-            return Line(level: .info, message: "\(event.destination): \(event.file.path): removed from its source before it was sent", fields: fields)
+            return Line(level: .info, message: "\(event.destination): \(event.file.path): \(SourceGone.reason)", fields: fields)
         default:
             return nil
         }

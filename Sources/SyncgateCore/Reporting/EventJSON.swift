@@ -40,7 +40,7 @@ public enum EventJSON {
             object["scope"] = failure.scope.rawValue
             if let code = failure.code { object["code"] = Redactor.shared.redactCode(code) }
         case .gone:
-            object["reason"] = "removed from its source before it was sent"
+            object["reason"] = SourceGone.reason
         case .skipped(let reason):
             object["reason"] = Redactor.shared.redact(reason.description)
             if case .tooNew(_, let readyAt) = reason { object["ready_at"] = ReportJSON.time(readyAt) }
