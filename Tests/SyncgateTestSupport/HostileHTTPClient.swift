@@ -191,11 +191,19 @@ public enum HostileHTTPClient {
 
     /// CPU seconds `pid` has used (user and system), from `/proc/PID/stat` (nil: it cannot be read).
     public static func cpuSeconds(of pid: Int32) -> Double? {
+        cpuTimes(of: pid).map { $0.user + $0.system }
+    }
+
+    /// The CPU seconds `pid` spent so far in its own code and in the kernel, apart: the kernel's share moves with
+    /// what the file systems are doing (creating files right after many were deleted costs ext4 far more), its own
+    /// share with its own work.
+    public static func cpuTimes(of pid: Int32) -> (user: Double, system: Double)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = text.lastIndex(of: ")") else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ")
         // After the command: state is field 3; utime and stime are fields 14 and 15.
         guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        let tick = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return (user / tick, system / tick)
     }
 }
