@@ -22,6 +22,7 @@ public struct LocalDestination: Destination {
         let config = try setup.decode(LocalConfig.self)
         let root = setup.resolvePath(config.path)
         setup.writesInto(root)
+        setup.deliversTo(root)
         return { LocalDestination(root: root, fsync: config.fsync) }
     })
 

@@ -24,6 +24,9 @@ public final class S3Destination: Destination, Sendable {
             throw setup.invalid(error.key, error.message)
         }
         setup.describe("credentials: \(settings.credentialsDescription)")
+        let endpoint = "\(settings.scheme)://\(settings.host)\(settings.port.map { ":\($0)" } ?? "")"
+        setup.deliversTo("s3://\(settings.bucket)/\(settings.prefix) at \(endpoint)",
+                         identity: [endpoint, settings.bucket, settings.prefix].joined(separator: "\u{0}"))
         if settings.network.isSet, let origin = URL(string: settings.origin) { setup.describe("network: \(settings.network.describe(origin))") }
         return { S3Destination(settings: settings, logger: setup.logger) }
     })

@@ -22,6 +22,14 @@ public struct SheetsDestination: Destination {
                 setup.readsSecretFile(setup.resolvePath(file))
             }
             let decoded = config
+            // Where the rows go: the web app (its URL, a capability, is compared as a digest and never shown), or the
+            // spreadsheet and its sheet (the range's columns may change without the rows being elsewhere).
+            let sheet = (try? A1Range(parsing: config.range))?.sheet ?? config.range
+            if let url = config.appsScriptURL {
+                setup.deliversTo("an Apps Script web app at \(URL(string: url)?.host ?? "its URL")", identity: url)
+            } else if let id = config.spreadsheetID {
+                setup.deliversTo("spreadsheet \(id), sheet \(sheet)", identity: [config.apiBase, id, sheet].joined(separator: "\u{0}"))
+            }
             let network: NetworkSettings
             do {
                 network = try NetworkSettings.resolve(

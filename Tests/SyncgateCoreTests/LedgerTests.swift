@@ -379,34 +379,35 @@ struct LedgerTests {
             let location = try await state("state")
             do {
                 let ledger = try Ledger(state: location)
-                #expect(ledger.schemaChange == .created(8))
+                #expect(ledger.schemaChange == .created(9))
                 try await pending(ledger)
             }
             // Back to schema 3: the removal columns of schema 4, the claims and instances of schema 5 and the
-            // judgement tables of schema 6, the leaders of schema 7 and the verifications of schema 8 gone.
+            // judgement tables of schema 6, the leaders of schema 7, the verifications of schema 8 and the
+            // destinations' targets of schema 9 gone.
             _ = try await LedgerEngine.rawSQL("""
                 DROP INDEX files_removed; ALTER TABLE files DROP COLUMN removed; ALTER TABLE files DROP COLUMN removed_at;
                 DROP INDEX files_claimed; ALTER TABLE files DROP COLUMN claimed_by; ALTER TABLE files DROP COLUMN lease_until;
                 DROP TABLE instances; DROP TABLE instance_walks;
-                ALTER TABLE destinations DROP COLUMN retry_after_until; DROP TABLE source_roots; DROP TABLE remote_deletions; DROP TABLE destination_leaders; DROP TABLE verifications;
+                ALTER TABLE destinations DROP COLUMN retry_after_until; DROP TABLE source_roots; DROP TABLE remote_deletions; DROP TABLE destination_leaders; DROP TABLE verifications; DROP TABLE destination_targets;
                 UPDATE syncgate_meta SET value = '3' WHERE key = 'schema';
                 """, on: location, server: server)
             let upgraded = try Ledger(state: location)
-            #expect(upgraded.schemaChange == .upgraded(from: 3, to: 8))
+            #expect(upgraded.schemaChange == .upgraded(from: 3, to: 9))
             await #expect(try upgraded.entry(file, destination: "car")?.claimedBy == nil)
             await #expect(try upgraded.entry(file, destination: "car")?.removed == nil)
             try upgraded.markRemoved([file], at: t0)
             await #expect(try upgraded.entry(file, destination: "car")?.removed == .source)
 
-            _ = try await LedgerEngine.rawSQL("UPDATE syncgate_meta SET value = '9' WHERE key = 'schema'", on: location, server: server)
+            _ = try await LedgerEngine.rawSQL("UPDATE syncgate_meta SET value = '10' WHERE key = 'schema'", on: location, server: server)
             do {
                 _ = try Ledger(state: location)
                 Issue.record("a newer schema must be refused")
             } catch let error as LedgerError {
-                #expect(error.message.contains("newer syncgate (schema 9"), "\(error)")
+                #expect(error.message.contains("newer syncgate (schema 10"), "\(error)")
                 #expect(!error.temporary)
             }
-            #expect(try await LedgerEngine.rawSQL("SELECT value FROM syncgate_meta WHERE key = 'schema'", on: location, server: server) == "9")
+            #expect(try await LedgerEngine.rawSQL("SELECT value FROM syncgate_meta WHERE key = 'schema'", on: location, server: server) == "10")
         }
     }
 

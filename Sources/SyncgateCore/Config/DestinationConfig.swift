@@ -17,6 +17,8 @@ public struct DestinationConfig: Sendable {
     /// The folder on this machine it writes into (a local destination), and where the config sets it, for errors
     /// (``DestinationSetup/writesInto(_:key:)``).
     public var folder: (path: String, location: ConfigError)?
+    /// Where its copies go, when its plugin says (``DestinationSetup/deliversTo(_:identity:)``).
+    public var target: DestinationTarget?
     private let plugin: LazyDestination
     private let sharedLimits = SharedLimits()
 

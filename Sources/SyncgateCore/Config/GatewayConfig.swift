@@ -298,6 +298,7 @@ extension GatewayConfig {
             )
             destination.details = setup.details.lines
             destination.folder = setup.details.folder
+            destination.target = setup.details.target
             destinations.append(destination)
         }
         if destinationNodes?.isEmpty == true {

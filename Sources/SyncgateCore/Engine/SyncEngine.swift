@@ -14,6 +14,8 @@ public final class SyncEngine: Sendable {
     public let operations: OperationList
     /// The sources held back from deletions, as this engine's passes judged them (a gateway's, across its passes).
     public let holds = SourceHolds()
+    /// Destinations whose target another live instance records otherwise (``noteTargets(_:)``), said once.
+    let targetDisagreements = Mutex<Set<String>>([])
 
     public init(
         config: GatewayConfig, ledger: Ledger, clock: any SyncClock = SystemClock(), logger: Logger = Logger(label: "syncgate"),
@@ -201,6 +203,7 @@ public final class SyncEngine: Sendable {
         _ destinations: [DestinationConfig], options: SyncOptions, cancellation: CancellationHandle, tally: SummaryTally,
         observe: @escaping @Sendable (DeliveryEvent) -> Void, warn: @escaping @Sendable (ScanWarning) -> Void
     ) async throws -> PassOutcome {
+        if !options.dryRun { try await noteTargets(destinations) }
         let records = options.dryRun ? [:] : try await ledger.destinationRecords()
 
         // Each destination gets ready beside the planning: one probe of a destination that was away, the listing of

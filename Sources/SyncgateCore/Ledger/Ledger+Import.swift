@@ -25,8 +25,9 @@ extension Ledger {
     }
 
     /// Every table that says something of files and destinations. Not copied: the fleet's instances, walks and
-    /// leaders (nothing runs on the new ledger yet), and claims (`claimed_by`, `lease_until`: the imported rows are
-    /// free).
+    /// leaders (nothing runs on the new ledger yet), claims (`claimed_by`, `lease_until`: the imported rows are
+    /// free), and where the destinations' copies go (`destination_targets`: the first run on the new ledger records
+    /// them from its config, without judging).
     private static let importedTables: [ImportedTable] = [
         ImportedTable(name: "files", columns: [
             ("source", .text), ("path", .text), ("destination", .text), ("status", .text), ("attempts", .integer),

@@ -30,6 +30,7 @@ extension Ledger {
             if schema < 6 { try addJudgementTables(db) }
             if schema < 7 { try addLeaderTable(db) }
             if schema < 8 { try addVerificationTable(db) }
+            if schema < 9 { try addTargetTable(db) }
             if schema < Ledger.schemaVersion {
                 try db.execute("UPDATE syncgate_meta SET value = ? WHERE key = 'schema'", [String(Ledger.schemaVersion)])
                 return .upgraded(from: schema, to: Ledger.schemaVersion)
@@ -78,7 +79,24 @@ extension Ledger {
         try addJudgementTables(db)
         try addLeaderTable(db)
         try addVerificationTable(db)
+        try addTargetTable(db)
         return .created(Ledger.schemaVersion)
+    }
+
+    /// Schema 9: per destination, where its copies went when its rows were last recorded (``DestinationTarget``):
+    /// a digest of what identifies it (never the text itself, which may name a capability URL), what `syncgate`
+    /// says of it, when and by which instance it was recorded.
+    private static func addTargetTable(_ db: any LedgerConnection) throws {
+        let d = db.dialect
+        try db.executeOnce("""
+            CREATE TABLE destination_targets (
+                destination \(d.keyText) PRIMARY KEY NOT NULL,
+                digest TEXT NOT NULL,
+                description TEXT NOT NULL,
+                recorded_at \(d.real) NOT NULL,
+                recorded_by TEXT
+            )\(d.tableSuffix)
+            """, [])
     }
 
     /// Schema 8: per destination, its last verification (`syncgate check`, ``VerificationRecord``): when, how many

@@ -22,8 +22,8 @@ public final class Ledger: Sendable {
     /// The schema this syncgate writes. Versions 1 (files only), 2 (destination states), 3 (resumable uploads), 4
     /// (removals) and 5 (claims with leases, and the instances of a fleet) are upgraded in place (6: a destination's
     /// Retry-After, source roots, the remote deletions' window; 7: the leaders' epochs; 8: the last verification per
-    /// destination); a newer one is refused.
-    public static let schemaVersion = 8
+    /// destination; 9: where each destination's copies go); a newer one is refused.
+    public static let schemaVersion = 9
     /// Who this ledger's claims are made by (`claimed_by`): the host, the process and a random suffix, so that a
     /// restarted process with a reused pid is another instance.
     public let instanceID: String

@@ -38,11 +38,13 @@ public struct DestinationSetup: @unchecked Sendable {
     }
 
     final class Details: Sendable {
-        private let stored = Mutex<(lines: [String], folder: (path: String, location: ConfigError)?)>(([], nil))
+        private let stored = Mutex<(lines: [String], folder: (path: String, location: ConfigError)?, target: DestinationTarget?)>(([], nil, nil))
         var lines: [String] { stored.withLock { $0.lines } }
         func append(_ line: String) { stored.withLock { $0.lines.append(line) } }
         var folder: (path: String, location: ConfigError)? { stored.withLock { $0.folder } }
         func setFolder(_ path: String, _ location: ConfigError) { stored.withLock { $0.folder = (path, location) } }
+        var target: DestinationTarget? { stored.withLock { $0.target } }
+        func setTarget(_ target: DestinationTarget) { stored.withLock { $0.target = target } }
     }
 
     /// Whether the plugin should read and check the files its settings name (a key file) now: `syncgate validate`
@@ -114,6 +116,16 @@ public struct DestinationSetup: @unchecked Sendable {
     public func writesInto(_ path: String, key: String = "path") {
         let location = invalid(key, "")
         details.setFolder(path, location)
+    }
+
+    /// Tells the core where the destination's copies go: a folder, a bucket and prefix at an endpoint, a spreadsheet
+    /// and sheet (`description`, for people: never a secret; `identity`, what is compared, kept only as a digest:
+    /// the description when nil). When a run finds it changed since the ledger recorded it, the files recorded synced
+    /// at the destination are made pending again, as a destination pointed elsewhere holds none of them
+    /// (``SyncEngine``). A plugin whose destination is listed at every run (a head unit), or that cannot tell where
+    /// its copies go (an external plugin), says nothing.
+    public func deliversTo(_ description: String, identity: String? = nil) {
+        details.setTarget(DestinationTarget(description: description, identity: identity))
     }
 
     /// Tells the core that the destination reads a secret from this file (absolute): a source that holds it never

@@ -1,0 +1,67 @@
+import Foundation
+import SyncgateTestSupport
+import Testing
+
+/// A local destination's `path` changed between two syncs (the real binary): the new folder holds none of what the
+/// ledger says was delivered, so the next sync copies every file there and says why; a change of any other key
+/// (`concurrency`) sends nothing again, nor does a dry run after a change, which leaves the change to the next sync.
+@Suite("a destination pointed elsewhere (real binary, local destination)")
+struct DestinationRetargetTests {
+    let dir: TemporaryDirectory
+    let cli: SyncgateCLI
+
+    init() throws {
+        dir = try TemporaryDirectory("sg-retarget")
+        cli = SyncgateCLI(dir: dir)
+    }
+
+    func config(path: String, concurrency: Int = 4) throws {
+        try dir.write("plugins.yaml", """
+            version: 1
+            sources: [{name: outbox, path: outbox}]
+            destinations: [{name: archive, type: local, path: \(path), fsync: false, concurrency: \(concurrency)}]
+            """)
+    }
+
+    func uploaded(_ result: ProcessResult) -> Int? {
+        SyncgateCLI.events(result.stdout).last { $0["event"] as? String == "summary" }?["uploaded"] as? Int
+    }
+
+    @Test func aNewFolderGetsEveryFileAgainAndOtherChangesNothing() async throws {
+        defer { dir.remove() }
+        for name in ["a.txt", "sub/b.txt", "c.txt"] { try dir.write("outbox/\(name)", name) }
+        try config(path: "first")
+        let first = try await cli.run(["sync", "--json"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(uploaded(first) == 3)
+        #expect(!first.stderr.contains("now points at"))
+
+        // Another key changed: nothing is sent again.
+        try config(path: "first", concurrency: 2)
+        let tuned = try await cli.run(["sync", "--json"])
+        #expect(uploaded(tuned) == 0, "\(tuned.stdout)")
+        #expect(!tuned.stderr.contains("now points at"))
+
+        // Another folder: a dry run changes nothing; the sync after it copies all three there, and says why.
+        try config(path: "second")
+        let dry = try await cli.run(["sync", "--dry-run", "--json"])
+        #expect(dry.status == 0)
+        #expect(!FileManager.default.fileExists(atPath: dir.file("second").path))
+        let moved = try await cli.run(["sync", "--json"])
+        #expect(moved.status == 0, "\(moved.stderr)")
+        #expect(uploaded(moved) == 3, "\(moved.stdout)")
+        let second = dir.file("second").path
+        #expect(moved.stderr.contains("archive: the destination now points at \(second) (it was \(dir.file("first").path)); the 3 file(s) recorded synced there are sent again"), "\(moved.stderr)")
+        for name in ["a.txt", "sub/b.txt", "c.txt"] {
+            #expect((try? String(contentsOfFile: second + "/" + name, encoding: .utf8)) == name)
+        }
+        #expect(FileManager.default.fileExists(atPath: dir.file("first/a.txt").path), "the old folder is left as it is")
+
+        // And then nothing more, and status says every file is synced.
+        let again = try await cli.run(["sync", "--json"])
+        #expect(uploaded(again) == 0)
+        let status = try await cli.run(["status", "--json"])
+        let destinations = SyncgateCLI.json(status.stdout)?["destinations"] as? [[String: Any]] ?? []
+        #expect(destinations.first?["synced"] as? Int == 3, "\(status.stdout)")
+    }
+}
