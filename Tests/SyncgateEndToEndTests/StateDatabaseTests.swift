@@ -122,6 +122,7 @@ struct StateDatabaseTests {
             ALTER TABLE files DROP COLUMN removed; ALTER TABLE files DROP COLUMN removed_at;
             DROP INDEX files_claimed; ALTER TABLE files DROP COLUMN claimed_by; ALTER TABLE files DROP COLUMN lease_until;
             DROP TABLE source_roots; DROP TABLE remote_deletions; DROP TABLE destination_leaders; DROP TABLE verifications;
+            DROP TABLE destination_targets;
             DROP TABLE instances; DROP TABLE instance_walks;
             UPDATE syncgate_meta SET value = '1' WHERE key = 'schema';
             DELETE FROM syncgate_meta WHERE key LIKE 'last_run_%';
