@@ -4,7 +4,7 @@ import Testing
 
 /// A local destination's `path` changed between two syncs (the real binary): the new folder holds none of what the
 /// ledger says was delivered, so the next sync copies every file there and says why; a change of any other key
-/// (`concurrency`) sends nothing again, nor does a dry run after a change, which leaves the change to the next sync.
+/// (`concurrency`) sends nothing again; a dry run after a change says what a sync would send and changes nothing.
 @Suite("a destination pointed elsewhere (real binary, local destination)")
 struct DestinationRetargetTests {
     let dir: TemporaryDirectory
@@ -42,10 +42,13 @@ struct DestinationRetargetTests {
         #expect(uploaded(tuned) == 0, "\(tuned.stdout)")
         #expect(!tuned.stderr.contains("now points at"))
 
-        // Another folder: a dry run changes nothing; the sync after it copies all three there, and says why.
+        // Another folder: a dry run lists the three and changes nothing; the sync after it copies them there, and
+        // says why.
         try config(path: "second")
         let dry = try await cli.run(["sync", "--dry-run", "--json"])
         #expect(dry.status == 0)
+        #expect(SyncgateCLI.events(dry.stdout).last { $0["event"] as? String == "summary" }?["planned"] as? Int == 3, "\(dry.stdout)")
+        #expect(dry.stderr.contains("archive: the destination now points at \(dir.file("second").path), not where its copies were recorded; a sync would send them again"), "\(dry.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("second").path))
         let moved = try await cli.run(["sync", "--json"])
         #expect(moved.status == 0, "\(moved.stderr)")

@@ -38,6 +38,9 @@ final class DestinationPlanner {
     private let tracksNames: Bool
     /// Whether the destination's order needs each kept plan's route priority.
     private let usesPriority: Bool
+    /// A dry run's: the destination points elsewhere than its rows were recorded at (``SyncEngine/noteTargets(_:)``),
+    /// so a synced file is planned as the run after it would plan it, sent again.
+    var pointedElsewhere = false
 
     /// Whether the plans can be handed over in waves while the scan goes on (``takeWave()``): only when no name
     /// can clash. Where one can, every name must be seen before anything is sent, so nothing is overwritten.
@@ -85,7 +88,7 @@ final class DestinationPlanner {
         }
         // The common case first: synced, same size and time, still at the destination. Decided from the row's
         // status, size and time alone.
-        if found, rows.status == .synced, !options.onlyFailed,
+        if found, rows.status == .synced, !options.onlyFailed, !pointedElsewhere,
            rows.size == file.size, FileStat.sameModificationTime(rows.modificationTime, file.modificationTime),
            remoteNames.map({ $0.contains(ExactString(name)) }) ?? true {
             plan.action = .skip(.upToDate)
@@ -160,7 +163,9 @@ final class DestinationPlanner {
         switch entry.status {
         case .synced:
             if options.onlyFailed { return false }
-            if let remoteNames, let name = plan.remoteName, !remoteNames.contains(ExactString(name)) {
+            if pointedElsewhere {
+                if hashed() != nil { plan.action = .upload(.missingAtDestination) }
+            } else if let remoteNames, let name = plan.remoteName, !remoteNames.contains(ExactString(name)) {
                 if hashed() != nil { plan.action = .upload(.missingAtDestination) }
             } else if sameStat {
                 plan.sha256 = entry.sha256
