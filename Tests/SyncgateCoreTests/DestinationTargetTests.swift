@@ -56,6 +56,13 @@ struct DestinationTargetTests {
             await #expect(try ledger.entry(key("waiting.txt"), destination: "archive")?.status == .pending)
             await #expect(try ledger.entry(key("a.txt"), destination: "other")?.status == .synced, "another destination")
             await #expect(try ledger.recordedTargetDigests() == ["archive": moved.digest])
+            // `delete_remote` deletes nothing at the new place: not the copy of the file removed before the change
+            // (it is at the old place), nor that of a file removed after it, before it was sent again.
+            await #expect(try ledger.remoteDeletions(destination: "archive").isEmpty)
+            _ = try ledger.markRemoved([key("a.txt")], at: t0 + 6)
+            await #expect(try ledger.remoteDeletions(destination: "archive").isEmpty)
+            await #expect(try ledger.remoteDeletions(destination: "other").map(\.file) == [key("a.txt")], "another destination's copy is")
+            try ledger.clearRemoved([key("a.txt")], at: t0 + 6)
 
             // Delivered again, then the same target: nothing more.
             try await ledger.markSynced(key("a.txt"), destination: "archive", receipt: Receipt(remoteName: "a.txt"), size: 4,

@@ -15,11 +15,11 @@ struct DestinationRetargetTests {
         cli = SyncgateCLI(dir: dir)
     }
 
-    func config(path: String, concurrency: Int = 4) throws {
+    func config(path: String, concurrency: Int = 4, mirror: Bool = false) throws {
         try dir.write("plugins.yaml", """
             version: 1
             sources: [{name: outbox, path: outbox}]
-            destinations: [{name: archive, type: local, path: \(path), fsync: false, concurrency: \(concurrency)}]
+            destinations: [{name: archive, type: local, path: \(path), fsync: false, concurrency: \(concurrency), delete_remote: \(mirror)}]
             """)
     }
 
@@ -66,5 +66,35 @@ struct DestinationRetargetTests {
         let status = try await cli.run(["status", "--json"])
         let destinations = SyncgateCLI.json(status.stdout)?["destinations"] as? [[String: Any]] ?? []
         #expect(destinations.first?["synced"] as? Int == 3, "\(status.stdout)")
+    }
+
+    /// A mirror pointed elsewhere deletes only what it wrote there: a file removed from the source in the run that
+    /// finds the new folder, whose copy is at the old one, leaves a file of that name in the new folder alone (it is
+    /// not syncgate's), and the old folder is not touched. Without `synced_at` cleared, the mirror deleted it.
+    @Test func aMirrorPointedElsewhereDeletesNothingItDidNotWriteThere() async throws {
+        defer { dir.remove() }
+        for name in ["a.txt", "b.txt", "c.txt"] { try dir.write("outbox/\(name)", name) }
+        try config(path: "first", mirror: true)
+        #expect(try await cli.run(["sync"]).status == 0)
+        try dir.write("second/c.txt", "not syncgate's")
+        try FileManager.default.removeItem(at: dir.file("outbox/c.txt"))
+        try config(path: "second", mirror: true)
+        let moved = try await cli.run(["sync", "--json"])
+        #expect(moved.status == 0, "\(moved.stderr)")
+        #expect(uploaded(moved) == 2, "\(moved.stdout)")
+        #expect((try? String(contentsOfFile: dir.file("second/c.txt").path, encoding: .utf8)) == "not syncgate's")
+        #expect((try? String(contentsOfFile: dir.file("second/a.txt").path, encoding: .utf8)) == "a.txt")
+        #expect((try? String(contentsOfFile: dir.file("first/c.txt").path, encoding: .utf8)) == "c.txt", "the old folder is left as it is")
+        let deleted = SyncgateCLI.events(moved.stdout).last { $0["event"] as? String == "summary" }?["remote_deleted"] as? Int
+        #expect(deleted == 0, "\(moved.stdout.suffix(600))")
+
+        // And a file removed after the change, before it is sent again: nothing of it is deleted there either.
+        try config(path: "third", mirror: true)
+        try dir.write("third/b.txt", "not syncgate's either")
+        try FileManager.default.removeItem(at: dir.file("outbox/b.txt"))
+        let third = try await cli.run(["sync", "--json"])
+        #expect(third.status == 0, "\(third.stderr)")
+        #expect((try? String(contentsOfFile: dir.file("third/b.txt").path, encoding: .utf8)) == "not syncgate's either")
+        #expect((try? String(contentsOfFile: dir.file("third/a.txt").path, encoding: .utf8)) == "a.txt")
     }
 }

@@ -27,8 +27,8 @@ extension Ledger {
 
     /// Compares `target` with the one recorded for `destination` and records it. When another was recorded, the
     /// destination now points somewhere that holds none of what the ledger says it holds: its rows recorded synced
-    /// (of files still in their sources) are made pending, in the same transaction, with a note saying why; their
-    /// attempts stay counted, so a destination that can look for a copy cheaply (S3, a plugin's `exists`) looks
+    /// (of files still in their sources) are made pending, in the same transaction, with a note saying why, and no
+    /// row is left saying its copy was delivered there (what `delete_remote` deletes); their attempts stay counted, so a destination that can look for a copy cheaply (S3, a plugin's `exists`) looks
     /// before it sends (``DestinationRun/outcomeUnknown(_:instanceID:)``). On a shared ledger, a target recorded by
     /// another live instance is left alone (``TargetNote/disagreement(was:by:)``).
     public func noteTarget(_ destination: String, _ target: DestinationTarget, at now: Date) async throws -> TargetNote {
@@ -49,10 +49,17 @@ extension Ledger {
             var marked = 0
             if row != nil {
                 let note = "the destination now points at \(target.description) (it was \(was)): sent again"
+                // Nothing is delivered at the new place: no row says so (`synced_at` cleared), so that `delete_remote`
+                // never deletes there a name syncgate did not write, neither for a file whose removal was still to be
+                // carried out at the old place (its copy stays there) nor for one removed before it is sent again.
                 marked = try db.execute("""
-                    UPDATE files SET status = \(FileStatus.pending.sql), last_error = ?, updated_at = ?
+                    UPDATE files SET status = \(FileStatus.pending.sql), synced_at = NULL, last_error = ?, updated_at = ?
                     WHERE destination = ? AND status = \(FileStatus.synced.sql) AND removed IS NULL
                     """, [Redactor.shared.redact(note), now.timeIntervalSince1970, destination])
+                try db.execute("""
+                    UPDATE files SET synced_at = NULL, updated_at = ?
+                    WHERE destination = ? AND removed = '\(Removal.source.rawValue)' AND synced_at IS NOT NULL
+                    """, [now.timeIntervalSince1970, destination])
             }
             try db.execute("""
                 INSERT INTO destination_targets (destination, digest, description, recorded_at, recorded_by) VALUES (?, ?, ?, ?, ?)
