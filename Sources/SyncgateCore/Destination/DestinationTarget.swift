@@ -18,6 +18,6 @@ public struct DestinationTarget: Sendable, Hashable {
 
     /// The SHA-256 of ``identity``, in hex: what the ledger stores and compares.
     public var digest: String {
-        SHA256.hash(data: Data(identity.utf8)).map { String(format: "%02x", $0) }.joined()
+        FileHasher.hex(SHA256.hash(data: Data(identity.utf8)))
     }
 }

@@ -40,7 +40,7 @@ final class DestinationPlanner {
     private let usesPriority: Bool
     /// A dry run's: the destination points elsewhere than its rows were recorded at (``SyncEngine/noteTargets(_:)``),
     /// so a synced file is planned as the run after it would plan it, sent again.
-    var pointedElsewhere = false
+    let pointedElsewhere: Bool
 
     /// Whether the plans can be handed over in waves while the scan goes on (``takeWave()``): only when no name
     /// can clash. Where one can, every name must be seen before anything is sent, so nothing is overwritten.
@@ -51,8 +51,10 @@ final class DestinationPlanner {
 
     init(
         _ destination: DestinationConfig, config: GatewayConfig, options: SyncOptions, remoteNames: Set<ExactString>?,
-        verifiesListingLater: Bool = false, keepSkipped: Bool, now: Date, skipped: @escaping (PlannedDelivery) throws -> Void
+        verifiesListingLater: Bool = false, pointedElsewhere: Bool = false, keepSkipped: Bool, now: Date,
+        skipped: @escaping (PlannedDelivery) throws -> Void
     ) {
+        self.pointedElsewhere = pointedElsewhere
         self.destination = destination
         self.config = config
         self.options = options

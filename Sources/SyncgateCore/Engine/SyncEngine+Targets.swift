@@ -5,16 +5,13 @@ extension SyncEngine {
     /// before the planning reads the rows: a destination pointed elsewhere (another folder, bucket, prefix,
     /// spreadsheet) holds none of what its rows say, so the files recorded synced there are made pending and this
     /// pass sends them (or finds them there, where the destination can look). Destinations whose plugin does not say
-    /// where its copies go are not compared. Returns the destinations whose rows were made pending.
-    @discardableResult
-    func noteTargets(_ destinations: [DestinationConfig]) async throws -> Set<String> {
-        var changed: Set<String> = []
+    /// where its copies go are not compared.
+    func noteTargets(_ destinations: [DestinationConfig]) async throws {
         for (name, target, _) in try await differingTargets(destinations) {
             switch try await ledger.noteTarget(name, target, at: clock.now()) {
             case .first, .same:
                 break
             case .changed(let was, let marked):
-                changed.insert(name)
                 logger.warning("\(name): the destination now points at \(target.description) (it was \(was)); the \(marked) file(s) recorded synced there are sent again (or found there)")
             case .disagreement(let was, let by):
                 if targetDisagreements.withLock({ $0.insert(name).inserted }) {
@@ -22,7 +19,6 @@ extension SyncEngine {
                 }
             }
         }
-        return changed
     }
 
     /// A dry run's ``noteTargets(_:)``: changes nothing, says which destinations a run would find pointed elsewhere

@@ -203,7 +203,8 @@ public final class SyncEngine: Sendable {
         _ destinations: [DestinationConfig], options: SyncOptions, cancellation: CancellationHandle, tally: SummaryTally,
         observe: @escaping @Sendable (DeliveryEvent) -> Void, warn: @escaping @Sendable (ScanWarning) -> Void
     ) async throws -> PassOutcome {
-        let pointedElsewhere = options.dryRun ? try await targetsChanged(destinations) : try await noteTargets(destinations)
+        var pointedElsewhere: Set<String> = []
+        if options.dryRun { pointedElsewhere = try await targetsChanged(destinations) } else { try await noteTargets(destinations) }
         let records = options.dryRun ? [:] : try await ledger.destinationRecords()
 
         // Each destination gets ready beside the planning: one probe of a destination that was away, the listing of
@@ -221,15 +222,13 @@ public final class SyncEngine: Sendable {
         // clash, destinations in parallel.
         let now = clock.now()
         let planners = destinations.map { destination in
-            let planner = DestinationPlanner(destination, config: config, options: options, remoteNames: nil,
+            DestinationPlanner(destination, config: config, options: options, remoteNames: nil,
                                verifiesListingLater: destination.destination.listingIsAuthoritative && !options.dryRun,
-                               keepSkipped: false, now: now) { plan in
+                               pointedElsewhere: pointedElsewhere.contains(destination.name), keepSkipped: false, now: now) { plan in
                 if case .skip(let reason) = plan.action {
                     observe(DeliveryEvent(file: plan.file.key, destination: destination.name, size: plan.file.size, kind: .skipped(reason: reason), time: self.clock.now()))
                 }
             }
-            planner.pointedElsewhere = options.dryRun && pointedElsewhere.contains(destination.name)
-            return planner
         }
         let split = try await fleetSplit(planners, options: options)
         let feed = WaveFeed(destinations: planners.count, share: split?.share, splitSources: split?.sources ?? [])
